@@ -1,0 +1,145 @@
+"""Load the bundled gold datasets (WebQSP, CWQ) into one uniform shape.
+
+Everything is read from the repository's ``data/`` folder (copied from the
+upstream releases; see each folder's PROVENANCE.md), never from the network.
+
+Splits:
+
+* ``webqsp``: ``train`` (3,098 questions), ``test`` (1,639), ``all``.
+* ``cwq``: ``train`` is the 30,403 CWQ train+dev questions with SPARQL and no
+  answers; ``test`` the 3,531 test questions with answer mids; ``all`` both.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+
+DATASETS = ("webqsp", "cwq")
+SPLITS = ("train", "test", "all")
+
+_MID = re.compile(r"\bns:([mg]\.[0-9a-z_]+)")
+
+
+@dataclass(frozen=True)
+class GoldParse:
+    """One annotated parse of a question.
+
+    ``answers`` is a tuple of ``(id, name)``: a Freebase id (``m.0gxnnwq``) or,
+    for a value answer, the literal text twice. ``None`` when the dataset has
+    no answers (CWQ train+dev).
+    """
+
+    parse_id: str
+    sparql: str
+    topic_entities: tuple[tuple[str, str], ...]
+    answers: tuple[tuple[str, str], ...] | None
+
+
+@dataclass(frozen=True)
+class GoldQuestion:
+    id: str
+    question: str
+    dataset: str
+    split: str
+    parses: tuple[GoldParse, ...]
+
+
+def data_path(*parts: str) -> Path:
+    """A file under the bundled ``data/`` folder; raises if it is missing."""
+    path = DATA_DIR.joinpath(*parts)
+    if not path.exists():
+        raise FileNotFoundError(f"bundled data file missing: data/{'/'.join(parts)}")
+    return path
+
+
+def _read_json(path: Path):
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+@lru_cache(maxsize=1)
+def mid_names() -> dict[str, str]:
+    """The bundled mid -> English name map (``data/freebase_names``)."""
+    out: dict[str, str] = {}
+    with gzip.open(data_path("freebase_names", "mid2name.derived.tsv.gz"), "rt", encoding="utf-8") as fh:
+        reader = csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
+        next(reader)
+        for row in reader:
+            if len(row) >= 2:
+                out.setdefault(row[0], row[1])
+    return out
+
+
+def query_mids(sparql: str) -> list[str]:
+    """The ``ns:m.*`` / ``ns:g.*`` constants of a query, in order, without repeats."""
+    seen: dict[str, None] = {}
+    for mid in _MID.findall(sparql):
+        seen.setdefault(mid, None)
+    return list(seen)
+
+
+def _webqsp(split: str) -> list[GoldQuestion]:
+    raw = _read_json(data_path("webqsp", f"WebQSP.{split}.json.gz"))
+    out = []
+    for q in raw["Questions"]:
+        parses = []
+        for p in q["Parses"]:
+            topics: list[tuple[str, str]] = []
+            if p.get("TopicEntityMid"):
+                topics.append((p["TopicEntityMid"], p.get("TopicEntityName") or p["TopicEntityMid"]))
+            for c in p.get("Constraints") or ():
+                if c.get("ArgumentType") == "Entity" and c.get("Argument"):
+                    pair = (c["Argument"], c.get("EntityName") or c["Argument"])
+                    if pair not in topics:
+                        topics.append(pair)
+            answers = tuple(
+                (a["AnswerArgument"], a.get("EntityName") or a["AnswerArgument"]) for a in p["Answers"]
+            )
+            parses.append(GoldParse(p["ParseId"], p["Sparql"], tuple(topics), answers))
+        out.append(GoldQuestion(q["QuestionId"], q["RawQuestion"], "webqsp", split, tuple(parses)))
+    return out
+
+
+def _cwq_topics(sparql: str, given: dict[str, str] | None) -> tuple[tuple[str, str], ...]:
+    names = mid_names()
+    return tuple((m, (given or {}).get(m) or names.get(m, m)) for m in query_mids(sparql))
+
+
+def _cwq(split: str) -> list[GoldQuestion]:
+    names = mid_names()
+    if split == "test":
+        raw = _read_json(data_path("cwq", "ComplexWebQuestions_test.json.gz"))
+        tog = {r["ID"]: r for r in _read_json(data_path("cwq", "cwq_test_tog.json.gz"))}
+        out = []
+        for r in raw:
+            given = tog.get(r["ID"], {}).get("topic_entity") or {}
+            answers = tuple((m, names.get(m, m)) for m in r["answer"])
+            parse = GoldParse(r["ID"], r["sparql"], _cwq_topics(r["sparql"], given), answers)
+            out.append(GoldQuestion(r["ID"], r["question"], "cwq", "test", (parse,)))
+        return out
+    raw = _read_json(data_path("cwq", "cwq_traindev_sparql.kgqg.json.gz"))
+    return [
+        GoldQuestion(r["ID"], r["question"], "cwq", "train",
+                     (GoldParse(r["ID"], r["sparql"], _cwq_topics(r["sparql"], None), None),))
+        for r in raw
+    ]
+
+
+def load(dataset: str, split: str) -> list[GoldQuestion]:
+    """All questions of ``dataset`` (``webqsp``/``cwq``) and ``split`` (``train``/``test``/``all``)."""
+    if dataset not in DATASETS:
+        raise ValueError(f"unknown dataset {dataset!r}; expected one of {', '.join(DATASETS)}")
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; expected one of {', '.join(SPLITS)}")
+    loader = _webqsp if dataset == "webqsp" else _cwq
+    if split == "all":
+        return loader("train") + loader("test")
+    return loader(split)

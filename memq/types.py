@@ -1,0 +1,145 @@
+"""The few dataclasses that flow between memq's stages.
+
+sparql -> decompose -> describe -> memory -> plan -> recall -> reconstruct -> kg
+
+Canonical statement variables (see :mod:`memq.decompose`):
+
+* structure ``"1"`` (one triple, or a UNION of one-triple/CVT alternatives):
+  ``?entity1`` is the known side, ``?entity2`` the side the step assigns.
+* structure ``"2"`` (entity -> CVT -> entity): ``?entity1`` known, ``?cvt`` the
+  mediator, ``?entity2`` assigned.
+* structure ``"3"`` (a CVT with a third edge): ``?entity1`` and ``?entity2``
+  known, ``?entity3`` assigned, ``?cvt`` the mediator.
+* ``"filter"``: ``?entity1`` is the checked variable, ``?value`` the value it
+  is compared with (an entity id or a literal filled in from the plan).
+* ``"order"``: ``?entity1`` is the sort key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+STRUCTURES = ("1", "2", "3", "filter", "order")
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One reusable piece of a query, in canonical form.
+
+    ``sparql`` is the fragment in the readable ``ns:`` form using only the
+    canonical variables. ``id`` is a stable hash of ``structure`` and
+    ``sparql``. ``question_ids`` lists the questions it was decomposed from,
+    deduplicated and sorted.
+    """
+
+    id: str
+    structure: str
+    sparql: str
+    relations: tuple[str, ...]
+    question_ids: tuple[str, ...] = ()
+
+    def to_json(self) -> dict:
+        return {
+            "id": self.id,
+            "structure": self.structure,
+            "sparql": self.sparql,
+            "relations": list(self.relations),
+            "question_ids": list(self.question_ids),
+        }
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "Statement":
+        return cls(
+            id=obj["id"],
+            structure=obj["structure"],
+            sparql=obj["sparql"],
+            relations=tuple(obj["relations"]),
+            question_ids=tuple(obj.get("question_ids", ())),
+        )
+
+
+@dataclass(frozen=True)
+class MemoryRecord:
+    """A statement as stored in a memory bank: with its English descriptions.
+
+    ``fallback`` names what fired while describing it (for example
+    ``"llm-invalid->template"``), or is ``None``.
+    """
+
+    statement: Statement
+    descriptions: tuple[str, ...]
+    describer: str
+    fallback: str | None = None
+
+
+@dataclass(frozen=True)
+class PlanStep:
+    """One planner step.
+
+    ``kind`` is ``"find"``, ``"check"`` (Make sure), ``"sort"`` or ``"answer"``.
+    ``text`` is the step as written; the other fields are what the parser read
+    from it:
+
+    * find: ``source`` (entity name or ``?var``), ``relation`` (phrase),
+      ``target`` (``?var`` assigned).
+    * check: ``target`` (``?var`` checked), ``op`` (``=`` ``!=`` ``<`` ``<=``
+      ``>`` ``>=``), ``value`` (entity name or literal text).
+    * sort: ``target`` (sort key ``?var``), ``op`` (``asc``/``desc``),
+      ``limit``, ``offset``.
+    * answer: ``target``.
+    """
+
+    kind: str
+    text: str
+    source: str | None = None
+    relation: str | None = None
+    target: str | None = None
+    op: str | None = None
+    value: str | None = None
+    limit: int | None = None
+    offset: int | None = None
+
+
+@dataclass
+class Plan:
+    """The parsed steps and what the tolerant parser dropped (with reasons)."""
+
+    steps: list[PlanStep]
+    raw: str = ""
+    dropped: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Recalled:
+    """A statement recalled for a plan step, with its similarity score."""
+
+    step_index: int
+    statement: Statement
+    description: str
+    score: float
+
+
+@dataclass
+class Trace:
+    """What happened while answering: nothing the pipeline does is silent."""
+
+    fallbacks: list[str] = field(default_factory=list)
+    attempts: list[dict] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    llm_calls: int = 0
+
+
+@dataclass
+class Answer:
+    """The result of :func:`memq.answer`.
+
+    ``answers`` are ``(id, name)`` pairs, ordered as documented in
+    :mod:`memq.api`.
+    """
+
+    question: str
+    answers: list[tuple[str, str]]
+    sparql: str
+    plan: Plan
+    recalled: list[Recalled]
+    trace: Trace
