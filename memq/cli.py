@@ -1,0 +1,50 @@
+"""The ``memq`` command line.
+
+Each stage registers its own command group (``register(sub)`` in its ``cli``
+module); this module only wires them together and turns a
+:class:`~memq.errors.MemQError` into one line on stderr and exit code 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+COMMAND_MODULES = (
+    "memq.decompose.cli",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="memq", description="Question answering over knowledge graphs (MemQ).")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details to stderr")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .errors import MemQError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return int(args.handler(args) or 0)
+    except MemQError as exc:
+        print(f"memq: error: {exc}", file=sys.stderr)
+        return 1
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"memq: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("memq: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
