@@ -1,0 +1,15 @@
+"""memq: question answering over knowledge graphs by memory-augmented query reconstruction."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+
+def answer(question, entities, *, config=None, plan=None):
+    """Answer ``question`` about ``entities``; see :func:`memq.api.answer`."""
+    from .api import answer as _answer
+
+    return _answer(question, entities, config=config, plan=plan)
+
+
+__all__ = ["__version__", "answer"]

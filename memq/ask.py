@@ -1,0 +1,103 @@
+"""``memq ask``: answer one question from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+
+from .types import Answer
+
+_ENTITY = re.compile(r"^(?P<mid>[^=]+)=(?P<name>.*)$")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    ask = sub.add_parser("ask", help="answer one question")
+    ask.add_argument("question")
+    ask.add_argument("--entity", action="append", default=[], metavar="ID=NAME",
+                     help='a topic entity, e.g. --entity m.03_r3="Jamaica" (repeatable)')
+    ask.add_argument("--memory", help="memory bank directory (default: memory_bank/webqsp)")
+    ask.add_argument("--kg", help="RDF file for the embedded store (default: the benchmark KG)")
+    ask.add_argument("--endpoint", help="SPARQL endpoint URL instead of the embedded store")
+    ask.add_argument("--planner", choices=("fewshot", "finetuned"), default=None)
+    ask.add_argument("--adapter", help="LoRA adapter directory for --planner finetuned")
+    ask.add_argument("--no-ground", action="store_true", help="turn grounded choice off")
+    ask.add_argument("--no-repair", action="store_true", help="turn self-repair off")
+    ask.add_argument("--json", action="store_true", help="print the Answer as JSON")
+    ask.set_defaults(handler=run)
+
+
+def parse_entities(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        m = _ENTITY.match(item)
+        if not m:
+            raise ValueError(f"--entity must look like ID=NAME, got {item!r}")
+        out[m.group("mid").strip()] = m.group("name").strip().strip('"')
+    return out
+
+
+def answer_json(a: Answer) -> dict:
+    return {
+        "question": a.question,
+        "answers": [{"id": i, "name": n} for i, n in a.answers],
+        "sparql": a.sparql,
+        "plan": [s.text for s in a.plan.steps],
+        "plan_dropped": [{"line": line, "reason": r} for line, r in a.plan.dropped],
+        "recalled": [{"step": r.step_index + 1, "statement": r.statement.id, "structure": r.statement.structure,
+                      "sparql": r.statement.sparql, "description": r.description, "score": round(r.score, 4)}
+                     for r in a.recalled],
+        "fallbacks": a.trace.fallbacks,
+        "repair_attempts": a.trace.attempts,
+        "timings": {k: round(v, 4) for k, v in a.trace.timings.items()},
+        "llm_calls": a.trace.llm_calls,
+    }
+
+
+def show(a: Answer, gold: list[tuple[str, str]] | None = None) -> str:
+    lines = [f"Q: {a.question}", "plan:"]
+    lines += [f"  {i + 1}. {s.text}" for i, s in enumerate(a.plan.steps)]
+    for line, reason in a.plan.dropped:
+        lines.append(f"  (dropped {line!r}: {reason})")
+    lines.append("recalled:")
+    for r in a.recalled:
+        lines.append(f"  step {r.step_index + 1}  {r.score:.3f}  [{r.statement.structure}] {r.description}")
+        lines.append("        " + r.statement.sparql.replace("\n", " "))
+    lines.append("sparql:")
+    lines += ["  " + line for line in a.sparql.strip().splitlines()]
+    if a.trace.fallbacks:
+        lines.append("fallbacks:")
+        lines += [f"  - {f}" for f in a.trace.fallbacks]
+    lines.append("answers: " + (", ".join(f"{n} ({i})" for i, n in a.answers) or "(none)"))
+    if gold is not None:
+        lines.append("gold:    " + ", ".join(f"{n} ({i})" for i, n in gold))
+    t = a.trace.timings
+    lines.append("time: " + "  ".join(f"{k} {v * 1000:.0f} ms" for k, v in t.items())
+                 + f"  llm calls {a.trace.llm_calls}")
+    return "\n".join(lines)
+
+
+def config_from(args: argparse.Namespace):
+    from dataclasses import replace
+
+    from .pipeline import Config
+
+    config = Config()
+    changes = {}
+    for key in ("memory", "kg", "endpoint", "planner", "adapter"):
+        value = getattr(args, key, None)
+        if value:
+            changes[key] = value
+    if getattr(args, "no_ground", False):
+        changes["grounded"] = False
+    if getattr(args, "no_repair", False):
+        changes["repair"] = False
+    return replace(config, **changes)
+
+
+def run(args: argparse.Namespace) -> int:
+    from .api import answer
+
+    a = answer(args.question, parse_entities(args.entity), config=config_from(args))
+    print(json.dumps(answer_json(a), indent=2) if args.json else show(a))
+    return 0

@@ -1,0 +1,163 @@
+"""The metrics memq reports, defined once (see README "How memq scores").
+
+* **Hits@1**: 1 when the FIRST answer of memq's deterministically ordered
+  answer list is a gold answer, else 0. Not "any answer is gold".
+* **F1**: per question, precision/recall/F1 of the answer set against the gold
+  set, the best over the question's annotated parses; averaged over ALL
+  questions, a failure or exception scoring 0. Empty prediction and empty gold
+  score 1 (nothing to find, nothing found); empty prediction with non-empty
+  gold scores 0.
+* **EHR** (MemQ Eq. 6): the share of the gold query's edges present in the
+  reconstructed query. An edge is (relation, subject, object) with variables
+  anonymised, constants kept, and a relation and its schema reverse identified
+  (``film.actor.film`` from A = ``film.performance.actor`` to A). A variable
+  fixed by ``FILTER(?v = const)`` counts as that constant.
+* **GED** (MemQ Table 2): graph edit distance between the two query graphs
+  (nodes labelled by their constant or ``var``, edges by relation), exact via
+  networkx with a time cap; unit costs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from ..sparql.model import Call, Iri, Literal, Query, Term, Var
+from ..decompose.split import _flatten
+
+
+def normalise_answer(value: str) -> str:
+    """Compare answers by Freebase id, or by lexical value for literals (dates to their date part)."""
+    v = value.strip()
+    if len(v) >= 10 and v[4] == "-" and v[:4].lstrip("-").isdigit() and "T" in v:
+        v = v.split("T", 1)[0]
+    return v.lower() if not v.startswith(("m.", "g.")) else v
+
+
+def hits_at_1(predicted: Sequence[str], gold: Iterable[str]) -> float:
+    gold_set = {normalise_answer(g) for g in gold}
+    return 1.0 if predicted and normalise_answer(predicted[0]) in gold_set else 0.0
+
+
+def prf(predicted: Iterable[str], gold: Iterable[str]) -> tuple[float, float, float]:
+    p = {normalise_answer(x) for x in predicted}
+    g = {normalise_answer(x) for x in gold}
+    if not p and not g:
+        return 1.0, 1.0, 1.0
+    if not p or not g:
+        return 0.0, 0.0, 0.0
+    tp = len(p & g)
+    if tp == 0:
+        return 0.0, 0.0, 0.0
+    precision, recall = tp / len(p), tp / len(g)
+    return precision, recall, 2 * precision * recall / (precision + recall)
+
+
+def best_over_parses(predicted: Sequence[str], golds: Sequence[Iterable[str]]) -> tuple[float, float]:
+    """(Hits@1, F1), each the best over the question's parses."""
+    if not golds:
+        return 0.0, 0.0
+    golds = [list(g) for g in golds]
+    return max(hits_at_1(predicted, g) for g in golds), max(prf(predicted, g)[2] for g in golds)
+
+
+def mean(values: Iterable[float]) -> float:
+    values = list(values)
+    return sum(values) / len(values) if values else 0.0
+
+
+# -- structure ---------------------------------------------------------------------------
+
+def _reverse_map():
+    from ..schema import freebase_schema
+
+    return freebase_schema().reverse
+
+
+def _node(term: Term, fixed: dict[Term, Term]) -> str:
+    term = fixed.get(term, term)
+    if isinstance(term, Var):
+        return "var"
+    if isinstance(term, Iri):
+        return term.local
+    if isinstance(term, Literal):
+        return f'"{term.value}"'
+    return str(term)
+
+
+def _equalities(query: Query) -> dict[Term, Term]:
+    fixed: dict[Term, Term] = {}
+    _, _, filters = _flatten_safe(query)
+    for f in filters:
+        if isinstance(f, Call) and f.op == "=" and len(f.args) == 2:
+            a, b = f.args
+            if isinstance(a, Var) and isinstance(b, (Iri, Literal)):
+                fixed[a] = b
+            elif isinstance(b, Var) and isinstance(a, (Iri, Literal)):
+                fixed[b] = a
+    return fixed
+
+
+def _flatten_safe(query: Query):
+    try:
+        return _flatten(query.where)
+    except Exception:  # noqa: BLE001 - structure metrics also cover queries outside the statement language
+        return list(query.where.all_triples()), [], list(query.where.filters)
+
+
+def query_edges(query: Query) -> list[tuple[str, str, str, str, str]]:
+    """Edges (relation, subject label, object label, subject key, object key), directions normalised."""
+    reverse = _reverse_map()
+    fixed = _equalities(query)
+    out = []
+    for t in query.where.all_triples():
+        if not isinstance(t.p, Iri):
+            continue
+        rel, s, o = t.p.local, t.s, t.o
+        rev = reverse.get(rel)
+        if rev and rev < rel:
+            rel, s, o = rev, o, s
+        sk, ok = fixed.get(s, s), fixed.get(o, o)
+        out.append((rel, _node(s, fixed), _node(o, fixed), str(sk), str(ok)))
+    return out
+
+
+def ehr(predicted: Query | None, gold: Query) -> float:
+    """Share of gold edges (relation with constant endpoints kept) found in the prediction."""
+    gold_edges = {e[:3] for e in query_edges(gold)}
+    if not gold_edges:
+        return 0.0
+    if predicted is None:
+        return 0.0
+    pred_edges = {e[:3] for e in query_edges(predicted)}
+    return len(gold_edges & pred_edges) / len(gold_edges)
+
+
+def _graph(query: Query):
+    import networkx as nx
+
+    g = nx.DiGraph()
+    for rel, sl, ol, sk, ok in query_edges(query):
+        g.add_node(sk, label=sl)
+        g.add_node(ok, label=ol)
+        if g.has_edge(sk, ok):
+            g.edges[sk, ok]["label"] = tuple(sorted(set(g.edges[sk, ok]["label"]) | {rel}))
+        else:
+            g.add_edge(sk, ok, label=(rel,))
+    return g
+
+
+def ged(predicted: Query | None, gold: Query, timeout: float = 2.0) -> float:
+    """Graph edit distance between the query graphs (an empty prediction costs the whole gold graph)."""
+    import networkx as nx
+
+    g_gold = _graph(gold)
+    if predicted is None:
+        return float(g_gold.number_of_nodes() + g_gold.number_of_edges())
+    g_pred = _graph(predicted)
+    value = nx.graph_edit_distance(
+        g_pred, g_gold,
+        node_match=lambda a, b: a["label"] == b["label"] or (a["label"] == "var" and b["label"] == "var"),
+        edge_match=lambda a, b: a["label"] == b["label"],
+        timeout=timeout,
+    )
+    return float(value if value is not None else g_gold.number_of_nodes() + g_gold.number_of_edges())

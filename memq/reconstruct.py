@@ -1,0 +1,229 @@
+"""Rule-based reconstruction: plan steps + recalled statements -> one SPARQL query.
+
+As in MemQ (section 4.3): each step's statements are appended in order; the
+canonical ``?entity1/2/3`` are renamed to the step's variables and entity
+names are refilled with ids from ``entities``; several statements for one
+step become a UNION; *Make sure* becomes a FILTER (``= != < <= > >=``) and
+*Sort* an ORDER BY/LIMIT. The language filter and the exclusion of the topic
+entities are added as the gold queries do.
+
+Entity ids enter the query only as :class:`~memq.sparql.model.Iri` terms
+built from validated ids, and every value a plan mentions only as a
+:class:`~memq.sparql.model.Literal`; the writer escapes both. Nothing from a
+plan is pasted into SPARQL text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+
+from .decompose.assemble import fragment
+from .decompose.split import _subst, _subst_group
+from .errors import ReconstructionError
+from .sparql.model import FB, XSD, Call, Expr, Group, Iri, Literal, OrderKey, Query, Term, Triple, Var
+from .sparql.safety import check_entity_id
+from .types import PlanStep, Statement
+
+_VAR_NAME = re.compile(r"^\?[A-Za-z_][A-Za-z0-9_]{0,40}$")
+_DATE = re.compile(r"^(-?\d{4})(-\d{2}(-\d{2})?)?(T[0-9:.]+Z?)?$")
+_NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
+XSD_DATETIME = XSD + "dateTime"
+
+
+def language_filter(var: Var) -> Expr:
+    """``!isLiteral(?x) || lang(?x) = '' || langMatches(lang(?x), 'en')``, as in the gold queries."""
+    return Call("||", (Call("||", (Call("!", (Call("isliteral", (var,)),)),
+                                   Call("=", (Call("lang", (var,)), Literal(""))))),
+                       Call("langmatches", (Call("lang", (var,)), Literal("en")))))
+
+
+@dataclass
+class Draft:
+    """The query being built, step by step."""
+
+    triples: list[Triple] = field(default_factory=list)
+    unions: list[tuple[Group, ...]] = field(default_factory=list)
+    filters: list[Expr] = field(default_factory=list)
+    order: tuple[OrderKey, ...] = ()
+    limit: int | None = None
+    offset: int | None = None
+
+    def copy(self) -> "Draft":
+        return Draft(list(self.triples), list(self.unions), list(self.filters), self.order, self.limit, self.offset)
+
+    def add_alternatives(self, alts: list[Group]) -> None:
+        if len(alts) == 1 and not alts[0].unions and not alts[0].filters:
+            self.triples.extend(t for t in alts[0].triples if t not in self.triples)
+        elif alts:
+            self.unions.append(tuple(alts))
+
+    def query(self, answer: Var, boilerplate: list[Expr]) -> Query:
+        where = Group(triples=tuple(self.triples), unions=tuple(self.unions),
+                      filters=tuple(self.filters) + tuple(boilerplate))
+        return Query(where=where, projection=(_projection(answer),), distinct=True, order_by=self.order,
+                     limit=self.limit, offset=self.offset)
+
+    def probe(self, var: Var) -> Query:
+        """The draft as a one-row existence query for ``var`` (grounded choice)."""
+        where = Group(triples=tuple(self.triples), unions=tuple(self.unions), filters=tuple(self.filters))
+        return Query(where=where, projection=(_projection(var),), limit=1)
+
+
+def _projection(var: Var):
+    from .sparql.model import Projection
+
+    return Projection(var)
+
+
+class Reconstructor:
+    """Turns steps into query parts; ``entities`` maps Freebase id -> name."""
+
+    def __init__(self, entities: dict[str, str]) -> None:
+        self.entities = {check_entity_id(mid): name for mid, name in entities.items()}
+        self._fresh = 0
+
+    # -- mentions ----------------------------------------------------------
+    def var(self, text: str | None) -> Var | None:
+        if text and _VAR_NAME.match(text):
+            return Var(text[1:])
+        return None
+
+    def entity(self, name: str | None) -> Iri | None:
+        if not name:
+            return None
+        low = name.strip().lower()
+        for mid, ename in self.entities.items():
+            if ename.strip().lower() == low or mid == name.strip():
+                return Iri(FB + mid)
+        return None
+
+    def term(self, mention: str | None) -> Term | None:
+        return self.var(mention) or self.entity(mention)
+
+    def fresh(self, base: str) -> Var:
+        self._fresh += 1
+        return Var(f"{base}_{self._fresh}")
+
+    # -- steps -------------------------------------------------------------
+    def find(self, step: PlanStep, statement: Statement) -> Group:
+        """One candidate statement instantiated for a find step."""
+        source = self.term(step.source)
+        if source is None:
+            raise ReconstructionError(f"step {step.text!r}: its source {step.source!r} is neither a ?variable "
+                                      "nor one of the given entities")
+        target = self.var(step.target)
+        if target is None:
+            raise ReconstructionError(f"step {step.text!r}: it assigns no ?variable")
+        if statement.structure not in ("1", "2", "3"):
+            raise ReconstructionError(f"statement {statement.id} of structure {statement.structure} is not a path")
+        binding: dict[str, Term] = {"?entity1": source}
+        if statement.structure == "3":
+            binding["?entity2"] = self.term(step.value) or self.fresh("v")
+            binding["?entity3"] = target
+        else:
+            binding["?entity2"] = target
+        frag = fragment(statement.sparql, statement.structure)
+        local: dict[str, Var] = {}
+
+        def sub(n: Term) -> Term:
+            if isinstance(n, Var):
+                key = "?" + n.name
+                if key in binding:
+                    return binding[key]
+                if key not in local:
+                    local[key] = self.fresh(n.name)
+                return local[key]
+            return n
+
+        return _subst_group(frag.where, sub)
+
+    def check(self, step: PlanStep, statement: Statement | None = None) -> Expr:
+        """A FILTER for a Make sure step: from a recalled filter statement, or by rule."""
+        target = self.var(step.target)
+        value = self.value(step.value)
+        if statement is not None:
+            if target is None or value is None:
+                raise ReconstructionError(f"step {step.text!r}: a filter statement needs a ?variable and a value")
+            binding = {"?entity1": target, "?value": value}
+            frag = fragment(statement.sparql, "filter")
+            local: dict[str, Var] = {}
+
+            def sub(n: Term) -> Term:
+                if isinstance(n, Var):
+                    key = "?" + n.name
+                    if key in binding:
+                        return binding[key]
+                    return local.setdefault(key, self.fresh(n.name))
+                return n
+
+            return _subst(frag.where.filters[0], sub)
+        if target is None:
+            raise ReconstructionError(f"step {step.text!r}: Make sure needs a ?variable to check")
+        if value is None:
+            raise ReconstructionError(f"step {step.text!r}: no value to compare with")
+        op = step.op or "="
+        if op not in ("=", "!=", "<", "<=", ">", ">="):
+            raise ReconstructionError(f"step {step.text!r}: unknown comparison {op!r}")
+        if isinstance(value, Literal) and value.datatype == XSD_DATETIME:
+            return Call(op, (Call(XSD_DATETIME, (target,)), value))
+        if isinstance(value, Literal) and value.datatype is None:
+            return Call(op, (Call("str", (target,)), value))
+        return Call(op, (target, value))
+
+    def value(self, text: str | None) -> Term | None:
+        if text is None:
+            return None
+        text = text.strip().strip('"').strip()
+        if not text:
+            return None
+        ent = self.entity(text)
+        if ent is not None:
+            return ent
+        var = self.var(text)
+        if var is not None:
+            return var
+        m = _DATE.match(text)
+        if m:
+            if m.group(4):
+                return Literal(text, datatype=XSD_DATETIME)
+            year, rest = m.group(1), m.group(2) or ""
+            date = year + (rest if len(rest) == 6 else (rest + "-01" if rest else "-01-01"))
+            return Literal(date, datatype=XSD_DATETIME)
+        if _NUMBER.match(text):
+            return Literal(text, datatype=XSD + ("decimal" if "." in text else "integer"))
+        return Literal(text)
+
+    def sort(self, step: PlanStep) -> tuple[tuple[OrderKey, ...], int | None, int | None]:
+        key = self.var(step.target)
+        if key is None:
+            raise ReconstructionError(f"step {step.text!r}: Sort needs a ?variable")
+        return (OrderKey(key, descending=(step.op == "desc")),), step.limit or 1, step.offset
+
+    def boilerplate(self, answer: Var, query_terms: set[Term]) -> list[Expr]:
+        out = [language_filter(answer)]
+        for mid in self.entities:
+            iri = Iri(FB + mid)
+            if iri in query_terms:
+                out.append(Call("!=", (answer, iri)))
+        return out
+
+
+def query_terms(draft: Draft) -> set[Term]:
+    out: set[Term] = set()
+    for t in draft.triples:
+        out |= {t.s, t.o}
+    for u in draft.unions:
+        for alt in u:
+            for t in alt.all_triples():
+                out |= {t.s, t.o}
+    return out
+
+
+def with_order(draft: Draft, order: tuple[OrderKey, ...], limit: int | None, offset: int | None) -> Draft:
+    d = draft.copy()
+    d.order, d.limit, d.offset = order, limit, offset
+    return d
+
+
+__all__ = ["Draft", "Reconstructor", "language_filter", "query_terms", "with_order", "replace"]

@@ -1,0 +1,56 @@
+"""The metric definitions, pinned on hand-made cases."""
+
+from __future__ import annotations
+
+import pytest
+
+from memq.evaluate.metrics import best_over_parses, ehr, ged, hits_at_1, mean, prf
+from memq.sparql import parse_query
+
+NS = "PREFIX ns: <http://rdf.freebase.com/ns/> "
+
+
+def test_hits_at_1_uses_only_the_first_answer():
+    assert hits_at_1(["m.a", "m.gold"], {"m.gold"}) == 0.0
+    assert hits_at_1(["m.gold", "m.a"], {"m.gold"}) == 1.0
+    assert hits_at_1([], {"m.gold"}) == 0.0
+
+
+def test_f1_per_question():
+    assert prf(["m.a", "m.b"], ["m.a"]) == (0.5, 1.0, pytest.approx(2 / 3))
+    assert prf([], ["m.a"])[2] == 0.0
+    assert prf([], [])[2] == 1.0
+    assert prf(["2015-08-10T00:00:00"], ["2015-08-10"])[2] == 1.0
+
+
+def test_a_crash_counts_zero_in_the_average():
+    # Three questions: two perfect, one that raised (scored 0, kept in the denominator).
+    scores = [prf(["m.a"], ["m.a"])[2], prf(["m.b"], ["m.b"])[2], 0.0]
+    assert mean(scores) == pytest.approx(2 / 3)
+
+
+def test_multi_parse_takes_the_best_parse():
+    hits, f1 = best_over_parses(["m.b"], [["m.a"], ["m.b", "m.c"]])
+    assert hits == 1.0 and f1 == pytest.approx(2 / 3)
+
+
+def test_ehr_counts_gold_edges_and_treats_equality_filters_as_constants():
+    gold = parse_query(NS + "SELECT ?x WHERE { ns:m.1 ns:people.person.sibling_s ?y . "
+                            "?y ns:people.sibling_relationship.sibling ?x . ?x ns:people.person.gender ns:m.2 }")
+    same = parse_query(NS + "SELECT ?x WHERE { ns:m.1 ns:people.person.sibling_s ?c . "
+                            "?c ns:people.sibling_relationship.sibling ?x . ?x ns:people.person.gender ?g . "
+                            "FILTER(?g = ns:m.2) }")
+    missing = parse_query(NS + "SELECT ?x WHERE { ns:m.1 ns:people.person.sibling_s ?c . "
+                               "?c ns:people.sibling_relationship.sibling ?x }")
+    assert ehr(same, gold) == 1.0
+    assert ehr(missing, gold) == pytest.approx(2 / 3)
+    assert ehr(None, gold) == 0.0
+
+
+def test_ged_is_zero_for_the_same_shape_and_grows_with_edits():
+    gold = parse_query(NS + "SELECT ?x WHERE { ns:m.1 ns:a.b.c ?y . ?y ns:a.b.d ?x }")
+    renamed = parse_query(NS + "SELECT ?z WHERE { ns:m.1 ns:a.b.c ?w . ?w ns:a.b.d ?z }")
+    one_edge = parse_query(NS + "SELECT ?x WHERE { ns:m.1 ns:a.b.c ?x }")
+    assert ged(renamed, gold) == 0.0
+    assert ged(one_edge, gold) == 2.0  # one edge and one node missing
+    assert ged(None, gold) == 5.0
