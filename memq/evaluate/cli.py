@@ -1,0 +1,61 @@
+"""``memq evaluate`` and ``memq report``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import replace
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    ev = sub.add_parser("evaluate", help="score memq on a dataset split (resumable)")
+    ev.add_argument("--dataset", choices=("webqsp", "cwq"), required=True)
+    ev.add_argument("--split", choices=("dev", "test"), required=True)
+    ev.add_argument("--planner", choices=("oracle", "fewshot", "finetuned"), required=True)
+    ev.add_argument("--limit", type=int, help="only the first N questions")
+    ev.add_argument("--json", metavar="FILE", help="write the summary here")
+    ev.add_argument("--per-question", metavar="FILE.jsonl", help="per-question records; a rerun resumes from it")
+    ev.add_argument("--memory", help="memory bank directory")
+    ev.add_argument("--kg", help="RDF file for the embedded store")
+    ev.add_argument("--endpoint", help="SPARQL endpoint URL")
+    ev.add_argument("--adapter", help="LoRA adapter for --planner finetuned")
+    ev.add_argument("--rule", choices=("adaptive", "memq-code"), default=None)
+    ev.add_argument("--gamma1", type=float)
+    ev.add_argument("--gamma2", type=float)
+    ev.add_argument("--no-ground", action="store_true")
+    ev.add_argument("--no-repair", action="store_true")
+    ev.add_argument("--no-progress", action="store_true")
+    ev.set_defaults(handler=_evaluate)
+
+    rep = sub.add_parser("report", help="an HTML report of evaluation results")
+    rep.add_argument("results", nargs="+", help="summary JSON files written by memq evaluate --json")
+    rep.add_argument("--out", default="report.html")
+    rep.set_defaults(handler=_report)
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from ..ask import config_from
+    from .run import run
+
+    config = config_from(args)
+    recall = config.recall
+    changes = {k: getattr(args, k) for k in ("rule", "gamma1", "gamma2") if getattr(args, k) is not None}
+    if changes:
+        config = replace(config, recall=replace(recall, **changes))
+    summary = run(args.dataset, args.split, args.planner, config=config, limit=args.limit,
+                  per_question=args.per_question, progress=not args.no_progress)
+    summary["per_question"] = args.per_question
+    text = json.dumps(summary, indent=2)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+    print(text)
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from .report import write_report
+
+    path = write_report(args.results, args.out)
+    print(f"wrote {path}")
+    return 0

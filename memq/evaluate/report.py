@@ -1,0 +1,111 @@
+"""``memq report``: one self-contained HTML page from evaluation summaries.
+
+A results table, the error breakdown, and two plots drawn from the
+per-question files: the distribution of recall similarities, and EHR by the
+number of gold edges (hops).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+from collections import defaultdict
+from pathlib import Path
+
+COLUMNS = ("dataset", "split", "planner", "questions", "hits@1", "f1", "ehr", "ged", "p50_s",
+           "llm_calls_per_question")
+
+
+def _load(paths) -> list[dict]:
+    out = []
+    for p in paths:
+        with open(p, encoding="utf-8") as fh:
+            summary = json.load(fh)
+        summary["_records"] = []
+        per = summary.get("per_question")
+        if per and Path(per).exists():
+            with open(per, encoding="utf-8") as fh:
+                summary["_records"] = [json.loads(line) for line in fh if line.strip()]
+        out.append(summary)
+    return out
+
+
+def _png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def _plots(summaries: list[dict]) -> list[tuple[str, str]]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ..sparql import parse_query
+
+    plots = []
+    fig, ax = plt.subplots(figsize=(6, 3))
+    drawn = False
+    for s in summaries:
+        scores = [r[2] for rec in s["_records"] for r in rec.get("recalled", [])]
+        if scores:
+            ax.hist(scores, bins=40, alpha=0.5, label=f"{s['dataset']}/{s['split']}/{s['planner']}")
+            drawn = True
+    if drawn:
+        ax.set_xlabel("similarity of recalled statements")
+        ax.set_ylabel("count")
+        ax.legend(fontsize=7)
+        plots.append(("Recall similarity", _png(fig)))
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(6, 3))
+    drawn = False
+    for s in summaries:
+        by_hops = defaultdict(list)
+        for rec in s["_records"]:
+            gold_hops = rec.get("gold_edges")
+            if gold_hops is None and rec.get("sparql") is not None:
+                try:
+                    gold_hops = len(parse_query(rec["sparql"]).where.all_triples())
+                except Exception:  # noqa: BLE001 - plotting must not fail on one record
+                    gold_hops = None
+            if gold_hops:
+                by_hops[min(gold_hops, 6)].append(rec["ehr"])
+        if by_hops:
+            xs = sorted(by_hops)
+            ax.plot(xs, [sum(by_hops[x]) / len(by_hops[x]) for x in xs], marker="o",
+                    label=f"{s['dataset']}/{s['split']}/{s['planner']}")
+            drawn = True
+    if drawn:
+        ax.set_xlabel("edges in the query (6 = 6 or more)")
+        ax.set_ylabel("mean EHR")
+        ax.set_ylim(0, 1.05)
+        ax.legend(fontsize=7)
+        plots.append(("EHR by query size", _png(fig)))
+    plt.close(fig)
+    return plots
+
+
+def write_report(paths, out: str | Path) -> Path:
+    summaries = _load(paths)
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(str(s.get(c, '')))}</td>" for c in COLUMNS) + "</tr>" for s in summaries)
+    errors = "".join(
+        f"<tr><td>{html.escape(s['dataset'])}/{html.escape(s['split'])}/{html.escape(s['planner'])}</td>"
+        f"<td>{html.escape(json.dumps(s.get('errors', {})))}</td>"
+        f"<td>{html.escape(json.dumps(s.get('fallbacks', {})))}</td></tr>" for s in summaries)
+    figures = "".join(f"<h2>{html.escape(t)}</h2><img src='{src}'>" for t, src in _plots(summaries))
+    note = html.escape(summaries[0].get("source", "")) if summaries else ""
+    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>memq results</title>
+<style>body{{font-family:sans-serif;margin:2em}}td,th{{border:1px solid #ccc;padding:4px 8px}}
+table{{border-collapse:collapse}}</style></head><body>
+<h1>memq results</h1><p>{note}</p>
+<table><tr>{''.join(f'<th>{c}</th>' for c in COLUMNS)}</tr>{rows}</table>
+<h2>Errors and fallbacks</h2><table><tr><th>run</th><th>errors by stage</th><th>fallbacks</th></tr>{errors}</table>
+{figures}</body></html>"""
+    out = Path(out)
+    out.write_text(page, encoding="utf-8")
+    return out
