@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test integration slow bench lint clean
+.PHONY: install demo test integration slow bench bench-kg lint clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,11 +30,18 @@ demo: install
 test: install
 	$(BIN)/pytest -q
 
+integration: install
+	scripts/virtuoso.sh install
+	$(BIN)/pytest -q -m integration
+
 slow: install
 	$(BIN)/pytest -q -m slow
 
 bench: install
 	$(BIN)/python benchmarks/bench_parse.py
+
+bench-kg: install
+	$(BIN)/python benchmarks/bench_kg.py
 
 lint: install
 	$(BIN)/ruff check memq tests benchmarks

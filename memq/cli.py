@@ -14,6 +14,7 @@ import sys
 
 COMMAND_MODULES = (
     "memq.decompose.cli",
+    "memq.kg.cli",
     "memq.demo",
     "memq.ask",
     "memq.evaluate.cli",

@@ -1,0 +1,145 @@
+"""``memq kg ...``: run SPARQL on a store or endpoint, check the gold queries.
+
+Hooked into ``memq/cli.py`` with :func:`register`; every handler is stored as
+``handler`` on its parser and returns an exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from memq import datasets
+from memq.errors import KnowledgeGraphError
+from memq.kg.base import KnowledgeGraph
+from memq.kg.check import check_gold
+from memq.kg.endpoint import EndpointConfig, SparqlEndpoint
+from memq.kg.oxigraph import OxigraphConfig, OxigraphStore
+
+BENCHMARK_KG = ("kg", "benchmark.nq.gz")
+
+
+def _add_kg_options(parser: argparse.ArgumentParser) -> None:
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--store", metavar="PATH",
+                       help="an RDF file (.nq/.nt/.ttl, .gz too; cached as an Oxigraph store under "
+                            "~/.cache/memq) or an Oxigraph store directory; default: data/kg/benchmark.nq.gz")
+    where.add_argument("--endpoint", metavar="URL", help="a SPARQL endpoint, e.g. http://127.0.0.1:8890/sparql")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per query (default 60)")
+    parser.add_argument("--max-rows", type=int, default=10000,
+                        help="the endpoint's ResultSetMaxRows, for truncation warnings (default 10000)")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="load an RDF file into memory instead of the on-disk cache")
+
+
+def open_kg(store: str | None = None, endpoint: str | None = None, *, max_rows: int | None = 10000,
+            cache: bool = True) -> KnowledgeGraph:
+    """The knowledge graph the CLI flags name; default the bundled benchmark KG file."""
+    if endpoint:
+        return SparqlEndpoint(endpoint, EndpointConfig(max_rows=max_rows))
+    if store is None:
+        try:
+            path = datasets.data_path(*BENCHMARK_KG)
+        except FileNotFoundError as exc:
+            raise KnowledgeGraphError(f"{exc}; build the benchmark KG first, or pass --store FILE "
+                                      "or --endpoint URL") from exc
+    else:
+        path = Path(store)
+    if path.is_dir():
+        return OxigraphStore(path, OxigraphConfig(), read_only=True)
+    if not path.is_file():
+        raise KnowledgeGraphError(f"--store {path}: no such file or directory")
+    return OxigraphStore.cached(path) if cache else OxigraphStore.from_file(path)
+
+
+def _check(args: argparse.Namespace) -> int:
+    kg = open_kg(args.store, args.endpoint, max_rows=args.max_rows, cache=not args.no_cache)
+    questions = datasets.load(args.dataset, args.split)
+    if args.limit:
+        questions = questions[: args.limit]
+    summary = check_gold(kg, questions, drop_constraint=args.drop_constraint, timeout=args.timeout,
+                         progress=not args.no_progress and not args.json)
+    summary.update(dataset=args.dataset, split=args.split)
+    if args.json:
+        print(json.dumps(summary, indent=1))
+        return 0
+    n = summary["queries"] or 1
+    print(f"{args.dataset}/{args.split}: {summary['queries']} gold queries, "
+          f"{summary['executed']} executed ({summary['executed'] / n:.1%}), "
+          f"{summary['exact']} exact ({summary['exact'] / n:.1%}), {summary['nonempty']} non-empty, "
+          f"{len(summary['errors'])} errors; {summary['questions_exact']}/{summary['questions']} questions "
+          f"with an exact parse; {summary['seconds']} s, p50 {summary['latency_ms']['p50']} ms, "
+          f"p95 {summary['latency_ms']['p95']} ms")
+    if args.drop_constraint:
+        pairs = summary["constraint_pairs"] or 1
+        kinds = ", ".join(f"{k} {v['changed']}/{v['pairs']}" for k, v in summary["by_kind"].items())
+        print(f"dropping one constraint changed the answers in {summary['changed']} of "
+              f"{summary['constraint_pairs']} (query, constraint) pairs ({summary['changed'] / pairs:.1%}); "
+              f"{kinds}")
+    for err in summary["errors"][:10]:
+        print(f"  error {err['id']}: {err['reason'][:200]}")
+    return 0
+
+
+def _query(args: argparse.Namespace) -> int:
+    text = Path(args.sparql[1:]).read_text() if args.sparql.startswith("@") else args.sparql
+    kg = open_kg(args.store, args.endpoint, max_rows=args.max_rows, cache=not args.no_cache)
+    rows = kg.select(text, timeout=args.timeout)
+    for row in rows:
+        print(json.dumps({k: (v.value if hasattr(v, "value") else str(v)) for k, v in row.items()},
+                         ensure_ascii=False))
+    print(f"{len(rows)} rows", file=sys.stderr)
+    return 0
+
+
+def _build_benchmark(args: argparse.Namespace) -> int:
+    from memq.kg.benchmark import DEFAULT_OUT, build_benchmark
+
+    report = build_benchmark(Path(args.out) if args.out else DEFAULT_OUT, progress=not args.no_progress)
+    print(json.dumps(report, indent=1, default=str))
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``kg`` command group (``check``, ``query``, ``build-benchmark``)."""
+    kg = sub.add_parser("kg", help="run SPARQL on a knowledge graph; check gold queries against it")
+    kg_sub = kg.add_subparsers(dest="kg_command", required=True)
+
+    check = kg_sub.add_parser("check", help="run every gold query and compare with the gold answers")
+    check.add_argument("--dataset", choices=datasets.DATASETS, required=True)
+    check.add_argument("--split", choices=datasets.SPLITS, default="test")
+    _add_kg_options(check)
+    check.add_argument("--drop-constraint", action="store_true",
+                       help="also drop each constraint in turn and count answer changes")
+    check.add_argument("--limit", type=int, default=0, help="only the first N questions")
+    check.add_argument("--json", action="store_true", help="print the summary as JSON")
+    check.add_argument("--no-progress", action="store_true", help="no progress bar")
+    check.set_defaults(handler=_check)
+
+    query = kg_sub.add_parser("query", help="run one SELECT query; rows as JSON lines")
+    query.add_argument("sparql", help="the query text, or @FILE")
+    _add_kg_options(query)
+    query.set_defaults(handler=_query)
+
+    build = kg_sub.add_parser("build-benchmark", help="build data/kg/benchmark.nq.gz (memq.kg.benchmark)")
+    build.add_argument("--out", help="output file (default data/kg/benchmark.nq.gz)")
+    build.add_argument("--no-progress", action="store_true", help="no progress bar")
+    build.set_defaults(handler=_build_benchmark)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Stand-alone entry (``python -m memq.kg.cli kg check ...``) until ``memq/cli.py`` wires it in."""
+    parser = argparse.ArgumentParser(prog="memq")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    try:
+        return args.handler(args)
+    except (KnowledgeGraphError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,178 @@
+"""Virtuoso for real: a private server, bulk load, the same answers as Oxigraph, the error paths.
+
+Needs Debian's virtuoso-opensource (``scripts/virtuoso.sh install``); skipped without it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from kg_sample import sample_questions, write_sample
+
+from memq.datasets import DATA_DIR, load
+from memq.errors import KnowledgeGraphError
+from memq.kg import EndpointConfig, OxigraphStore, SparqlEndpoint, VirtuosoConfig, VirtuosoServer
+from memq.kg.check import check_gold
+from memq.kg.virtuoso import find_binaries
+from memq.sparql.model import XSD
+
+pytestmark = pytest.mark.integration
+
+# MEMQ_BENCHMARK_KG runs the acceptance test on another N-Quads file
+BENCHMARK_KG = Path(os.environ.get("MEMQ_BENCHMARK_KG") or DATA_DIR / "kg" / "benchmark.nq.gz")
+LITERALS = f"""<http://example.org/a> <http://example.org/p> "plain" .
+<http://example.org/a> <http://example.org/p> "typed"^^<{XSD}string> .
+<http://example.org/a> <http://example.org/p> "Hallo"@de-AT .
+<http://example.org/d> <http://example.org/p> "2009"^^<{XSD}gYear> .
+<http://example.org/d> <http://example.org/p> "2009-05"^^<{XSD}gYearMonth> .
+<http://example.org/d> <http://example.org/p> "2009-05-03"^^<{XSD}date> .
+<http://example.org/d> <http://example.org/p> "1961-08-04T00:00:00Z"^^<{XSD}dateTime> .
+<http://example.org/a> <http://example.org/p> "42"^^<{XSD}integer> .
+<http://example.org/a> <http://example.org/p> "2.50"^^<{XSD}decimal> .
+<http://example.org/a> <http://example.org/p> "true"^^<{XSD}boolean> .
+<http://example.org/a> <http://example.org/p> "with \\"quote\\" and \\\\ and \u00e9" .
+"""
+
+
+def _need_virtuoso() -> None:
+    try:
+        find_binaries()
+    except KnowledgeGraphError as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="module")
+def loaded(tmp_path_factory):
+    """A Virtuoso server and an Oxigraph store holding the same real sample (and a few literals)."""
+    _need_virtuoso()
+    tmp = tmp_path_factory.mktemp("virtuoso")
+    data = tmp / "sample.nq.gz"
+    ids = write_sample(data, 60)
+    literals = tmp / "literals.nt"
+    literals.write_text(LITERALS, encoding="utf-8")
+    config = VirtuosoConfig(max_rows=1000, max_time=10)
+    with VirtuosoServer(tmp / "db", config) as server:
+        started = time.perf_counter()
+        n = server.load(data)
+        server.load(literals, graph="http://example.org/literals")
+        print(f"virtuoso loaded {n} quads in {time.perf_counter() - started:.2f} s")
+        store = OxigraphStore.from_file(data)
+        store.load(literals)
+        endpoint = SparqlEndpoint(server.sparql_url, EndpointConfig(timeout=30, max_rows=1000, retries=1,
+                                                                    backoff=0.1))
+        yield {"server": server, "endpoint": endpoint, "store": store, "ids": ids, "quads": n}
+
+
+def _rowset(rows):
+    return sorted(tuple(sorted(row.items())) for row in rows)
+
+
+def test_bulk_load_count(loaded):
+    assert loaded["quads"] == len(loaded["store"]) - len(LITERALS.strip().splitlines())
+
+
+def test_gold_queries_agree_with_oxigraph(loaded):
+    questions = sample_questions(loaded["ids"])
+    nonempty = 0
+    for question in questions:
+        for parse in question.parses:
+            virtuoso = _rowset(loaded["endpoint"].select(parse.sparql))
+            oxigraph = _rowset(loaded["store"].select(parse.sparql))
+            assert virtuoso == oxigraph, parse.parse_id
+            nonempty += bool(virtuoso)
+    assert nonempty >= 20
+
+
+def test_check_summary_agrees(loaded):
+    questions = sample_questions(loaded["ids"])
+    over_http = check_gold(loaded["endpoint"], questions, drop_constraint=True)
+    embedded = check_gold(loaded["store"], questions, drop_constraint=True)
+    for key in ("queries", "executed", "exact", "nonempty", "inexact", "constraint_pairs", "changed"):
+        assert over_http[key] == embedded[key], key
+    assert over_http["exact"] > 0
+
+
+def test_names_agree(loaded):
+    ids = ["m.03_r3", "m.01428y", "m.042f1", "m.0nothing"]
+    assert loaded["endpoint"].names(ids) == loaded["store"].names(ids)
+    assert loaded["endpoint"].names(ids)["m.03_r3"] == "Jamaica"
+
+
+def test_literal_conventions_agree(loaded):
+    for subject in ("a", "d"):
+        query = f"SELECT ?o WHERE {{ <http://example.org/{subject}> <http://example.org/p> ?o }}"
+        got = _rowset(loaded["endpoint"].select(query))
+        assert got == _rowset(loaded["store"].select(query)) and len(got) in (4, 7)
+    # Virtuoso casts years and year-months to dateTime; the Oxigraph store does the same
+    lenient = (f"PREFIX xsd: <{XSD}> SELECT ?o WHERE {{ <http://example.org/d> <http://example.org/p> ?o "
+               f'FILTER(xsd:datetime(?o) <= "2009-06-30"^^xsd:dateTime) }}')
+    got = _rowset(loaded["endpoint"].select(lenient))
+    assert got == _rowset(loaded["store"].select(lenient)) and len(got) == 4
+    # Virtuoso subtracts dateTimes into seconds; the Oxigraph store compares the dates instead
+    arithmetic = (f"PREFIX xsd: <{XSD}> SELECT ?o WHERE {{ <http://example.org/d> <http://example.org/p> ?o "
+                  f'FILTER(xsd:datetime(?o) - xsd:datetime("2009-05-02") <= 0) }}')
+    got = _rowset(loaded["endpoint"].select(arithmetic))
+    assert got == _rowset(loaded["store"].select(arithmetic)) and len(got) == 3
+
+
+def test_malformed_query_names_the_query(loaded):
+    endpoint = loaded["endpoint"]
+    with pytest.raises(KnowledgeGraphError, match=f"{endpoint.url}.*SP030.*query: SELECT \\?x WHERE"):
+        endpoint.select("SELECT ?x WHERE { ?x ?p ")
+
+
+def test_truncation_is_detected(loaded):
+    endpoint = loaded["endpoint"]
+    before = endpoint.truncated
+    rows = endpoint.select("SELECT ?s WHERE { ?s ?p ?o }")
+    assert len(rows) == 1000 and endpoint.truncated == before + 1
+
+
+def test_slow_query_times_out(loaded):
+    endpoint = loaded["endpoint"]
+    slow = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i . FILTER(?c != ?f) }"
+    started = time.perf_counter()
+    with pytest.raises(KnowledgeGraphError, match=f"timed out .*{endpoint.url}.*query: SELECT \\(COUNT"):
+        endpoint.select(slow, timeout=1.0)
+    assert time.perf_counter() - started < 10
+
+
+def test_stopped_server_names_the_url(tmp_path):
+    _need_virtuoso()
+    with VirtuosoServer(tmp_path / "db") as server:
+        url = server.sparql_url
+        assert SparqlEndpoint(url).select("SELECT ?s WHERE { ?s ?p ?o } LIMIT 1")
+    endpoint = SparqlEndpoint(url, EndpointConfig(retries=1, backoff=0.05))
+    with pytest.raises(KnowledgeGraphError, match=f"{url}.*refused"):
+        endpoint.select("SELECT ?s WHERE { ?s ?p ?o } LIMIT 1")
+
+
+@pytest.fixture(scope="module")
+def benchmark(tmp_path_factory):
+    """The benchmark KG in a private Virtuoso and in an in-memory Oxigraph store."""
+    if not BENCHMARK_KG.is_file():
+        pytest.skip(f"{BENCHMARK_KG} does not exist yet (memq kg build-benchmark)")
+    _need_virtuoso()
+    config = VirtuosoConfig(memory_gb=1.0, max_time=60)
+    with VirtuosoServer(tmp_path_factory.mktemp("virtuoso-benchmark") / "db", config) as server:
+        started = time.perf_counter()
+        quads = server.load(BENCHMARK_KG)
+        print(f"virtuoso loaded {quads} benchmark quads in {time.perf_counter() - started:.1f} s")
+        yield SparqlEndpoint(server.sparql_url, EndpointConfig(timeout=60)), OxigraphStore.from_file(BENCHMARK_KG)
+
+
+@pytest.mark.parametrize("dataset,split", [("webqsp", "all"), ("cwq", "test")])
+def test_benchmark_kg_gold_queries(benchmark, dataset, split):
+    """Acceptance: every gold query with answers, through Virtuoso on the benchmark KG, as on Oxigraph."""
+    endpoint, store = benchmark
+    questions = load(dataset, split)
+    over_http = check_gold(endpoint, questions, max_listed=None)
+    embedded = check_gold(store, questions, max_listed=None)
+    print(dataset, split, {k: over_http[k] for k in ("queries", "executed", "exact", "seconds", "latency_ms")})
+    assert over_http["executed"] == over_http["queries"], over_http["errors"][:5]
+    assert endpoint.truncated == 0
+    differ = sorted(set(over_http["inexact"]) ^ set(embedded["inexact"]))
+    assert (over_http["exact"], differ) == (embedded["exact"], []), differ[:10]
