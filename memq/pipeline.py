@@ -231,7 +231,12 @@ class Pipeline:
         return draft.query(answer, rec.boilerplate(answer, query_terms(draft)))
 
     def _repair(self, choices, rec, answer, trace, query):
-        """EffiQA-style self-repair when the query finds nothing: bounded, each attempt traced."""
+        """EffiQA-style self-repair when the query finds nothing, each attempt traced.
+
+        First widen find steps (last first) with their next recalled candidates,
+        at most ``max_repairs`` attempts; then drop the last 1, 2, ... Make sure
+        steps, one attempt each.
+        """
         budget = self.config.max_repairs
         finds = [c for c in reversed(choices) if c.step.kind == "find"]
         for c in finds:
@@ -254,10 +259,7 @@ class Pipeline:
                     return q, rows
                 c.kept = c.kept[:-1]
         n_checks = sum(1 for c in choices if c.step.kind == "check")
-        for k in range(1, n_checks + 1):
-            if budget <= 0:
-                break
-            budget -= 1
+        for k in range(1, n_checks + 1):  # one relaxation per Make sure step, outside the widening budget
             q = self._build(choices, rec, answer, None, k)
             rows = self._run(q, answer, trace, quiet=True)
             trace.attempts.append({"action": "relax-checks", "dropped_last": k, "rows": len(rows)})

@@ -85,7 +85,7 @@ class Reconstructor:
 
     # -- mentions ----------------------------------------------------------
     def var(self, text: str | None) -> Var | None:
-        if text and _VAR_NAME.match(text):
+        if text and _VAR_NAME.fullmatch(text):
             return Var(text[1:])
         return None
 

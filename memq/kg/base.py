@@ -79,7 +79,7 @@ def check_ids(ids: Iterable[str]) -> list[str]:
     for i in ids:
         if isinstance(i, Iri):
             i = i.local
-        if not isinstance(i, str) or not _ID.match(i):
+        if not isinstance(i, str) or not _ID.fullmatch(i):
             raise ValueError(f"not a Freebase id: {i!r} (expected e.g. 'm.06w2sn5')")
         out.setdefault(i, None)
     return list(out)

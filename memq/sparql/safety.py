@@ -18,7 +18,7 @@ _IRIREF_BAD = re.compile(r'[<>"{}|^`\\\x00-\x20]')
 
 def check_entity_id(value: object) -> str:
     """Return ``value`` if it is a Freebase entity id (``m.06w2sn5``), else raise ValueError naming it."""
-    if not isinstance(value, str) or not FREEBASE_ID.match(value):
+    if not isinstance(value, str) or not FREEBASE_ID.fullmatch(value):
         raise ValueError(f"not a Freebase entity id (expected m.xxx or g.xxx): {value!r}")
     return value
 
@@ -30,7 +30,7 @@ def entity_iri(mid: str) -> str:
 
 def relation_iri(rel: str) -> str:
     """``people.person.gender`` -> its full IRI in angle brackets, after validation."""
-    if not isinstance(rel, str) or not RELATION_ID.match(rel):
+    if not isinstance(rel, str) or not RELATION_ID.fullmatch(rel):
         raise ValueError(f"not a Freebase relation id: {rel!r}")
     return f"<{FB}{rel}>"
 
@@ -49,7 +49,7 @@ def string_literal(text: str, lang: str | None = None) -> str:
     body = (text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
             .replace("\r", "\\r").replace("\t", "\\t"))
     if lang is not None:
-        if not re.match(r"^[A-Za-z]{1,8}(?:-[A-Za-z0-9]{1,8})*$", lang):
+        if not re.fullmatch(r"[A-Za-z]{1,8}(?:-[A-Za-z0-9]{1,8})*", lang):
             raise ValueError(f"not a language tag: {lang!r}")
         return f'"{body}"@{lang}'
     return f'"{body}"'
