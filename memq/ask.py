@@ -86,7 +86,7 @@ def config_from(args: argparse.Namespace):
     changes = {}
     for key in ("memory", "kg", "endpoint", "planner", "adapter"):
         value = getattr(args, key, None)
-        if value:
+        if value and not (key == "planner" and value == "oracle"):
             changes[key] = value
     if getattr(args, "no_ground", False):
         changes["grounded"] = False

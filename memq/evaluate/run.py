@@ -44,10 +44,16 @@ def questions_for(dataset: str, split: str) -> list:
 
 
 def _oracle_plan(question, describe) -> Plan:
+    return _oracle(question, describe)[0]
+
+
+def _oracle(question, describe) -> tuple[Plan, dict[str, str]]:
+    """The plan derived from the gold query, and the topic entities of the parse it came from."""
     from ..plan.derive import derive_plan
 
     derived = derive_plan(question, describe)
-    return Plan(steps=list(derived.steps), raw="\n".join(s.text for s in derived.steps))
+    plan = Plan(steps=list(derived.steps), raw="\n".join(s.text for s in derived.steps))
+    return plan, dict(derived.entities)
 
 
 def _stage(exc: BaseException) -> str:
@@ -85,7 +91,7 @@ def evaluate_question(pipeline, question, planner: str, describe=None) -> dict:
         plan = None
         if planner == "oracle":
             try:
-                plan = _oracle_plan(question, describe)
+                plan, entities = _oracle(question, describe)
             except MemQError as exc:
                 raise PlanParseError(f"no oracle plan: {exc}") from exc
         answer = pipeline.answer(question.question, entities, plan=plan)
