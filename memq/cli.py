@@ -15,6 +15,7 @@ import sys
 COMMAND_MODULES = (
     "memq.decompose.cli",
     "memq.kg.cli",
+    "memq.memory.cli",
     "memq.demo",
     "memq.ask",
     "memq.evaluate.cli",

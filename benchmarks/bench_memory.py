@@ -1,0 +1,146 @@
+"""Benchmark the memory stage: describers, embedding, and the WebQSP-train memory build.
+
+    .venv/bin/python benchmarks/bench_memory.py                  # template + embedding + build
+    .venv/bin/python benchmarks/bench_memory.py --llm-sample 50  # + local Qwen describer on 50 statements
+
+Prints one line per measurement (and ``--json-out FILE`` writes them). The
+local-LLM part loads Qwen2.5-Coder-0.5B-Instruct through :mod:`memq.llm`
+(CPU: a few statements per minute), reports how many answers passed
+validation first time, after the retry, or fell back to the template, and
+shows five side by side with the template descriptions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def _statements():
+    from memq.memory.build import source_statements
+
+    return source_statements("webqsp-train")
+
+
+def bench_template(statements, repeat: int) -> dict:
+    from memq.describe import TemplateDescriber
+
+    d = TemplateDescriber()
+    d.describe(statements[:5])  # schema load
+    start = time.perf_counter()
+    for _ in range(repeat):
+        out = d.describe(statements)
+    secs = time.perf_counter() - start
+    return {"template_statements_per_s": round(repeat * len(statements) / secs, 1),
+            "template_descriptions_per_statement": round(sum(map(len, out)) / len(out), 2)}
+
+
+def bench_embed(statements, threads: int | None) -> dict:
+    from memq.describe import TemplateDescriber
+    from memq.memory import MiniLMEmbedder
+
+    texts = [t for ds in TemplateDescriber().describe(statements) for t in ds]
+    emb = MiniLMEmbedder(threads=threads)
+    start = time.perf_counter()
+    emb.encode(texts[:2])
+    load = time.perf_counter() - start
+    start = time.perf_counter()
+    emb.encode(texts)
+    cold = time.perf_counter() - start
+    start = time.perf_counter()
+    emb.encode(texts)
+    warm = time.perf_counter() - start
+    # The first pass over new batch shapes is slower on CPU (kernel set-up per shape).
+    return {"minilm_load_s": round(load, 2), "minilm_sentences_per_s_first_pass": round(len(texts) / cold, 1),
+            "minilm_sentences_per_s": round(len(texts) / warm, 1), "minilm_sentences": len(texts)}
+
+
+def bench_build(threads: int | None) -> dict:
+    from memq.describe import TemplateDescriber
+    from memq.memory import BuildConfig, MiniLMEmbedder, build_from_sources
+
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        bank = build_from_sources(["webqsp-train"], TemplateDescriber(), MiniLMEmbedder(threads=threads),
+                                  Path(tmp) / "m", config=BuildConfig(progress=False, keep_cache=False))
+        secs = time.perf_counter() - start
+    c = bank.counts()
+    return {"build_webqsp_train_s": round(secs, 2), "build_statements": c["statements"],
+            "build_descriptions": c["descriptions"], "build_by_structure": c["by_structure"]}
+
+
+def bench_llm(statements, n: int, model: str, max_new_tokens: int, batch_size: int, show: int) -> dict:
+    from memq.describe import LLMDescriber, LLMDescriberConfig, TemplateDescriber
+    from memq.llm import LocalLLM
+
+    pool = [s for s in statements if s.structure in ("1", "2", "3")]
+    sample = random.Random(0).sample(pool, min(n, len(pool)))
+    llm = LocalLLM(model, batch_size=batch_size)
+    describer = LLMDescriber(llm, LLMDescriberConfig(max_new_tokens=max_new_tokens))
+    start = time.perf_counter()
+    llm.load()
+    load = time.perf_counter() - start
+    start = time.perf_counter()
+    got = describer.describe_with_info(sample)
+    secs = time.perf_counter() - start
+    template = TemplateDescriber().describe(sample)
+    rows = [{"structure": s.structure, "sparql": s.sparql, "llm": d.descriptions[0], "fallback": d.fallback,
+             "template": t[0]} for s, d, t in zip(sample, got, template, strict=True)]
+    print(f"\nlocal LLM ({model}) vs template, {show} of {len(sample)}:")
+    for r in [r for r in rows if not r["fallback"]][:show]:
+        print(f"  [{r['structure']}] {r['sparql']!r}\n      llm:      {r['llm']}\n      template: {r['template']}")
+    st = describer.stats
+    for sid, attempt, why, text in describer.rejected:
+        print(f"  rejected {sid} (attempt {attempt}): {why}: {text!r}")
+    return {"llm_model": model, "llm_load_s": round(load, 1), "llm_sample": len(sample),
+            "llm_statements_per_s": round(len(sample) / secs, 3), "llm_seconds": round(secs, 1),
+            "llm_valid_first": st["valid_first"], "llm_valid_after_retry": st["valid_retry"],
+            "llm_fallback_to_template": st["fallback"], "llm_prompts": st["prompts"],
+            "llm_new_tokens": getattr(llm, "tokens", None), "llm_rows": rows,
+            "llm_rejected": [list(r) for r in describer.rejected]}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--threads", type=int, default=2, help="torch CPU threads (embedding and LLM)")
+    ap.add_argument("--repeat", type=int, default=5, help="template describer repetitions")
+    ap.add_argument("--llm-sample", type=int, default=0, help="statements for the local LLM describer (0: skip)")
+    ap.add_argument("--llm-model", default="qwen2.5-coder-0.5b")
+    ap.add_argument("--max-new-tokens", type=int, default=40)
+    ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("--skip-build", action="store_true")
+    ap.add_argument("--json-out", help="write the numbers to this JSON file")
+    args = ap.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import torch
+
+    torch.set_num_threads(args.threads)
+    results: dict = {"threads": args.threads}
+    statements = _statements()
+    results["webqsp_train_statements"] = len(statements)
+    for step in (lambda: bench_template(statements, args.repeat), lambda: bench_embed(statements, args.threads),
+                 None if args.skip_build else lambda: bench_build(args.threads),
+                 (lambda: bench_llm(statements, args.llm_sample, args.llm_model, args.max_new_tokens,
+                                    args.batch_size, 5)) if args.llm_sample else None):
+        if step is None:
+            continue
+        got = step()
+        results.update(got)
+        for k, v in got.items():
+            if k not in ("llm_rows", "llm_rejected"):
+                print(f"{k}: {v}", flush=True)
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

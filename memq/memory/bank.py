@@ -1,0 +1,280 @@
+"""MemoryBank: statements with their descriptions, searchable by meaning.
+
+A FAISS ``IndexFlatIP`` holds one row per description (a statement may have
+several); rows map back to statements and ``search`` returns one hit per
+statement, scored by its best description.
+
+On disk a bank is a directory (format version 1)::
+
+    manifest.json      format_version, memq_version, created, embedder {name, dim},
+                       describer {name, prompt_hash}, source, counts
+                       (statements, descriptions, by_structure, by_source, fallbacks),
+                       files {name: sha256}
+    statements.jsonl   one statement per line: Statement.to_json() + descriptions,
+                       describer, fallback, sources
+    index.faiss        FAISS IndexFlatIP; row i is the i-th description in file order
+                       (line 1's descriptions first, in their order, then line 2's ...)
+
+No pickle. Every file is written to a temporary name and renamed; the
+manifest goes last. :meth:`MemoryBank.load` checks the manifest, the sha256 of
+every file, the row count and the embedder (name and dim) and raises
+:class:`~memq.errors.MemoryBankError` naming the file that failed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from collections import Counter
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from memq.errors import MemoryBankError
+from memq.types import STRUCTURES, MemoryRecord, Statement
+
+from .embed import Embedder, embedder_for
+
+logger = logging.getLogger(__name__)
+
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+STATEMENTS = "statements.jsonl"
+INDEX = "index.faiss"
+
+Hit = tuple[MemoryRecord, str, float]
+
+
+def memq_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("memq")
+    except Exception:  # not installed (running from a checkout)
+        return "unknown"
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def record_to_json(record: MemoryRecord, sources: Iterable[str] = ()) -> dict:
+    return {**record.statement.to_json(), "descriptions": list(record.descriptions),
+            "describer": record.describer, "fallback": record.fallback, "sources": sorted(sources)}
+
+
+def record_from_json(obj: dict) -> tuple[MemoryRecord, tuple[str, ...]]:
+    st = Statement.from_json(obj)
+    descs = tuple(obj["descriptions"])
+    if not descs or not all(isinstance(d, str) and d for d in descs):
+        raise ValueError(f"statement {st.id} has no descriptions")
+    return MemoryRecord(st, descs, obj["describer"], obj.get("fallback")), tuple(obj.get("sources", ()))
+
+
+class MemoryBank:
+    """Records + a FAISS index over their descriptions. Build with :meth:`build`, or :meth:`load`."""
+
+    def __init__(self, records: list[MemoryRecord], index, embedder: Embedder,
+                 sources: list[tuple[str, ...]] | None = None, info: dict | None = None) -> None:
+        self.records = records
+        self.index = index
+        self.embedder = embedder
+        self.sources = sources or [() for _ in records]
+        self.info = dict(info or {})
+        rows: list[int] = []
+        descs: list[str] = []
+        for i, rec in enumerate(records):
+            rows.extend([i] * len(rec.descriptions))
+            descs.extend(rec.descriptions)
+        self._row_record = np.asarray(rows, dtype=np.int64)
+        self._row_text = descs
+        self._max_desc = max((len(r.descriptions) for r in records), default=1)
+        if index.ntotal != len(descs):
+            raise MemoryBankError(f"{INDEX}: holds {index.ntotal} rows but the statements have {len(descs)} "
+                                  "descriptions")
+        self._by_id = {r.statement.id: r for r in records}
+
+    # ------------------------------------------------------------------ build
+    @classmethod
+    def build(cls, records: list[MemoryRecord], embedder: Embedder, *,
+              sources: list[tuple[str, ...]] | None = None, info: dict | None = None,
+              batch_size: int = 512, progress=None) -> MemoryBank:
+        """Embed every description of ``records`` (in order) into a new flat inner-product index.
+
+        ``progress`` is called with the number of descriptions encoded after each batch.
+        """
+        import faiss
+
+        ids = [r.statement.id for r in records]
+        if len(set(ids)) != len(ids):
+            dup = next(i for i, n in Counter(ids).items() if n > 1)
+            raise MemoryBankError(f"statement id {dup!r} occurs more than once")
+        texts = [d for r in records for d in r.descriptions]
+        index = faiss.IndexFlatIP(embedder.dim)
+        for start in range(0, len(texts), batch_size):
+            vecs = embedder.encode(texts[start:start + batch_size])
+            if vecs.shape != (min(batch_size, len(texts) - start), embedder.dim):
+                raise MemoryBankError(f"embedder {embedder.name!r} returned shape {vecs.shape}")
+            index.add(np.ascontiguousarray(vecs, dtype=np.float32))
+            if progress is not None:
+                progress(len(vecs))
+        return cls(list(records), index, embedder, sources, info)
+
+    # ------------------------------------------------------------------ search
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def get(self, statement_id: str) -> MemoryRecord | None:
+        return self._by_id.get(statement_id)
+
+    def search(self, text: str, k: int = 5) -> list[Hit]:
+        """The ``k`` statements whose best description is closest to ``text``, best first."""
+        return self.search_many([text], k)[0]
+
+    def search_many(self, texts: list[str], k: int = 5) -> list[list[Hit]]:
+        """:meth:`search` for many texts, encoded and searched in one batch."""
+        if isinstance(texts, str):
+            raise TypeError("search_many expects a list of str")
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        if not texts or not self.records:
+            return [[] for _ in texts]
+        vecs = np.ascontiguousarray(self.embedder.encode(list(texts)), dtype=np.float32)
+        # A statement has at most _max_desc rows, so k * _max_desc rows hold >= k statements.
+        rows = min(self.index.ntotal, k * self._max_desc)
+        scores, found = self.index.search(vecs, rows)
+        out = []
+        for srow, frow in zip(scores, found, strict=True):
+            hits: list[Hit] = []
+            seen: set[int] = set()
+            for score, row in zip(srow, frow, strict=True):
+                if row < 0:
+                    continue
+                rec_i = int(self._row_record[row])
+                if rec_i in seen:
+                    continue
+                seen.add(rec_i)
+                hits.append((self.records[rec_i], self._row_text[row], float(score)))
+                if len(hits) == k:
+                    break
+            out.append(hits)
+        return out
+
+    # ------------------------------------------------------------------ counts
+    def counts(self) -> dict:
+        by_structure = Counter(r.statement.structure for r in self.records)
+        by_source = Counter(s for srcs in self.sources for s in srcs)
+        return {
+            "statements": len(self.records),
+            "descriptions": len(self._row_text),
+            "by_structure": {s: by_structure.get(s, 0) for s in STRUCTURES},
+            "by_source": dict(sorted(by_source.items())),
+            "by_describer": dict(sorted(Counter(r.describer for r in self.records).items())),
+            "fallbacks": dict(sorted(Counter(r.fallback for r in self.records if r.fallback).items())),
+        }
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path: str | Path) -> Path:
+        """Write the bank into directory ``path`` (created if needed); returns it."""
+        import faiss
+
+        out = Path(path)
+        out.mkdir(parents=True, exist_ok=True)
+        lines = [json.dumps(record_to_json(r, s), ensure_ascii=False, sort_keys=True)
+                 for r, s in zip(self.records, self.sources, strict=True)]
+        write_atomic(out / STATEMENTS, ("\n".join(lines) + "\n").encode("utf-8") if lines else b"")
+        write_atomic(out / INDEX, faiss.serialize_index(self.index).tobytes())
+        manifest = {
+            "format_version": FORMAT_VERSION,
+            "memq_version": memq_version(),
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+            "embedder": {"name": self.embedder.name, "dim": int(self.embedder.dim)},
+            "describer": self.info.get("describer", {}),
+            "source": self.info.get("source", {}),
+            "index": {"type": "IndexFlatIP", "rows": int(self.index.ntotal),
+                      "row_order": "row i = i-th description in statements.jsonl order"},
+            "counts": self.counts(),
+            "files": {name: sha256_file(out / name) for name in (STATEMENTS, INDEX)},
+        }
+        write_atomic(out / MANIFEST, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+        self.info["manifest"] = manifest
+        return out
+
+    @property
+    def manifest(self) -> dict:
+        return self.info.get("manifest", {})
+
+    @classmethod
+    def load(cls, path: str | Path, embedder: Embedder | None = None) -> MemoryBank:
+        """Load and verify a bank directory. ``embedder`` defaults to the one the manifest names."""
+        import faiss
+
+        root = Path(path)
+        mpath = root / MANIFEST
+        if not mpath.is_file():
+            raise MemoryBankError(f"{mpath}: no such memory bank manifest")
+        try:
+            manifest = json.loads(mpath.read_text(encoding="utf-8"))
+            version = manifest["format_version"]
+            files = manifest["files"]
+            emb_name, emb_dim = manifest["embedder"]["name"], int(manifest["embedder"]["dim"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise MemoryBankError(f"{mpath}: unreadable manifest ({exc})") from None
+        if version != FORMAT_VERSION:
+            raise MemoryBankError(f"{mpath}: format_version {version!r}, this memq reads {FORMAT_VERSION}")
+        for name in (STATEMENTS, INDEX):
+            fpath = root / name
+            if name not in files:
+                raise MemoryBankError(f"{mpath}: lists no sha256 for {name}")
+            if not fpath.is_file():
+                raise MemoryBankError(f"{fpath}: missing")
+            if sha256_file(fpath) != files[name]:
+                raise MemoryBankError(f"{fpath}: sha256 does not match the manifest (file changed or corrupt)")
+        if embedder is None:
+            embedder = embedder_for(emb_name, emb_dim)
+        if embedder.name != emb_name or int(embedder.dim) != emb_dim:
+            raise MemoryBankError(f"{mpath}: bank was built with embedder {emb_name!r} (dim {emb_dim}), "
+                                  f"not {embedder.name!r} (dim {embedder.dim})")
+        records, sources = [], []
+        spath = root / STATEMENTS
+        with open(spath, encoding="utf-8") as fh:
+            for n, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    rec, src = record_from_json(json.loads(line))
+                except (ValueError, KeyError, TypeError) as exc:
+                    raise MemoryBankError(f"{spath}: line {n}: {exc}") from None
+                records.append(rec)
+                sources.append(src)
+        try:
+            index = faiss.deserialize_index(np.frombuffer((root / INDEX).read_bytes(), dtype=np.uint8))
+        except RuntimeError as exc:
+            raise MemoryBankError(f"{root / INDEX}: not a FAISS index ({str(exc).splitlines()[0]})") from None
+        if index.d != emb_dim:
+            raise MemoryBankError(f"{root / INDEX}: dimension {index.d}, manifest says {emb_dim}")
+        try:
+            bank = cls(records, index, embedder, sources,
+                       {"describer": manifest.get("describer", {}), "source": manifest.get("source", {}),
+                        "manifest": manifest})
+        except MemoryBankError as exc:
+            raise MemoryBankError(f"{root}/{exc}") from None
+        return bank

@@ -1,0 +1,220 @@
+"""Build a memory bank: statements from a source, described, embedded, saved.
+
+Sources (:func:`source_statements`):
+
+* ``webqsp-train``: the WebQSP train questions' gold queries through
+  :func:`memq.decompose.decompose_dataset`;
+* ``cwq-train``: the 30,403 CWQ train+dev queries; ``exclude_webqtest=True``
+  drops the 9,203 whose id starts with ``WebQTest-`` (built from WebQSP test
+  questions) for a memory that is evaluated on WebQSP test;
+* ``schema``: the Freebase schema alone (:mod:`.schema_source`).
+
+No test query ever enters a memory: :func:`assert_no_test_queries` checks the
+question ids against the WebQSP and CWQ test splits and raises otherwise.
+
+The build resumes: every described statement is appended (one JSON line,
+flushed) to ``describe.cache.jsonl`` in the output directory, keyed by
+statement id and the describer's prompt hash. A killed build, run again,
+describes only what is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from memq.describe.base import Described, Describer, describe_with_info, make_distinct
+from memq.errors import MemoryBankError, MemQError
+from memq.types import STRUCTURES, MemoryRecord, Statement
+
+from .bank import MemoryBank
+from .embed import Embedder
+from .schema_source import SchemaSourceConfig, schema_statements
+
+logger = logging.getLogger(__name__)
+
+SOURCES = ("webqsp-train", "cwq-train", "schema")
+CACHE = "describe.cache.jsonl"
+
+
+@dataclass(frozen=True)
+class SourceConfig:
+    """``exclude_webqtest``: for ``cwq-train``, drop the items built from WebQSP test questions."""
+
+    exclude_webqtest: bool = False
+    schema: SchemaSourceConfig = SchemaSourceConfig()
+
+
+@lru_cache(maxsize=1)
+def _test_ids() -> frozenset[str]:
+    from memq.datasets import load
+
+    return frozenset(q.id for q in load("webqsp", "test")) | frozenset(q.id for q in load("cwq", "test"))
+
+
+def assert_no_test_queries(question_ids, source: str) -> None:
+    """Raise if any id belongs to the WebQSP or CWQ test split."""
+    leaked = sorted(set(question_ids) & _test_ids())
+    if leaked:
+        raise MemQError(f"source {source!r} holds {len(leaked)} test question(s), e.g. {leaked[0]!r}; "
+                        "a memory never holds test queries")
+
+
+def gold_questions(name: str, config: SourceConfig = SourceConfig()):
+    from memq.datasets import load
+
+    if name == "webqsp-train":
+        questions = load("webqsp", "train")
+    elif name == "cwq-train":
+        questions = load("cwq", "train")
+        if config.exclude_webqtest:
+            questions = [q for q in questions if not q.id.startswith("WebQTest-")]
+    else:
+        raise ValueError(f"unknown gold source {name!r}; expected webqsp-train or cwq-train")
+    assert_no_test_queries((q.id for q in questions), name)
+    return questions
+
+
+def source_statements(name: str, config: SourceConfig = SourceConfig()) -> list[Statement]:
+    """The statements of one source (deduplicated, stable order)."""
+    if name not in SOURCES:
+        raise ValueError(f"unknown source {name!r}; expected one of {', '.join(SOURCES)}")
+    if name == "schema":
+        return schema_statements(config.schema)
+    from memq.decompose import decompose_dataset
+
+    questions = gold_questions(name, config)
+    statements = decompose_dataset(questions)
+    assert_no_test_queries((i for s in statements for i in s.question_ids), name)
+    logger.info("%s: %d questions -> %d statements", name, len(questions), len(statements))
+    return statements
+
+
+def merge_sources(named: dict[str, list[Statement]]) -> tuple[list[Statement], list[tuple[str, ...]]]:
+    """Statements of several sources, deduplicated by id (question ids merged), with their sources."""
+    merged: dict[str, Statement] = {}
+    srcs: dict[str, set[str]] = {}
+    for source, statements in named.items():
+        for s in statements:
+            if s.id in merged:
+                old = merged[s.id]
+                ids = tuple(sorted(set(old.question_ids) | set(s.question_ids)))
+                merged[s.id] = Statement(old.id, old.structure, old.sparql, old.relations, ids)
+            else:
+                merged[s.id] = s
+            srcs.setdefault(s.id, set()).add(source)
+    order = sorted(merged, key=lambda i: (STRUCTURES.index(merged[i].structure), i))
+    return [merged[i] for i in order], [tuple(sorted(srcs[i])) for i in order]
+
+
+# --------------------------------------------------------------------------- resumable describing
+
+def read_cache(path: Path, prompt_hash: str) -> dict[str, Described]:
+    """Cached descriptions for ``prompt_hash``; unreadable lines (a killed write) are skipped."""
+    out: dict[str, Described] = {}
+    if not path.exists():
+        return out
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            try:
+                obj = json.loads(line)
+                if obj["prompt_hash"] == prompt_hash:
+                    out[obj["id"]] = Described(tuple(obj["descriptions"]), obj["describer"], obj.get("fallback"))
+            except (ValueError, KeyError, TypeError, MemQError):
+                logger.warning("%s: line %d unreadable, ignored", path, n)
+    return out
+
+
+def describe_resumable(statements: list[Statement], describer: Describer, cache_path: Path, *,
+                       chunk_size: int = 32, progress: Callable[[int], None] | None = None) -> list[Described]:
+    """Describe ``statements``, reusing and appending to the cache file at ``cache_path``."""
+    prompt_hash = describer.prompt_hash
+    done = read_cache(cache_path, prompt_hash)
+    todo = [s for s in statements if s.id not in done]
+    if progress is not None and len(statements) - len(todo):
+        progress(len(statements) - len(todo))
+    if todo:
+        logger.info("describing %d statements (%d cached)", len(todo), len(statements) - len(todo))
+        cache_path.parent.mkdir(parents=True, exist_ok=True)
+        needs_newline = cache_path.exists() and cache_path.stat().st_size > 0 and \
+            not cache_path.read_bytes().endswith(b"\n")
+        with open(cache_path, "a", encoding="utf-8") as fh:
+            if needs_newline:
+                fh.write("\n")
+            for start in range(0, len(todo), chunk_size):
+                chunk = todo[start:start + chunk_size]
+                for s, d in zip(chunk, describe_with_info(describer, chunk), strict=True):
+                    done[s.id] = d
+                    fh.write(json.dumps({"id": s.id, "prompt_hash": prompt_hash, "describer": d.describer,
+                                         "fallback": d.fallback, "descriptions": list(d.descriptions)},
+                                        ensure_ascii=False) + "\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+                if progress is not None:
+                    progress(len(chunk))
+    return [done[s.id] for s in statements]
+
+
+# --------------------------------------------------------------------------- the builder
+
+@dataclass(frozen=True)
+class BuildConfig:
+    """``chunk_size``: statements described between cache flushes. ``keep_cache``: leave
+    ``describe.cache.jsonl`` in the output directory after a successful build."""
+
+    chunk_size: int = 32
+    keep_cache: bool = True
+    embed_batch: int = 512
+    progress: bool = True
+
+
+def _bar(total: int, desc: str, enabled: bool):
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="st" if desc == "describe" else "desc", disable=not enabled,
+                dynamic_ncols=True)
+
+
+def build_memory(statements: list[Statement], describer: Describer, embedder: Embedder, out: str | Path, *,
+                 sources: list[tuple[str, ...]] | None = None, source_info: dict | None = None,
+                 config: BuildConfig = BuildConfig()) -> MemoryBank:
+    """Describe (resumably), make first descriptions distinct, embed, save to ``out``; return the bank."""
+    if not statements:
+        raise MemoryBankError("no statements to build a memory from")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    cache_path = out / CACHE
+    with _bar(len(statements), "describe", config.progress) as bar:
+        described = describe_resumable(statements, describer, cache_path, chunk_size=config.chunk_size,
+                                       progress=bar.update)
+    described = make_distinct(statements, described)
+    records = [MemoryRecord(s, d.descriptions, d.describer, d.fallback)
+               for s, d in zip(statements, described, strict=True)]
+    info = {"describer": {"name": describer.name, "prompt_hash": describer.prompt_hash},
+            "source": source_info or {}}
+    total = sum(len(r.descriptions) for r in records)
+    with _bar(total, "embed", config.progress) as bar:
+        bank = MemoryBank.build(records, embedder, sources=sources, info=info, batch_size=config.embed_batch,
+                                progress=bar.update)
+    bank.save(out)
+    if not config.keep_cache:
+        cache_path.unlink(missing_ok=True)
+    return bank
+
+
+def build_from_sources(names: list[str], describer: Describer, embedder: Embedder, out: str | Path, *,
+                       source_config: SourceConfig = SourceConfig(),
+                       config: BuildConfig = BuildConfig()) -> MemoryBank:
+    """:func:`build_memory` over the union of the named sources."""
+    if not names:
+        raise ValueError("name at least one source")
+    named = {n: source_statements(n, source_config) for n in dict.fromkeys(names)}
+    statements, sources = merge_sources(named)
+    info = {"names": list(named), "config": asdict(source_config),
+            "statements_per_source": {n: len(v) for n, v in named.items()}}
+    return build_memory(statements, describer, embedder, out, sources=sources, source_info=info, config=config)

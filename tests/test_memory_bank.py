@@ -1,0 +1,137 @@
+"""MemoryBank: search semantics, persistence, verification on load, and the embedders."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from memq.errors import MemoryBankError
+from memq.memory import HashingEmbedder, MemoryBank, embedder_for
+from memq.memory.embed import MINILM_NAME, minilm_dir
+from memq.types import MemoryRecord, Statement
+
+
+def rec(i: int, structure: str, *descriptions: str) -> MemoryRecord:
+    s = Statement(f"id{i}", structure, f"?entity1 ns:a.b.r{i} ?entity2 .", (f"a.b.r{i}",), (f"WebQTrn-{i}",))
+    return MemoryRecord(s, tuple(descriptions), "template")
+
+
+RECORDS = [
+    rec(0, "1", "?entity2 is the spouse of the person ?entity1", "the spouse of ?entity1"),
+    rec(1, "2", "?entity2 is the sibling of the siblings of the person ?entity1", "the sibling of ?entity1"),
+    rec(2, "1", "?entity2 is the currency used of the country ?entity1"),
+    rec(3, "filter", "?entity1 is the same as ?value", "make sure ?entity1 is ?value"),
+]
+
+
+@pytest.fixture()
+def bank() -> MemoryBank:
+    return MemoryBank.build(RECORDS, HashingEmbedder(), sources=[("webqsp-train",)] * 4,
+                            info={"describer": {"name": "template", "prompt_hash": "x"}})
+
+
+def test_hashing_embedder_is_normalised_and_deterministic():
+    e = HashingEmbedder(64)
+    a = e.encode(["the spouse of ?entity1", "currency"])
+    assert a.dtype == np.float32 and a.shape == (2, 64)
+    assert np.allclose(np.linalg.norm(a, axis=1), 1.0)
+    assert np.array_equal(a, HashingEmbedder(64).encode(["the spouse of ?entity1", "currency"]))
+    assert e.encode([]).shape == (0, 64)
+    with pytest.raises(TypeError):
+        e.encode("not a list")
+
+
+def test_search_returns_one_hit_per_statement_best_first(bank):
+    hits = bank.search("the spouse of ?entity1", k=4)
+    assert [r.statement.id for r, _, _ in hits][0] == "id0"
+    assert hits[0][1] == "the spouse of ?entity1" and hits[0][2] == pytest.approx(1.0, abs=1e-5)
+    ids = [r.statement.id for r, _, _ in hits]
+    assert len(ids) == len(set(ids)) == 4
+    scores = [s for _, _, s in hits]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_search_many_matches_search(bank):
+    texts = ["currency of a country", "make sure ?entity1 is ?value"]
+    many = bank.search_many(texts, k=2)
+    assert [[(r.statement.id, d) for r, d, _ in hs] for hs in many] == \
+        [[(r.statement.id, d) for r, d, _ in bank.search(t, k=2)] for t in texts]
+    assert bank.search_many([], k=3) == []
+    with pytest.raises(ValueError):
+        bank.search("x", k=0)
+
+
+def test_counts(bank):
+    c = bank.counts()
+    assert c["statements"] == 4 and c["descriptions"] == 7
+    assert c["by_structure"] == {"1": 2, "2": 1, "3": 0, "filter": 1, "order": 0}
+    assert c["by_source"] == {"webqsp-train": 4}
+
+
+def test_duplicate_ids_are_refused():
+    with pytest.raises(MemoryBankError, match="id0"):
+        MemoryBank.build([RECORDS[0], RECORDS[0]], HashingEmbedder())
+
+
+def test_save_load_round_trip(bank, tmp_path):
+    bank.save(tmp_path / "m")
+    files = sorted(p.name for p in (tmp_path / "m").iterdir())
+    assert files == ["index.faiss", "manifest.json", "statements.jsonl"]
+    manifest = json.loads((tmp_path / "m" / "manifest.json").read_text())
+    assert manifest["format_version"] == 1 and manifest["embedder"] == {"name": "hashing-256", "dim": 256}
+    assert manifest["describer"]["name"] == "template" and manifest["counts"]["statements"] == 4
+    assert set(manifest["files"]) == {"statements.jsonl", "index.faiss"}
+    lines = (tmp_path / "m" / "statements.jsonl").read_text().splitlines()
+    assert json.loads(lines[1])["descriptions"] == list(RECORDS[1].descriptions)
+    loaded = MemoryBank.load(tmp_path / "m")
+    assert [r for r in loaded.records] == RECORDS
+    assert loaded.sources == [("webqsp-train",)] * 4
+    q = "the sibling of ?entity1"
+    assert [(r.statement.id, d) for r, d, _ in loaded.search(q, 3)] == \
+        [(r.statement.id, d) for r, d, _ in bank.search(q, 3)]
+
+
+@pytest.mark.parametrize("name", ["statements.jsonl", "index.faiss"])
+def test_changing_one_byte_fails_naming_the_file(bank, tmp_path, name):
+    bank.save(tmp_path / "m")
+    path = tmp_path / "m" / name
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+    with pytest.raises(MemoryBankError, match=name):
+        MemoryBank.load(tmp_path / "m")
+
+
+def test_missing_files_and_manifest(bank, tmp_path):
+    with pytest.raises(MemoryBankError, match="manifest.json"):
+        MemoryBank.load(tmp_path / "nothing")
+    bank.save(tmp_path / "m")
+    (tmp_path / "m" / "index.faiss").unlink()
+    with pytest.raises(MemoryBankError, match="index.faiss"):
+        MemoryBank.load(tmp_path / "m")
+
+
+def test_other_embedder_is_refused(bank, tmp_path):
+    bank.save(tmp_path / "m")
+    with pytest.raises(MemoryBankError, match="hashing-256"):
+        MemoryBank.load(tmp_path / "m", embedder=HashingEmbedder(128))
+
+
+def test_bad_format_version(bank, tmp_path):
+    bank.save(tmp_path / "m")
+    mpath = tmp_path / "m" / "manifest.json"
+    m = json.loads(mpath.read_text())
+    m["format_version"] = 99
+    mpath.write_text(json.dumps(m))
+    with pytest.raises(MemoryBankError, match="format_version"):
+        MemoryBank.load(tmp_path / "m")
+
+
+def test_embedder_for_names():
+    assert embedder_for("hashing-32").dim == 32
+    assert embedder_for(MINILM_NAME).name == MINILM_NAME
+    with pytest.raises(MemoryBankError, match="unknown embedder"):
+        embedder_for("bert")
+    assert (minilm_dir() / "config.json").exists()

@@ -1,0 +1,156 @@
+"""Builds: sources (no test queries), the schema source, resumable describing, the committed bank."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memq.describe import TemplateDescriber
+from memq.errors import MemoryBankError, MemQError
+from memq.memory import BuildConfig, HashingEmbedder, MemoryBank, build_memory, source_statements
+from memq.memory.build import CACHE, assert_no_test_queries, gold_questions, merge_sources, read_cache
+from memq.memory.schema_source import SchemaSourceConfig, schema_statements
+from memq.types import Statement
+
+REPO = Path(__file__).resolve().parent.parent
+QUIET = BuildConfig(progress=False, chunk_size=4)
+
+
+@pytest.fixture(scope="module")
+def webqsp_statements() -> list[Statement]:
+    return source_statements("webqsp-train")
+
+
+class Boom(RuntimeError):
+    pass
+
+
+class CountingDescriber:
+    """The template describer, counting which statement ids it was asked for; can fail after N."""
+
+    name = "counting"
+
+    def __init__(self, fail_after: int | None = None) -> None:
+        self.inner = TemplateDescriber()
+        self.fail_after = fail_after
+        self.seen: list[str] = []
+
+    @property
+    def prompt_hash(self) -> str:
+        return self.inner.prompt_hash
+
+    def describe(self, statements):
+        if self.fail_after is not None and len(self.seen) + len(statements) > self.fail_after:
+            raise Boom("killed mid-build")
+        self.seen.extend(s.id for s in statements)
+        return self.inner.describe(statements)
+
+
+def test_webqsp_train_source_holds_no_test_question(webqsp_statements):
+    ids = {i for s in webqsp_statements for i in s.question_ids}
+    assert ids and all(i.startswith("WebQTrn-") for i in ids)
+    assert {s.structure for s in webqsp_statements} >= {"1", "2", "3", "filter", "order"}
+
+
+def test_test_ids_are_refused():
+    with pytest.raises(MemQError, match="test question"):
+        assert_no_test_queries(["WebQTrn-1", "WebQTest-994"], "x")
+    cwq_test = json.loads((REPO / "data" / "fixtures" / "cwq_test_fixture.json").read_text())[0]["ID"]
+    with pytest.raises(MemQError, match="test question"):
+        assert_no_test_queries([cwq_test], "x")
+
+
+def test_cwq_train_and_the_webqtest_exclusion():
+    everything = gold_questions("cwq-train")
+    kept = gold_questions("cwq-train", __import__("memq.memory.build", fromlist=["SourceConfig"]).SourceConfig(
+        exclude_webqtest=True))
+    assert len(everything) == 30403
+    assert len(everything) - len(kept) == 9203
+    assert not any(q.id.startswith("WebQTest-") for q in kept)
+
+
+def test_merge_sources_merges_question_ids():
+    a = Statement("x1", "1", "s", ("r",), ("q1",))
+    b = Statement("x1", "1", "s", ("r",), ("q2",))
+    c = Statement("x0", "filter", "f", (), ())
+    merged, srcs = merge_sources({"one": [a, c], "two": [b]})
+    assert [s.id for s in merged] == ["x1", "x0"]  # structure order: 1 before filter
+    assert merged[0].question_ids == ("q1", "q2") and srcs[0] == ("one", "two")
+
+
+def test_schema_source_shapes():
+    statements = schema_statements(SchemaSourceConfig(structure3=False))
+    by = {}
+    for s in statements:
+        by.setdefault(s.structure, []).append(s)
+    assert len(by["1"]) > 5000 and len(by["2"]) > 2000 and "3" not in by
+    sparqls = {s.sparql for s in statements}
+    assert "?entity1 ns:people.person.place_of_birth ?entity2 ." in sparqls
+    assert "?entity2 ns:people.person.place_of_birth ?entity1 ." in sparqls
+    assert "?entity1 ns:people.person.sibling_s ?cvt .\n?cvt ns:people.sibling_relationship.sibling ?entity2 ." \
+        in sparqls
+    assert not any(r.startswith(("base.", "user.")) for s in statements for r in s.relations)
+
+
+def test_schema_statements_share_ids_with_gold_statements(webqsp_statements):
+    schema_ids = {s.id for s in schema_statements()}
+    gold = [s for s in webqsp_statements if s.structure in ("1", "2")]
+    shared = sum(1 for s in gold if s.id in schema_ids)
+    assert shared / len(gold) > 0.3  # same canonical form, so identical shapes get identical ids
+
+
+def test_build_resumes_without_describing_finished_statements(webqsp_statements, tmp_path):
+    statements = webqsp_statements[:40]
+    out = tmp_path / "m"
+    first = CountingDescriber(fail_after=20)
+    with pytest.raises(Boom):
+        build_memory(statements, first, HashingEmbedder(), out, config=QUIET)
+    done = set(first.seen)
+    assert len(done) == 20 and not (out / "manifest.json").exists()
+    assert set(read_cache(out / CACHE, first.prompt_hash)) == done
+    second = CountingDescriber()
+    bank = build_memory(statements, second, HashingEmbedder(), out, config=QUIET)
+    assert not done & set(second.seen)
+    assert set(second.seen) | done == {s.id for s in statements}
+    assert len(bank) == 40 and len(MemoryBank.load(out)) == 40
+
+
+def test_a_torn_cache_line_is_ignored(webqsp_statements, tmp_path):
+    statements = webqsp_statements[:6]
+    out = tmp_path / "m"
+    build_memory(statements, TemplateDescriber(), HashingEmbedder(), out, config=QUIET)
+    with open(out / CACHE, "a") as fh:
+        fh.write('{"id": "torn", "prompt')
+    again = CountingDescriber()
+    build_memory(statements + webqsp_statements[6:8], again, HashingEmbedder(), out, config=QUIET)
+    assert again.seen == [s.id for s in webqsp_statements[6:8]]
+
+
+def test_empty_build_is_refused(tmp_path):
+    with pytest.raises(MemoryBankError):
+        build_memory([], TemplateDescriber(), HashingEmbedder(), tmp_path / "m", config=QUIET)
+
+
+def test_self_recall_with_hashing_embedder(webqsp_statements, tmp_path):
+    bank = build_memory(webqsp_statements, TemplateDescriber(), HashingEmbedder(512), tmp_path / "m",
+                        config=QUIET)
+    firsts = [r.descriptions[0] for r in bank.records]
+    assert len(set(firsts)) == len(firsts)  # first descriptions are made distinct
+    hits = bank.search_many(firsts, k=1)
+    top1 = sum(h[0][0].statement.id == r.statement.id for r, h in zip(bank.records, hits, strict=True))
+    assert top1 / len(bank) >= 0.99
+
+
+def test_committed_webqsp_bank_loads_and_recalls_itself():
+    """memory_bank/webqsp: verified on load; >= 99% of statements are top-1 for their own first description."""
+    path = REPO / "memory_bank" / "webqsp"
+    if not (path / "manifest.json").exists():
+        pytest.skip("memory_bank/webqsp not built yet")
+    bank = MemoryBank.load(path)
+    assert bank.manifest["embedder"]["name"] == "all-MiniLM-L6-v2"
+    hits = bank.search_many([r.descriptions[0] for r in bank.records], k=1)
+    top1 = sum(h[0][0].statement.id == r.statement.id for r, h in zip(bank.records, hits, strict=True))
+    assert top1 / len(bank) >= 0.99
+    assert all(i.startswith("WebQTrn-") for r in bank.records for i in r.statement.question_ids)
