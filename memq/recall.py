@@ -96,7 +96,7 @@ def select(hits: list[tuple], step_text: str, config: RecallConfig) -> tuple[lis
     top = hits[:8]
     scores = [overlap(h[1]) for h in top]
     best = max(scores)
-    return [h for h, s in zip(top, scores) if s > 0.9 * best] or top[:1], None
+    return [h for h, s in zip(top, scores, strict=True) if s > 0.9 * best] or top[:1], None
 
 
 def recall_step(bank, step: PlanStep, index: int, config: RecallConfig,

@@ -49,7 +49,7 @@ class Draft:
     limit: int | None = None
     offset: int | None = None
 
-    def copy(self) -> "Draft":
+    def copy(self) -> Draft:
         return Draft(list(self.triples), list(self.unions), list(self.filters), self.order, self.limit, self.offset)
 
     def add_alternatives(self, alts: list[Group]) -> None:

@@ -48,7 +48,7 @@ class Statement:
         }
 
     @classmethod
-    def from_json(cls, obj: dict) -> "Statement":
+    def from_json(cls, obj: dict) -> Statement:
         return cls(
             id=obj["id"],
             structure=obj["structure"],

@@ -66,7 +66,7 @@ def setup(tmp_path_factory):
     from memq.decompose import decompose_dataset
 
     statements = decompose_dataset(questions)
-    records = [MemoryRecord(s, tuple(d), "template") for s, d in zip(statements, describer.describe(statements))]
+    records = [MemoryRecord(s, tuple(d), "template") for s, d in zip(statements, describer.describe(statements), strict=True)]
     bank = MemoryBank.build(records, HashingEmbedder())
     pipe = Pipeline(Config(planner="given"), bank=bank, kg=kg, planner=None)
     describe = lambda s: describer.describe([s])[0][0]  # noqa: E731

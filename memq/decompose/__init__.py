@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from ..sparql.model import Query
 from ..types import Statement

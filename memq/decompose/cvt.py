@@ -7,7 +7,8 @@ start or end at one.
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence
+from collections.abc import Sequence
+from typing import Protocol
 
 from ..schema import Schema, freebase_schema
 from ..sparql.model import FB, Iri, Literal, Term, Triple, Var

@@ -20,12 +20,23 @@ from __future__ import annotations
 
 import hashlib
 from collections import deque
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 from ..errors import DecompositionError
 from ..sparql.model import (
-    Call, Exists, Expr, Group, Iri, Literal, Query, Term, Triple, Var, expr_vars, walk_exprs,
+    Call,
+    Exists,
+    Expr,
+    Group,
+    Iri,
+    Literal,
+    Query,
+    Term,
+    Triple,
+    Var,
+    expr_vars,
+    walk_exprs,
 )
 from ..sparql.serialize import READABLE
 from ..types import Statement

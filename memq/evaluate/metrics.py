@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ..sparql.model import Call, Iri, Literal, Query, Term, Var
 from ..decompose.split import _flatten
+from ..sparql.model import Call, Iri, Literal, Query, Term, Var
 
 
 def normalise_answer(value: str) -> str:

@@ -8,7 +8,6 @@ a way of writing them (see :mod:`memq.sparql.serialize`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
 
 FB = "http://rdf.freebase.com/ns/"
 XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -56,7 +55,7 @@ class Literal:
     lang: str | None = None
 
 
-Term = Union[Var, Iri, Literal]
+Term = Var | Iri | Literal
 
 
 @dataclass(frozen=True)
@@ -82,7 +81,7 @@ class Call:
     """
 
     op: str
-    args: tuple["Expr", ...] = ()
+    args: tuple[Expr, ...] = ()
     distinct: bool = False
     star: bool = False
 
@@ -91,11 +90,11 @@ class Call:
 class Exists:
     """``EXISTS { ... }`` or, with ``negated``, ``NOT EXISTS { ... }``."""
 
-    pattern: "Group"
+    pattern: Group
     negated: bool = False
 
 
-Expr = Union[Var, Iri, Literal, Call, Exists]
+Expr = Var | Iri | Literal | Call | Exists
 
 
 @dataclass(frozen=True)
@@ -120,11 +119,11 @@ class Group:
     """
 
     triples: tuple[Triple, ...] = ()
-    unions: tuple[tuple["Group", ...], ...] = ()
+    unions: tuple[tuple[Group, ...], ...] = ()
     filters: tuple[Expr, ...] = ()
-    optionals: tuple["Group", ...] = ()
-    minus: tuple["Group", ...] = ()
-    subqueries: tuple["Query", ...] = ()
+    optionals: tuple[Group, ...] = ()
+    minus: tuple[Group, ...] = ()
+    subqueries: tuple[Query, ...] = ()
     binds: tuple[Bind, ...] = ()
     values: tuple[Values, ...] = ()
 

@@ -21,8 +21,24 @@ from functools import lru_cache
 from ..errors import SparqlParseError
 from .lexer import Token, line_col, tokenize
 from .model import (
-    FB, RDF, RDFS, XSD, Bind, Call, Exists, Expr, Group, Iri, Literal, OrderKey, Projection, Query,
-    Term, Triple, Values, Var,
+    FB,
+    RDF,
+    RDFS,
+    XSD,
+    Bind,
+    Call,
+    Exists,
+    Expr,
+    Group,
+    Iri,
+    Literal,
+    OrderKey,
+    Projection,
+    Query,
+    Term,
+    Triple,
+    Values,
+    Var,
 )
 
 DEFAULT_PREFIXES = {"ns": FB, "xsd": XSD, "rdf": RDF, "rdfs": RDFS, "fb": FB}
