@@ -32,6 +32,11 @@ _MID = re.compile(r"\bns:([mg]\.[0-9a-z_]+)")
 class GoldParse:
     """One annotated parse of a question.
 
+    ``topic_entities`` are the entities the question mentions, as (id, name):
+    WebQSP's annotated topic entity first, then its constraint entities, then
+    any other entity constant of the gold query (names from the bundled
+    mid -> name map). For CWQ: the gold query's entity constants.
+
     ``answers`` is a tuple of ``(id, name)``: a Freebase id (``m.0gxnnwq``) or,
     for a value answer, the literal text twice. ``None`` when the dataset has
     no answers (CWQ train+dev).
@@ -100,6 +105,12 @@ def _webqsp(split: str) -> list[GoldQuestion]:
                     pair = (c["Argument"], c.get("EntityName") or c["Argument"])
                     if pair not in topics:
                         topics.append(pair)
+            known = {m for m, _ in topics}
+            names = mid_names()
+            for mid in query_mids(p["Sparql"]):  # the rest of the query's entities, as for CWQ
+                if mid not in known:
+                    topics.append((mid, names.get(mid, mid)))
+                    known.add(mid)
             answers = tuple(
                 (a["AnswerArgument"], a.get("EntityName") or a["AnswerArgument"]) for a in p["Answers"]
             )

@@ -147,7 +147,14 @@ class Pipeline:
         for i, step in enumerate(plan.steps):
             choice = _StepChoice(step, i)
             if step.kind == "find":
-                kept, candidates, fallback = recall_step(self.bank, step, i, self.config.recall)
+                # A step that relates two known things reads a structure-3 statement; one that starts from
+                # one known thing reads structure 1 or 2. The other arity is used only if nothing fits.
+                preferred = ("3",) if step.value else ("1", "2")
+                kept, candidates, fallback = recall_step(self.bank, step, i, self.config.recall, preferred)
+                if not candidates:
+                    trace.fallbacks.append(f"step {i + 1}: no statement of structure {'/'.join(preferred)}; "
+                                           "any structure allowed")
+                    kept, candidates, fallback = recall_step(self.bank, step, i, self.config.recall)
                 choice.kept, choice.candidates = kept, candidates
                 if fallback:
                     trace.fallbacks.append(f"step {i + 1}: recall {fallback}")

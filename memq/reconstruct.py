@@ -22,7 +22,7 @@ from .decompose.assemble import fragment
 from .decompose.split import _subst, _subst_group
 from .errors import ReconstructionError
 from .sparql.model import FB, XSD, Call, Expr, Group, Iri, Literal, OrderKey, Query, Term, Triple, Var
-from .sparql.safety import check_entity_id
+from .sparql.safety import FREEBASE_ID, check_entity_id
 from .types import PlanStep, Statement
 
 _VAR_NAME = re.compile(r"^\?[A-Za-z_][A-Za-z0-9_]{0,40}$")
@@ -90,8 +90,11 @@ class Reconstructor:
         return None
 
     def entity(self, name: str | None) -> Iri | None:
+        """A given entity by name (case-insensitive) or id; a plan may also name a valid Freebase id directly."""
         if not name:
             return None
+        if FREEBASE_ID.fullmatch(name.strip()):
+            return Iri(FB + name.strip())
         low = name.strip().lower()
         for mid, ename in self.entities.items():
             if ename.strip().lower() == low or mid == name.strip():

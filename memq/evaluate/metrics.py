@@ -26,29 +26,39 @@ from ..sparql.model import Call, Iri, Literal, Query, Term, Var
 
 
 def normalise_answer(value: str) -> str:
-    """Compare answers by Freebase id, or by lexical value for literals (dates to their date part)."""
-    v = value.strip()
-    if len(v) >= 10 and v[4] == "-" and v[:4].lstrip("-").isdigit() and "T" in v:
-        v = v.split("T", 1)[0]
-    return v.lower() if not v.startswith(("m.", "g.")) else v
+    """The comparable key of an answer: ``memq.kg.check.answer_key`` (ids, dates, numbers, strings)."""
+    from ..kg.check import answer_key
+
+    return answer_key(value.strip())
+
+
+def _match(a: str, b: str) -> bool:
+    from ..kg.check import _keys_match
+
+    return _keys_match(a, b)
 
 
 def hits_at_1(predicted: Sequence[str], gold: Iterable[str]) -> float:
-    gold_set = {normalise_answer(g) for g in gold}
-    return 1.0 if predicted and normalise_answer(predicted[0]) in gold_set else 0.0
+    if not predicted:
+        return 0.0
+    first = normalise_answer(predicted[0])
+    return 1.0 if any(_match(first, normalise_answer(g)) for g in gold) else 0.0
 
 
 def prf(predicted: Iterable[str], gold: Iterable[str]) -> tuple[float, float, float]:
+    """Precision, recall, F1. A date answer matches a gold date it extends (gold ``2005``, answer
+    ``2005-01-01``), the rule ``memq kg check`` uses."""
     p = {normalise_answer(x) for x in predicted}
     g = {normalise_answer(x) for x in gold}
     if not p and not g:
         return 1.0, 1.0, 1.0
     if not p or not g:
         return 0.0, 0.0, 0.0
-    tp = len(p & g)
-    if tp == 0:
+    hit_p = sum(1 for x in p if any(_match(x, y) for y in g))
+    hit_g = sum(1 for y in g if any(_match(x, y) for x in p))
+    if hit_p == 0:
         return 0.0, 0.0, 0.0
-    precision, recall = tp / len(p), tp / len(g)
+    precision, recall = hit_p / len(p), hit_g / len(g)
     return precision, recall, 2 * precision * recall / (precision + recall)
 
 
