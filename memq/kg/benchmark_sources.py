@@ -1,0 +1,156 @@
+"""Inputs of the benchmark KG: Freebase schema hints, real triples, English names.
+
+Everything is read from the repository's ``data/`` folder:
+
+* ``freebase_schema/``: relation ranges and domains, the derived CVT-type list;
+* ``freebase_subgraph/``: REAL Freebase triples (GoG gold-path triples for
+  WebQSP-test and CWQ-test, EPR's retrieved WebQSP-train neighbourhoods);
+* ``freebase_names/`` and the GoG raw files: mid -> English name.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from memq.datasets import data_path, mid_names
+from memq.sparql.model import FB, Iri, Literal
+
+from .benchmark_values import literal_for_answer, literal_from_raw
+
+LITERAL_RANGES = frozenset({
+    "type.datetime", "type.int", "type.float", "type.text", "type.rawstring", "type.boolean",
+    "type.enumeration", "type.uri", "type.id", "type.key",
+})
+_MID = re.compile(r"^[mg]\.[0-9a-z_]+$")
+_TYPE_ID = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)+$")
+NAME = FB + "type.object.name"
+# EPR relations that are not Freebase facts or that carry mangled values
+_EPR_SKIP = {"type.object.name", "en", "common.topic.description"}
+
+
+@dataclass(frozen=True)
+class Schema:
+    """Ranges and domains of Freebase relations and the CVT (mediator) types."""
+
+    ranges: dict[str, str]
+    domains: dict[str, str]
+    cvt_types: frozenset[str]
+
+    def range(self, relation: str) -> str | None:
+        return self.ranges.get(relation)
+
+    def is_literal_relation(self, relation: str) -> bool:
+        return self.ranges.get(relation) in LITERAL_RANGES
+
+    def cvt_range(self, relation: str) -> bool:
+        return self.ranges.get(relation) in self.cvt_types
+
+    def cvt_domain(self, relation: str) -> bool:
+        return self.domains.get(relation) in self.cvt_types
+
+
+@lru_cache(maxsize=1)
+def load_schema() -> Schema:
+    with gzip.open(data_path("freebase_schema", "fb_relations_domain_range_label.json.gz"), "rt",
+                   encoding="utf-8") as fh:
+        rels = json.load(fh)
+    ranges = {r: v["range"] for r, v in rels.items() if v.get("range")}
+    domains = {r: v["domain"] for r, v in rels.items() if v.get("domain")}
+    with gzip.open(data_path("freebase_schema", "numeric_properties.txt.gz"), "rt", encoding="utf-8") as fh:
+        for line in fh:
+            parts = line.split()
+            if len(parts) == 2:
+                ranges.setdefault(parts[0], parts[1])
+    cvt = data_path("freebase_schema", "cvt_types.derived.txt").read_text(encoding="utf-8").split()
+    return Schema(ranges, domains, frozenset(cvt))
+
+
+def fb(local: str) -> Iri:
+    return Iri(FB + local)
+
+
+@dataclass
+class RealTriples:
+    """Real Freebase triples with the source file of each."""
+
+    triples: dict[tuple[Iri, Iri, Iri | Literal], str] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def add(self, h: str, r: str, t: str, source: str, schema: Schema, kind_of=None) -> None:
+        if not _MID.match(h) or not _TYPE_ID.match(r):
+            self.skipped["bad head or relation"] = self.skipped.get("bad head or relation", 0) + 1
+            return
+        if _MID.match(t) or (r == "type.object.type" and _TYPE_ID.match(t)):
+            obj: Iri | Literal = fb(t)
+        elif r in _EPR_SKIP:
+            self.skipped[f"relation {r}"] = self.skipped.get(f"relation {r}", 0) + 1
+            return
+        elif schema.range(r) not in LITERAL_RANGES and _TYPE_ID.match(t) and schema.range(r) is not None:
+            obj = fb(t)  # an id-valued object such as a type or a property
+        elif schema.range(r) is None and kind_of is not None and kind_of(r) is not None:
+            obj = literal_for_answer(t, kind_of(r))  # no schema range: the gold queries' usage decides
+        else:
+            obj = literal_from_raw(t, schema.range(r))
+        self.triples.setdefault((fb(h), fb(r), obj), source)
+
+
+def load_real_triples(schema: Schema, kind_of=None) -> RealTriples:
+    """The GoG gold-path triples (WebQSP test, CWQ test) and EPR's WebQSP-train subgraphs.
+
+    ``kind_of(relation)`` types EPR's bare literals of relations the schema has no range for.
+    """
+    out = RealTriples()
+    for name in ("gog_webqsp_test_triples.tsv.gz", "gog_cwq_test_triples.tsv.gz"):
+        with gzip.open(data_path("freebase_subgraph", name), "rt", encoding="utf-8") as fh:
+            next(fh)
+            for line in fh:
+                h, r, t = line.rstrip("\n").split("\t")[:3]
+                out.add(h, r, t, name, schema, kind_of)
+    name = "epr_webqsp_dev_simple.jsonl.gz"
+    with gzip.open(data_path("freebase_subgraph", name), "rt", encoding="utf-8") as fh:
+        for line in fh:
+            rec = json.loads(line)
+            for h, r, t in rec["subgraph"]["tuples"]:
+                out.add(h, r, t, name, schema, kind_of)
+    return out
+
+
+@lru_cache(maxsize=1)
+def gog_names() -> dict[str, str]:
+    """mid -> name read off the GoG raw files (``crucial_triples`` aligned with ``mid_crucial_triples``)."""
+    out: dict[str, str] = {}
+    raw = data_path("freebase_subgraph", "raw")
+    for path in sorted(raw.glob("gog_*.json.gz")):
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            records = json.load(fh)
+        for rec in records:
+            for mids, named in zip(rec.get("mid_crucial_triples") or (), rec.get("crucial_triples") or (), strict=False):
+                for i in (0, 2):
+                    mid, name = mids[i], named[i]
+                    if _MID.match(mid) and name and name != mid and not _MID.match(name):
+                        out.setdefault(mid, name)
+    return out
+
+
+class Names:
+    """English names: gold annotations first, then the bundled mid2name map, then GoG."""
+
+    def __init__(self) -> None:
+        self.gold: dict[str, str] = {}
+        self._dict = mid_names()
+        self._gog = gog_names()
+
+    def note_gold(self, mid: str, name: str) -> None:
+        if _MID.match(mid) and name and name != mid:
+            self.gold.setdefault(mid, name)
+
+    def get(self, mid: str) -> str | None:
+        return self.gold.get(mid) or self._dict.get(mid) or self._gog.get(mid)
+
+
+def is_mid(text: str) -> bool:
+    return bool(_MID.match(text))

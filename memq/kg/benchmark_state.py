@@ -1,0 +1,353 @@
+"""The state of a benchmark build: gold items, the graph, and materialising one gold query.
+
+An :class:`Item` is one gold parse. :class:`BuildState` loads the items and the
+real triples, materialises an item (one solution per gold answer, see
+:mod:`memq.kg.benchmark_paths`), commits or rolls back its triples, and runs
+its query on the graph.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from memq.datasets import GoldParse, GoldQuestion
+from memq.errors import SparqlParseError
+from memq.kg.check import answer_key, same_answers
+from memq.kg.dialect import virtuoso_dates
+from memq.sparql import parse_query, to_standard
+from memq.sparql.model import FB, Iri, Literal, Query
+
+from .benchmark_graph import BenchmarkGraph, TripleKey
+from .benchmark_order import OrderSpec, competitor_keys, gold_key, key_better
+from .benchmark_paths import Binder, Binding, Want, synthetic
+from .benchmark_shape import Shape, analyse
+from .benchmark_sources import NAME, Names, is_mid, load_real_triples, load_schema
+from .benchmark_values import RelationTypes
+
+
+@dataclass
+class Item:
+    """One gold parse being materialised.
+
+    ``owned``: triples its gold answers need (never removed for another query);
+    ``touched``: the same without the names of fresh nodes; ``added``: the
+    triples it created.
+    """
+
+    key: str
+    question: GoldQuestion
+    parse: GoldParse
+    query: Query | None = None
+    shape: Shape | None = None
+    sparql: str = ""
+    gold_keys: frozenset[str] = frozenset()
+    status: str = "pending"
+    reason: str = ""
+    mode: str = "reuse"
+    tries: int = 0
+    owned: set[TripleKey] = field(default_factory=set)
+    touched: set[TripleKey] = field(default_factory=set)
+    added: set[TripleKey] = field(default_factory=set)
+
+    @property
+    def dataset(self) -> str:
+        return f"{self.question.dataset}-{self.question.split}"
+
+    @property
+    def limited_order(self) -> bool:
+        return bool(self.query is not None and self.query.order_by and self.query.limit is not None)
+
+    @property
+    def topic(self) -> str | None:
+        return self.parse.topic_entities[0][0] if self.parse.topic_entities else None
+
+
+class BuildState:
+    def __init__(self, questions: Iterable[GoldQuestion], *, progress: bool = False,
+                 real_triples: bool = True) -> None:
+        self.questions = list(questions)
+        self.progress = progress
+        self.real_triples = real_triples
+        self.schema = load_schema()
+        self.names = Names()
+        self.graph = BenchmarkGraph()
+        self.types = RelationTypes(self.schema)
+        self.binder = Binder(self.graph, self.schema, self.types, swap=self.try_swap)
+        self.items: list[Item] = []
+        self.by_key: dict[str, Item] = {}
+        self.distractors: dict[str, set[TripleKey]] = {}
+        self.dropped_real: Counter = Counter()
+        self.removed_distractors: Counter = Counter()
+        self.stats: dict = {}
+        self.pair_notes: dict[tuple[str, str], str] = {}
+        self.distractor_tried: dict[str, set] = {}  # distractor id -> answers tried for it
+
+    # ------------------------------------------------------------------ setup
+    def prepare(self) -> None:
+        """Parse and analyse every gold parse with answers; unusable ones fail with a reason."""
+        for q in self.questions:
+            for p in q.parses:
+                if p.answers is None:
+                    continue
+                item = Item(p.parse_id if p.parse_id.startswith(q.id) else f"{q.id}/{p.parse_id}", q, p)
+                item.gold_keys = frozenset(answer_key(a) for a, _ in p.answers)
+                for mid, name in list(p.topic_entities) + list(p.answers):
+                    self.names.note_gold(mid, name)
+                self.items.append(item)
+                self.by_key[item.key] = item
+                reason = self._analyse(item)
+                if reason:
+                    self.fail(item, reason)
+                    continue
+                for v in item.shape.variants:
+                    self.types.observe(v, tuple(k.expr for k in item.query.order_by))
+
+    def _analyse(self, item: Item) -> str | None:
+        p = item.parse
+        try:
+            # as memq.kg.oxigraph.OxigraphStore runs it: Virtuoso's date semantics spelled out
+            item.query = virtuoso_dates(parse_query(p.sparql))
+            item.sparql = to_standard(item.query)
+        except SparqlParseError as exc:
+            return f"parse error: {exc}"
+        item.shape = analyse(item.query, self.schema)
+        if item.shape.unsupported:
+            return f"unsupported: {item.shape.unsupported}"
+        if len(item.query.order_by) > 1:
+            return "unsupported: ORDER BY with several keys"
+        lim = item.query.limit
+        if lim is not None and len(p.answers) > lim:
+            return f"contradictory: {len(p.answers)} gold answers but LIMIT {lim}"
+        return None
+
+    def add_real(self) -> None:
+        """Every real triple of ``data/freebase_subgraph`` (unless ``real_triples=False``)."""
+        if not self.real_triples:
+            self.stats["real_source_triples"] = 0
+            return
+        real = load_real_triples(self.schema, self.types.hinted_kind)
+        self.stats["real_source_triples"] = len(real.triples)
+        self.stats["real_skipped"] = dict(sorted(real.skipped.items()))
+        for key, source in sorted(real.triples.items(), key=lambda kv: triple_sort(kv[0])):
+            self.graph.add(key, real=True, source=source)
+
+    def add_names(self) -> None:
+        """English names of every mid in the real triples and the gold parses (real Freebase names)."""
+        mids: set[str] = set()
+        for s, _, o in list(self.graph.info):
+            for t in (s, o):
+                if isinstance(t, Iri) and t.is_entity:
+                    mids.add(t.local)
+        for item in self.items:
+            mids.update(m for m, _ in item.parse.topic_entities)
+            mids.update(a for a, _ in item.parse.answers or () if is_mid(a))
+            if item.query is not None:
+                for t in item.query.where.all_triples():
+                    mids.update(x.local for x in (t.s, t.o) if isinstance(x, Iri) and x.is_entity)
+        named = 0
+        for mid in sorted(mids):
+            name = self.names.get(mid)
+            node = Iri(FB + mid)
+            if name and not self.graph.values(node, NAME):
+                self.graph.add((node, Iri(NAME), Literal(name, lang="en")), real=True, source="names")
+                named += 1
+        self.stats["names_real"] = named
+        self.stats["mids_without_name"] = sum(1 for m in mids if not self.names.get(m))
+
+    # ------------------------------------------------------------------ bookkeeping
+    def fail(self, item: Item, reason: str) -> None:
+        self.rollback(item)
+        item.status, item.reason = "failed", reason
+
+    def rollback(self, item: Item) -> None:
+        """Give up an item's ownership; delete the synthetic triples nobody else needs."""
+        for key in item.owned:
+            info = self.graph.info.get(key)
+            if info is not None:
+                info.owners.discard(item.key)
+        for key in sorted(item.added, key=triple_sort):
+            info = self.graph.info.get(key)
+            if info is not None and not info.owners and not info.distractors and not info.real:
+                self.graph.remove(key)
+        item.owned, item.added, item.touched = set(), set(), set()
+
+    def commit(self, item: Item, binding: Binding, *, distractor: str | None = None) -> set[TripleKey]:
+        """Add a binding's triples (and names of its fresh entities).
+
+        Returns the triples that are new, or for a distractor every triple it tagged.
+        """
+        new: set[TripleKey] = set()
+        heirs = self._release(binding.replaces)
+        keys = list(binding.triples)
+        named = {s for s, p, _ in keys if p.value == NAME}
+        for node, (kind, label) in sorted(binding.fresh.items(), key=lambda kv: kv[0].value):
+            if kind == "ent" and node not in named and not self.graph.values(node, NAME):
+                keys.append((node, Iri(NAME), Literal(synthetic_name(node, label), lang="en")))
+        for key in keys:
+            existed = key in self.graph
+            if distractor:
+                self.graph.add(key, distractor=distractor)
+            else:
+                self.graph.add(key, owner=item.key)
+                item.owned.add(key)
+            if not existed:
+                new.add(key)
+        self._inherit(binding.triples, heirs)
+        if distractor:
+            return set(keys)
+        item.added |= new
+        item.touched |= set(binding.triples)
+        return new
+
+    def _release(self, olds: list[TripleKey]) -> dict[tuple, set[str]]:
+        """Delete replaced values; ``(subject, predicate) -> owners`` who must own the new value."""
+        heirs: dict[tuple, set[str]] = {}
+        for key in olds:
+            info = self.graph.info.get(key)
+            if info is None or info.distractors:
+                continue
+            if info.real:
+                self.dropped_real[key[1].local + " (value replaced)"] += 1
+            heirs.setdefault(key[:2], set()).update(info.owners)
+            for owner in info.owners:
+                other = self.by_key[owner]
+                other.owned.discard(key)
+                other.touched.discard(key)
+            self.graph.remove(key)
+        return heirs
+
+    def _inherit(self, keys, heirs: dict[tuple, set[str]]) -> None:
+        for key in keys:
+            for owner in sorted(heirs.get(key[:2], ())):
+                self.graph.add(key, owner=owner)
+                self.by_key[owner].owned.add(key)
+                self.by_key[owner].touched.add(key)
+
+    def swap_value(self, old: TripleKey, new: TripleKey) -> None:
+        """Replace a synthetic attribute value; the queries that owned it own the new one."""
+        heirs = self._release([old])
+        self.graph.add(new)
+        self._inherit([new], heirs)
+
+    def remove_distractor(self, did: str, why: str) -> None:
+        for key in sorted(self.distractors.pop(did, set()), key=triple_sort):
+            info = self.graph.info.get(key)
+            if info is None:
+                continue
+            info.distractors.discard(did)
+            if not info.distractors and not info.owners and not info.real:
+                self.graph.remove(key)
+        self.removed_distractors[why] += 1
+
+    # ------------------------------------------------------------------ materialise
+    def materialise(self, item: Item) -> None:
+        """One solution per gold answer; an ordered query's gold answer gets the winning key."""
+        shape = item.shape
+        reuse = item.mode == "reuse"
+        spec = OrderSpec.of(item.query) if item.limited_order else None
+        want = Want()
+        wants = [Want()]
+        if spec is not None:
+            # beat every competitor; failing that, the ones whose triples some gold query needs
+            # (the others are dropped by the repair rounds when they come first)
+            wants = []
+            for comp in competitor_keys(self.graph, item, spec):
+                wants.append(Want(extra=lambda b, _, c=comp: key_better(spec, gold_key(spec, b), c),
+                                  extra_constants=tuple(spec.constants(comp))))
+        bindings: list[Binding] = []
+        for answer, _ in sorted(item.parse.answers):
+            best, best_score, reason = None, -1, "no variant"
+            for want in wants:
+                for vi, variant in enumerate(shape.variants):
+                    term = self.binder.answer_term(shape, variant, answer)
+                    b = self.binder.bind(item.key, shape, variant, term, reuse=reuse,
+                                         salt=f"{item.mode}{item.tries}:{vi}", want=want)
+                    if isinstance(b, str):
+                        reason = b
+                        continue
+                    score = sum(1 for t in b.triples if t in self.graph and self.graph.info[t].real)
+                    if score > best_score:
+                        best, best_score = b, score
+                    if not reuse:
+                        break
+                if best is not None:
+                    break
+            if best is None:
+                if spec is not None and reason.startswith("no literal values"):
+                    reason += " (ORDER BY: the gold answer cannot get a key that ranks first)"
+                self.fail(item, f"cannot materialise answer {answer}: {reason}")
+                return
+            bindings.append(best)
+            self.commit(item, best)
+        if spec is not None and spec.offset and bindings:
+            self._ahead(item, spec, bindings)
+        if item.status != "failed":
+            item.status = "ok"
+
+    def _ahead(self, item: Item, spec: OrderSpec, bindings: list[Binding]) -> None:
+        """OFFSET n: n synthetic answers ranked before the gold one."""
+        best = gold_key(spec, bindings[0].values)
+        for n in range(spec.offset):
+            term = synthetic("ent", item.key, "ahead", str(n))
+            want = Want(extra=lambda b, _, k=best: key_better(spec, gold_key(spec, b), [k]),
+                        extra_constants=tuple(spec.constants([best])))
+            b = self.binder.bind(item.key, item.shape, item.shape.variants[0], term, reuse=False,
+                                 salt=f"ahead{n}", want=want)
+            if isinstance(b, str):
+                self.fail(item, f"OFFSET {spec.offset}: cannot rank an answer before the gold one ({b})")
+                return
+            self.commit(item, b)
+            best = gold_key(spec, b.values)
+
+    def try_swap(self, olds: list[TripleKey], new: TripleKey, check=None) -> bool:
+        """Would every gold query owning ``olds`` still be exact with ``new`` in their place?
+
+        ``check()``, when given, must also hold with the swap in place.
+        """
+        owners = sorted({o for k in olds if (i := self.graph.info.get(k)) for o in i.owners})
+        store = self.graph.store
+        quads = [self.graph.quad(k) for k in olds if k in self.graph.info]
+        added = new not in self.graph.info
+        for q in quads:
+            store.remove(q)
+        if added:
+            store.add(self.graph.quad(new))
+        try:
+            return all(self.exact(self.by_key[o]) for o in owners) and (check is None or check())
+        finally:
+            if added:
+                store.remove(self.graph.quad(new))
+            for q in quads:
+                store.add(q)
+
+    # ------------------------------------------------------------------ run queries
+    def answers(self, item: Item, sparql: str | None = None) -> dict[str, object]:
+        """Answer key -> result term of the item's query (or ``sparql``) on the graph."""
+        rows = self.graph.run(sparql or item.sparql)
+        var = item.shape.answer.name
+        return {answer_key(r[var]): r[var] for r in rows if var in r}
+
+    def exact(self, item: Item) -> bool:
+        return same_answers(self.answers(item), item.gold_keys)
+
+    def ok_items(self) -> list[Item]:
+        return [it for it in self.items if it.status == "ok"]
+
+    def bar(self, seq, desc: str):
+        if not self.progress:
+            return seq
+        from tqdm import tqdm
+        return tqdm(seq, desc=desc, unit="q", leave=False)
+
+
+def synthetic_name(node: Iri, label: str) -> str:
+    """A readable name for a synthetic entity: ``Synthetic person 3f2a1c``."""
+    kind = label.rsplit(".", 1)[-1].replace("_", " ") if label else "entity"
+    return f"Synthetic {kind} {node.value.rsplit('_', 1)[-1][:6]}"
+
+
+def triple_sort(key: TripleKey) -> tuple:
+    s, p, o = key
+    return (s.value, p.value, o.value, getattr(o, "datatype", None) or "", getattr(o, "lang", None) or "")
