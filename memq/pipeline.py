@@ -37,7 +37,7 @@ class Config:
     memory: str = str(ROOT / "memory_bank" / "webqsp")
     kg: str = str(ROOT / "data" / "kg" / "benchmark.nq.gz")
     endpoint: str | None = None
-    planner: str = "fewshot"
+    planner: str = "auto"
     planner_model: str = "qwen2.5-coder-0.5b"
     adapter: str | None = None
     recall: RecallConfig = field(default_factory=RecallConfig)
@@ -47,8 +47,8 @@ class Config:
     timeout: float = 20.0
 
     def __post_init__(self) -> None:
-        if self.planner not in ("fewshot", "finetuned", "given"):
-            raise ValueError(f"unknown planner {self.planner!r}; expected fewshot, finetuned or given")
+        if self.planner not in ("auto", "fewshot", "finetuned", "given"):
+            raise ValueError(f"unknown planner {self.planner!r}; expected auto, fewshot, finetuned or given")
         if self.max_repairs < 0:
             raise ValueError(f"max_repairs must be >= 0, got {self.max_repairs}")
 
@@ -87,10 +87,16 @@ class Pipeline:
     @property
     def planner(self):
         if self._planner is None:
-            from .plan import make_planner
+            from .plan.planner import default_adapter, make_planner
 
-            self._planner = make_planner(self.config.planner, model=self.config.planner_model,
-                                         adapter=self.config.adapter)
+            kind = self.config.planner
+            if kind == "given":
+                raise ReconstructionError("this pipeline takes plans from the caller (planner='given'); pass plan=")
+            if kind == "auto":  # the committed or cached fine-tuned adapter if there is one, else few-shot
+                adapter = self.config.adapter or default_adapter()
+                kind = "finetuned" if (Path(adapter) / "adapter_config.json").exists() else "fewshot"
+                log.info("planner auto -> %s", kind)
+            self._planner = make_planner(kind, model=self.config.planner_model, adapter=self.config.adapter)
         return self._planner
 
     # -- answering -----------------------------------------------------------
