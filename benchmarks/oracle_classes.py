@@ -1,0 +1,76 @@
+"""Explain what an oracle-plan run falls short on, by question class.
+
+    .venv/bin/python benchmarks/oracle_classes.py RUN.jsonl [--dataset webqsp] [--memory memory_bank/webqsp]
+
+Classes, checked in order for every question that is not perfect (F1 < 1 or EHR < 1):
+  no-plan          the gold query yields no oracle plan (aggregates, undescribed filters)
+  kg-not-exact     the gold query itself does not return its gold answers on the benchmark KG
+  not-in-memory    a statement of the gold query is not in the memory bank (never seen in the memory's source)
+  other            everything else: recall picked another statement, or reconstruction differs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter, defaultdict
+
+from memq import datasets
+from memq.decompose import decompose_query
+from memq.errors import MemQError
+from memq.sparql import parse_query
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("run")
+    ap.add_argument("--dataset", default="webqsp")
+    ap.add_argument("--memory", default="memory_bank/webqsp")
+    args = ap.parse_args()
+    records = [json.loads(line) for line in open(args.run, encoding="utf-8") if line.strip()]
+    with open(f"{args.memory}/statements.jsonl", encoding="utf-8") as fh:
+        memory = {json.loads(line)["id"] for line in fh}
+    report = json.load(open("data/kg/benchmark_report.json", encoding="utf-8"))
+    inexact = {f["id"] for f in report.get("failures", []) if not f.get("exact_anyway")}
+    questions = {q.id: q for q in datasets.load(args.dataset, "test")}
+    classes: dict[str, list] = defaultdict(list)
+    for r in records:
+        q = questions[r["id"]]
+        perfect = (r["f1"] is None or r["f1"] >= 1.0) and r["ehr"] >= 1.0
+        if perfect:
+            classes["perfect"].append(r)
+            continue
+        if r.get("error") == "planner":
+            classes["no-plan"].append(r)
+            continue
+        if all(p.parse_id in inexact for p in q.parses):
+            classes["kg-not-exact"].append(r)
+            continue
+        missing = True
+        for p in q.parses:
+            try:
+                d = decompose_query(parse_query(p.sparql), q.id, [m for m, _ in p.topic_entities])
+            except MemQError:
+                continue
+            if all(b.statement.id in memory for b in d.bounds if b.statement.structure in ("1", "2", "3")):
+                missing = False
+        classes["not-in-memory" if missing else "other"].append(r)
+    n = len(records)
+    print(f"{n} questions, {args.run}")
+    print(f"{'class':16} {'questions':>9} {'share':>7} {'mean F1':>8} {'mean EHR':>9}")
+    for name in ("perfect", "no-plan", "kg-not-exact", "not-in-memory", "other"):
+        rs = classes.get(name, [])
+        f1 = [x["f1"] for x in rs if x["f1"] is not None]
+        print(f"{name:16} {len(rs):9d} {len(rs) / n:7.1%} {sum(f1) / max(1, len(f1)):8.3f} "
+              f"{sum(x['ehr'] for x in rs) / max(1, len(rs)):9.3f}")
+    inside = [x for k in ("perfect", "other") for x in classes.get(k, [])]
+    f1 = [x["f1"] for x in inside if x["f1"] is not None]
+    print(f"\nwithin reach (plan derivable, KG exact, all statements in memory): {len(inside)} questions, "
+          f"F1 {sum(f1) / max(1, len(f1)):.3f}, EHR {sum(x['ehr'] for x in inside) / max(1, len(inside)):.3f}")
+    print("'other' errors:", dict(Counter(x.get("error") for x in classes.get("other", []))))
+    for x in classes.get("other", [])[:15]:
+        print("  ", x["id"], x.get("error"), round(x["f1"] or 0, 3), round(x["ehr"], 3), (x.get("fallbacks") or [""])[:2])
+
+
+if __name__ == "__main__":
+    main()
