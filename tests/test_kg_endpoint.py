@@ -183,3 +183,28 @@ def test_json_term_conventions():
                      "d": Literal("s"), "e": Iri("_:b0"), "f": Literal("plain")}]
     with pytest.raises(ValueError, match="ASK"):
         parse_results(b'{"head": {}, "boolean": true}')
+
+
+ORDERED = ("PREFIX ns: <http://rdf.freebase.com/ns/>\nSELECT DISTINCT ?x WHERE { ns:m.0b90_r ns:a.b.c ?x . "
+           "?x ns:a.b.pop ?sk0 . } ORDER BY DESC(xsd:float(?sk0)) LIMIT 1")
+
+
+def test_spec_order_groups_a_distinct_query_ordered_by_an_unprojected_key():
+    from urllib.parse import parse_qs
+
+    from memq.kg.dialect import spec_order
+    from memq.sparql import parse_query, to_standard
+
+    sent = to_standard(spec_order(parse_query(ORDERED)))
+    assert "GROUP BY ?x" in sent and f"ORDER BY DESC(MAX(<{XSD}float>(?sk0)))" in sent
+    ascending = to_standard(spec_order(parse_query(ORDERED.replace("DESC(xsd:float(?sk0))", "?sk0"))))
+    assert "ORDER BY ASC(MIN(?sk0))" in ascending
+    for same in (ORDERED.replace("DISTINCT ", ""),            # no DISTINCT: the standard order holds
+                 ORDERED.replace("SELECT DISTINCT ?x", "SELECT DISTINCT ?x ?sk0"),  # key projected
+                 ORDERED.replace("DESC(xsd:float(?sk0))", "?x")):
+        assert spec_order(parse_query(same)) == parse_query(same)
+    with Scripted([(200, {}, _json([]), 0)]) as server:
+        SparqlEndpoint(server.url, FAST).select(ORDERED)
+        SparqlEndpoint(server.url, EndpointConfig(timeout=5, spec_order=False)).select(ORDERED)
+        first, second = (parse_qs(r)["query"][0] for r in server.requests)
+    assert "GROUP BY" in first and "GROUP BY" not in second

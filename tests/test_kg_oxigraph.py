@@ -229,3 +229,13 @@ def test_partial_datetime_constants_are_padded(tmp_path):
     query = (f"PREFIX xsd: <{XSD}> SELECT ?s WHERE {{ ?s <{EX}established> ?num . "
              f'FILTER(xsd:datetime(?num) < "1971"^^xsd:dateTime) }}')
     assert [r["s"].value for r in OxigraphStore.from_file(nt).select(query)] == [f"{EX}old"]
+
+
+def test_partial_datetime_in_a_triple_pattern_is_padded(tmp_path):
+    # Virtuoso reads "1997"^^xsd:dateTime as 1997-01-01 in the data and in a triple pattern alike
+    nt = tmp_path / "t.nt"
+    nt.write_text(f'<{EX}flag> <{EX}adopted> "1997-01-01T00:00:00"^^<{XSD}dateTime> .\n')
+    query = f'PREFIX xsd: <{XSD}> SELECT ?s WHERE {{ ?s <{EX}adopted> "1997"^^xsd:dateTime }}'
+    assert [r["s"].value for r in OxigraphStore.from_file(nt).select(query)] == [f"{EX}flag"]
+    strict = OxigraphStore.from_file(nt, config=OxigraphConfig(virtuoso_dates=False))
+    assert strict.select(query) == []

@@ -164,6 +164,15 @@ def benchmark(tmp_path_factory):
         yield SparqlEndpoint(server.sparql_url, EndpointConfig(timeout=60)), OxigraphStore.from_file(BENCHMARK_KG)
 
 
+# Gold queries whose gold answer ties with other answers on the ORDER BY key in the benchmark KG: SPARQL leaves
+# the order of ties undefined, and Virtuoso and Oxigraph break them differently. (A builder gap, listed in
+# benchmark_report.json for 576; to be removed once the builder breaks such ties.)
+ORDER_BY_TIES = {
+    "WebQTest-2027.P0": "the ORDER BY key ?from is LA Galaxy's start date, the same for every candidate team",
+    "WebQTest-576_539ba1b2ba5139d30e6e8799a463dd27": "four Central American countries share iso_numeric 206",
+}
+
+
 @pytest.mark.parametrize("dataset,split", [("webqsp", "all"), ("cwq", "test")])
 def test_benchmark_kg_gold_queries(benchmark, dataset, split):
     """Acceptance: every gold query with answers, through Virtuoso on the benchmark KG, as on Oxigraph."""
@@ -175,4 +184,6 @@ def test_benchmark_kg_gold_queries(benchmark, dataset, split):
     assert over_http["executed"] == over_http["queries"], over_http["errors"][:5]
     assert endpoint.truncated == 0
     differ = sorted(set(over_http["inexact"]) ^ set(embedded["inexact"]))
-    assert (over_http["exact"], differ) == (embedded["exact"], []), differ[:10]
+    unexplained = [i for i in differ if i not in ORDER_BY_TIES]
+    assert unexplained == [], unexplained[:10]
+    assert abs(over_http["exact"] - embedded["exact"]) <= len(differ)

@@ -30,7 +30,7 @@ from SPARQLWrapper.SPARQLExceptions import SPARQLWrapperException
 
 from memq.errors import KnowledgeGraphError
 from memq.kg.base import Row, Term, lookup_names, make_literal, short_query
-from memq.kg.dialect import to_standard
+from memq.kg.dialect import spec_order, to_standard
 from memq.sparql.model import Iri
 
 log = logging.getLogger(__name__)
@@ -45,7 +45,11 @@ class EndpointConfig:
     """How a :class:`SparqlEndpoint` talks to its server.
 
     ``max_rows`` is the server's ``ResultSetMaxRows`` (Virtuoso's default is
-    10,000; ``None`` turns the row-count check off).
+    10,000; ``None`` turns the row-count check off). ``rewrite`` sends the
+    standard form of a gold-dialect query (:func:`memq.kg.dialect.to_standard`);
+    ``spec_order`` (with ``rewrite``) also applies :func:`memq.kg.dialect.spec_order`,
+    so that ``SELECT DISTINCT ... ORDER BY`` on a key that is not projected
+    orders as the standard (and Oxigraph) does, not as Virtuoso does.
     """
 
     timeout: float | None = 60.0
@@ -54,6 +58,7 @@ class EndpointConfig:
     max_rows: int | None = 10000
     on_truncation: str = "warn"
     rewrite: bool = True
+    spec_order: bool = True
 
     def __post_init__(self) -> None:
         if self.timeout is not None and self.timeout <= 0:
@@ -103,7 +108,10 @@ class SparqlEndpoint:
         """Rows of a SELECT query; see :class:`~memq.kg.base.KnowledgeGraph`."""
         if not isinstance(query, str) or not query.strip():
             raise KnowledgeGraphError(f"empty SPARQL query for {self.url}: {query!r}")
-        text = to_standard(query) if self.config.rewrite else query
+        if not self.config.rewrite:
+            text = query
+        else:
+            text = to_standard(query, spec_order if self.config.spec_order else None)
         return self._run(text, query, timeout if timeout is not None else self.config.timeout)
 
     def names(self, ids: Iterable[str]) -> dict[str, str]:
