@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "memq.demo",
     "memq.ask",
     "memq.evaluate.cli",
+    "memq.evaluate.direct_cli",
 )
 
 

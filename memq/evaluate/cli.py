@@ -25,6 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--no-ground", action="store_true")
     ev.add_argument("--no-repair", action="store_true")
     ev.add_argument("--no-progress", action="store_true")
+    ev.add_argument("--ablation", choices=("direct-sparql",),
+                    help="also answer every question with this ablation (MemQ 'w/o PE, QRM')")
+    ev.add_argument("--ablation-adapter", help="direct-SPARQL adapter of `memq ablation train`")
     ev.set_defaults(handler=_evaluate)
 
     rep = sub.add_parser("report", help="an HTML report of evaluation results")
@@ -35,6 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _evaluate(args: argparse.Namespace) -> int:
     from ..ask import config_from
+    from ..errors import MemQError
     from .run import run
 
     config = config_from(args)
@@ -42,8 +46,11 @@ def _evaluate(args: argparse.Namespace) -> int:
     changes = {k: getattr(args, k) for k in ("rule", "gamma1", "gamma2") if getattr(args, k) is not None}
     if changes:
         config = replace(config, recall=replace(recall, **changes))
+    if args.ablation and not args.ablation_adapter:
+        raise MemQError("--ablation direct-sparql needs --ablation-adapter DIR (see `memq ablation train`)")
     summary = run(args.dataset, args.split, args.planner, config=config, limit=args.limit,
-                  per_question=args.per_question, progress=not args.no_progress)
+                  per_question=args.per_question, progress=not args.no_progress,
+                  ablation=args.ablation, ablation_adapter=args.ablation_adapter)
     summary["per_question"] = args.per_question
     text = json.dumps(summary, indent=2)
     if args.json:

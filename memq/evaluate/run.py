@@ -147,14 +147,35 @@ def summarise(records: list[dict], *, dataset: str, split: str, planner: str, kg
     }
 
 
+ABLATION_KEYS = ("questions", "answered_questions", "hits@1", "f1", "ehr", "ged", "p50_s", "p95_s",
+                 "llm_calls_per_question", "errors")
+
+
+def summarise_ablation(records: list[dict], name: str, model=None) -> dict:
+    """The ``ablation`` block of a summary: the main metrics over the records' ``ablation`` fields."""
+    sub = [r["ablation"] for r in records if r.get("ablation")]
+    full = summarise(sub, dataset="", split="", planner=name, kg="")
+    block = {"name": name, **{k: full[k] for k in ABLATION_KEYS}}
+    if model is not None and getattr(model, "adapter", None):
+        block["adapter"] = str(model.adapter)
+    block["latency_note"] = "generation batched; per-question latency = its share of the batch + execution"
+    return block
+
+
 def run(dataset: str, split: str, planner: str, *, config=None, limit: int | None = None,
-        per_question: str | Path | None = None, progress: bool = True, pipeline=None) -> dict:
-    """Evaluate and return the summary; ``per_question`` (JSONL) makes the run resumable."""
+        per_question: str | Path | None = None, progress: bool = True, pipeline=None,
+        ablation: str | None = None, ablation_adapter: str | Path | None = None, ablation_model=None) -> dict:
+    """Evaluate and return the summary; ``per_question`` (JSONL) makes the run resumable.
+
+    ``ablation="direct-sparql"`` also answers every question with the direct-SPARQL model
+    (``ablation_adapter``, or a ready ``ablation_model``): each record gets an ``ablation`` field and the
+    summary an ``ablation`` block with the same metric keys. A resumed run fills in missing ablations.
+    """
     from ..pipeline import Config, Pipeline
 
     if planner not in PLANNERS:
         raise ValueError(f"unknown planner {planner!r}; expected one of {', '.join(PLANNERS)}")
-    config = config or Config()
+    config = replace(config or Config(), planner_dataset=dataset)  # few-shot examples / adapter of this dataset
     if planner == "oracle":
         config = replace(config, planner="given")
     else:
@@ -178,22 +199,50 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
         from ..plan.data import template_describe
 
         describe = template_describe()
-    todo = [q for q in questions if q.id not in done]
+    model = None
+    if ablation is not None:
+        from .direct import ABLATIONS, DirectSparqlModel
+
+        if ablation not in ABLATIONS:
+            raise ValueError(f"unknown ablation {ablation!r}; expected one of {', '.join(ABLATIONS)}")
+        model = ablation_model or DirectSparqlModel(ablation_adapter)
+    todo = [q for q in questions if q.id not in done or (model is not None and not done[q.id].get("ablation"))]
+    bar = None
     if progress:
         from tqdm import tqdm
 
-        todo = tqdm(todo, desc=f"{dataset}/{split}/{planner}", unit="q")
+        bar = tqdm(total=len(todo), desc=f"{dataset}/{split}/{planner}", unit="q")
     out = open(path, "a", encoding="utf-8") if path else None
+    size = max(1, getattr(model, "batch_size", 1))
     try:
-        for q in todo:
-            rec = evaluate_question(pipeline, q, planner, describe)
-            done[q.id] = rec
-            if out:
-                out.write(json.dumps(rec) + "\n")
-                out.flush()
+        for i in range(0, len(todo), size):
+            chunk = todo[i:i + size]
+            raws: list[str] = []
+            share = 0.0
+            if model is not None:
+                t0 = time.perf_counter()
+                raws = model.generate([(q.question, dict(q.parses[0].topic_entities)) for q in chunk])
+                share = (time.perf_counter() - t0) / len(chunk)
+            for j, q in enumerate(chunk):
+                rec = done[q.id] if q.id in done else evaluate_question(pipeline, q, planner, describe)
+                if model is not None:
+                    from .direct import evaluate_direct
+
+                    rec["ablation"] = evaluate_direct(pipeline, q, raws[j], share)
+                done[q.id] = rec
+                if out:
+                    out.write(json.dumps(rec) + "\n")
+                    out.flush()
+                if bar is not None:
+                    bar.update(1)
     finally:
         if out:
             out.close()
+        if bar is not None:
+            bar.close()
     records = [done[q.id] for q in questions if q.id in done]
-    return summarise(records, dataset=dataset, split=split, planner=planner,
-                     kg=config.endpoint or Path(config.kg).name)
+    summary = summarise(records, dataset=dataset, split=split, planner=planner,
+                        kg=config.endpoint or Path(config.kg).name)
+    if model is not None:
+        summary["ablation"] = summarise_ablation(records, ablation, model)
+    return summary
