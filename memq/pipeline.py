@@ -40,6 +40,7 @@ class Config:
     planner: str = "auto"
     planner_model: str = "qwen2.5-coder-0.5b"
     adapter: str | None = None
+    planner_dataset: str = "webqsp"
     recall: RecallConfig = field(default_factory=RecallConfig)
     grounded: bool = True
     repair: bool = True
@@ -93,10 +94,11 @@ class Pipeline:
             if kind == "given":
                 raise ReconstructionError("this pipeline takes plans from the caller (planner='given'); pass plan=")
             if kind == "auto":  # the committed or cached fine-tuned adapter if there is one, else few-shot
-                adapter = self.config.adapter or default_adapter()
+                adapter = self.config.adapter or default_adapter(self.config.planner_dataset)
                 kind = "finetuned" if (Path(adapter) / "adapter_config.json").exists() else "fewshot"
                 log.info("planner auto -> %s", kind)
-            self._planner = make_planner(kind, model=self.config.planner_model, adapter=self.config.adapter)
+            self._planner = make_planner(kind, model=self.config.planner_model, adapter=self.config.adapter,
+                                         dataset=self.config.planner_dataset)
         return self._planner
 
     # -- answering -----------------------------------------------------------
