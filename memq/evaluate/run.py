@@ -236,7 +236,7 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
                 share = (time.perf_counter() - t0) / len(chunk)
             planned: list = [None] * len(chunk)
             fresh = [q for q in chunk if q.id not in done]
-            if planner != "oracle" and fresh:
+            if planner != "oracle" and fresh and hasattr(pipeline.planner, "plan_many"):
                 t0 = time.perf_counter()
                 try:
                     plans = pipeline.planner.plan_many([(q.question, dict(q.parses[0].topic_entities))
