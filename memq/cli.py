@@ -16,6 +16,7 @@ COMMAND_MODULES = (
     "memq.decompose.cli",
     "memq.kg.cli",
     "memq.memory.cli",
+    "memq.plan.cli",
     "memq.demo",
     "memq.ask",
     "memq.evaluate.cli",

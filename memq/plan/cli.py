@@ -1,0 +1,236 @@
+"""``memq planner ...``: training data, LoRA training, plan-only evaluation, one-off planning."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from memq.errors import MemQError
+
+BASES = ("qwen2.5-coder-0.5b", "smollm2")
+DATASETS = ("webqsp", "cwq")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    planner = sub.add_parser("planner", help="the planning expert: data, training, evaluation")
+    psub = planner.add_subparsers(dest="planner_command", required=True)
+
+    data = psub.add_parser("data", help="derive (and write) the planner's training data from gold queries")
+    data.add_argument("--dataset", choices=DATASETS, required=True)
+    data.add_argument("--split", choices=("train", "dev", "test"), required=True)
+    data.add_argument("--out", help="write JSONL here (default: only derive and validate)")
+    data.add_argument("--exclude-webqsp-test", action="store_true",
+                      help="drop CWQ questions built from WebQSP test questions (ids WebQTest-N_...)")
+    data.add_argument("--limit", type=int, help="only the first N questions")
+    _common(data)
+    data.set_defaults(handler=_data)
+
+    train = psub.add_parser("train", help="fine-tune a LoRA planner (CPU or CUDA)")
+    train.add_argument("--base", choices=BASES, default="qwen2.5-coder-0.5b")
+    train.add_argument("--data", default="webqsp", choices=("webqsp", "cwq", "webqsp+cwq"),
+                       help="training questions (train split; CWQ's WebQTest-N_ items are excluded when webqsp is "
+                            "included, so the planner stays clean for WebQSP test)")
+    train.add_argument("--max-steps", type=int, default=0, help="stop after N optimizer steps (overrides --epochs)")
+    train.add_argument("--epochs", type=float, default=1.0)
+    train.add_argument("--batch-size", type=int, default=8)
+    train.add_argument("--lr", type=float, default=2e-4)
+    train.add_argument("--lora-r", type=int, default=8)
+    train.add_argument("--checkpoint-every", type=int, default=25)
+    train.add_argument("--limit", type=int, help="train on the first N examples only")
+    train.add_argument("--out", help="adapter directory (default: $MEMQ_CACHE/planners/<base>-<data>)")
+    train.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
+    train.add_argument("--device", default="cpu")
+    train.add_argument("--threads", type=int, help="torch CPU threads")
+    train.add_argument("--eval-limit", type=int, default=100, help="dev questions scored after training (0: none)")
+    _common(train)
+    train.set_defaults(handler=_train)
+
+    ev = psub.add_parser("eval", help="plan-only metrics (exact plan match, step count) on dev or test")
+    ev.add_argument("--split", choices=("dev", "test"), default="dev")
+    ev.add_argument("--dataset", choices=DATASETS, default="webqsp")
+    _planner_args(ev)
+    ev.add_argument("--limit", type=int, help="first N questions only")
+    ev.add_argument("--out", help="write per-question scores (JSONL)")
+    ev.add_argument("--record", action="store_true", help="store the dev metrics in the adapter's manifest.json")
+    _common(ev)
+    ev.set_defaults(handler=_eval)
+
+    plan = psub.add_parser("plan", help="plan one question")
+    plan.add_argument("question")
+    plan.add_argument("--entity", action="append", default=[], help="topic entity name (repeatable)")
+    plan.add_argument("--dataset", choices=DATASETS, default="webqsp")
+    _planner_args(plan)
+    _common(plan)
+    plan.set_defaults(handler=_plan)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--no-progress", action="store_true")
+
+
+def _planner_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--adapter", help="fine-tuned planner directory (default: memory_bank/<dataset>/planner, "
+                                     "else $MEMQ_CACHE/planners/qwen2.5-coder-0.5b-webqsp)")
+    p.add_argument("--fewshot", action="store_true", help="few-shot planner instead of a fine-tuned one")
+    p.add_argument("--llm", default="qwen2.5-coder-0.5b", help="few-shot model: a LocalLLM name or path")
+    p.add_argument("--k", type=int, default=4, help="few-shot examples")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--threads", type=int, help="torch CPU threads")
+
+
+def _progress(args, **kw):
+    if args.json or args.no_progress:
+        return None
+    from tqdm import tqdm  # type: ignore[import-untyped]
+
+    return lambda it=None, **more: tqdm(it, file=sys.stderr, **{**kw, **more})
+
+
+def _threads(args) -> None:
+    if getattr(args, "threads", None):
+        import torch
+
+        torch.set_num_threads(args.threads)
+
+
+def _data(args) -> int:
+    from .data import derive_split, write_jsonl
+
+    report = derive_split(args.dataset, args.split, exclude_webqsp_test=args.exclude_webqsp_test,
+                          limit=args.limit, progress=_progress(args, desc="deriving plans"))
+    summary = report.summary()
+    if args.out:
+        summary["out"] = str(write_jsonl(report.plans, args.out))
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print(f"{args.dataset}/{args.split}: {summary['plans']} plans from {summary['questions']} questions, "
+              f"{summary['skipped']} skipped {summary['skipped_reasons']}" + (f" -> {args.out}" if args.out else ""))
+    return 0
+
+
+def default_adapter_dir(base: str, data: str) -> Path:
+    from memq.llm import cache_root
+
+    return cache_root() / "planners" / f"{base}-{data.replace('+', '-')}"
+
+
+def _train(args) -> int:
+    from .data import load_split
+    from .finetune import TrainConfig, train, update_manifest
+
+    _threads(args)
+    datasets = args.data.split("+")
+    exclude = "webqsp" in datasets
+    plans = []
+    for ds in datasets:
+        plans += load_split(ds, "train", exclude_webqsp_test=exclude and ds == "cwq")
+    if args.limit:
+        plans = plans[:args.limit]
+    cfg = TrainConfig(base=args.base, epochs=args.epochs, max_steps=args.max_steps, batch_size=args.batch_size,
+                      lr=args.lr, lora_r=args.lora_r, lora_alpha=2 * args.lora_r,
+                      checkpoint_every=args.checkpoint_every, device=args.device)
+    out = Path(args.out) if args.out else default_adapter_dir(args.base, args.data)
+    info = {"datasets": datasets, "split": "train (memq.plan.data.split_of, dev held out)",
+            "excluded_webqsp_test_ids": exclude and "cwq" in datasets, "limit": args.limit}
+    bar = None if (args.json or args.no_progress) else _tqdm_bar()
+    result = train(plans, out, cfg, data_info=info, resume=args.resume, progress=bar)
+    summary: dict = {"out": str(out), "steps": result.steps, "seconds": round(result.seconds, 1),
+               "first_losses": result.losses[:3], "last_losses": result.losses[-3:]}
+    if args.eval_limit:
+        from .evaluate import evaluate
+        from .planner import FineTunedPlanner
+
+        dev = load_split(datasets[0], "dev")[:args.eval_limit]
+        metrics, _ = evaluate(FineTunedPlanner(out, device=args.device, batch_size=args.batch_size), dev,
+                              _progress(args, desc="dev eval"))
+        metrics["split"] = f"{datasets[0]}/dev (first {len(dev)})"
+        update_manifest(out, dev_metrics=metrics)
+        summary["dev_metrics"] = metrics
+    print(json.dumps(summary, indent=2) if args.json else
+          f"adapter -> {out} ({result.steps} steps, {result.seconds:.0f} s)"
+          + (f"; dev exact match {summary['dev_metrics']['exact_match']:.3f}" if args.eval_limit else ""))
+    return 0
+
+
+def _tqdm_bar():
+    from tqdm import tqdm  # type: ignore[import-untyped]
+
+    return lambda total, initial: tqdm(total=total, initial=initial, desc="training", file=sys.stderr)
+
+
+def make_planner(args):
+    """The planner the flags name: few-shot, or a fine-tuned adapter."""
+    from . import planner
+
+    return planner.make_planner("fewshot" if args.fewshot else "finetuned", model=getattr(args, "llm", None) or
+                                "qwen2.5-coder-0.5b", adapter=args.adapter, device=args.device,
+                                dataset=args.dataset, k=getattr(args, "k", 4), batch_size=args.batch_size)
+
+
+def _eval(args) -> int:
+    from .data import derive_split, load_split, to_json
+    from .evaluate import evaluate
+
+    _threads(args)
+    golds = load_split(args.dataset, "dev") if args.split == "dev" else derive_split(args.dataset, "test").plans
+    if args.limit:
+        golds = golds[:args.limit]
+    planner = make_planner(args)
+    metrics, scores = evaluate(planner, golds, _progress(args, desc=f"planning {args.split}"))
+    metrics.update({"planner": planner.name, "dataset": args.dataset, "split": args.split,
+                    "llm_calls": getattr(planner, "calls", None)})
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as fh:
+            for g, s in zip(golds, scores, strict=True):
+                fh.write(json.dumps({**s.to_json(), "gold": to_json(g)["plan"]}, ensure_ascii=False) + "\n")
+    if args.record:
+        from .finetune import update_manifest
+
+        if args.fewshot or args.split != "dev":
+            raise MemQError("--record stores dev metrics of a fine-tuned adapter: use it with --split dev, no --fewshot")
+        update_manifest(planner.adapter, dev_metrics={**metrics, "limit": args.limit})
+    if args.json:
+        print(json.dumps(metrics, indent=2))
+    else:
+        print(f"{args.dataset}/{args.split} ({metrics['questions']} questions, {planner.name}): exact plan match "
+              f"{metrics['exact_match']:.3f}, step count {metrics['step_count_accuracy']:.3f}, "
+              f"step kinds {metrics['step_kinds_accuracy']:.3f}, parsed {metrics['parse_rate']:.3f}")
+    return 0
+
+
+def _plan(args) -> int:
+    _threads(args)
+    planner = make_planner(args)
+    plan = planner.plan(args.question, args.entity)
+    if args.json:
+        print(json.dumps({"raw": plan.raw, "steps": [s.__dict__ for s in plan.steps], "dropped": plan.dropped},
+                         indent=2))
+    else:
+        print("\n".join(s.text for s in plan.steps))
+        for line, why in plan.dropped:
+            print(f"  (dropped {line!r}: {why})", file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m memq.plan.cli <command> ...`` (same as ``memq planner <command> ...``)."""
+    import logging
+
+    parser = argparse.ArgumentParser(prog="memq")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["planner", *(sys.argv[1:] if argv is None else argv)])
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return int(args.handler(args) or 0)
+    except MemQError as exc:
+        print(f"memq: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,201 @@
+"""Planner training data: derive plans for a dataset, split train/dev, read and write JSONL.
+
+The dev split is ~10% of a dataset's *training* questions, chosen by a hash
+of the question's base id (``WebQTrn-12`` for CWQ's ``WebQTrn-12_ab34...``) and
+a fixed seed, so every CWQ question built from one WebQSP question lands on
+the same side and adding questions never moves others. Every threshold and
+hyper-parameter is tuned on dev; test is only scored.
+
+CWQ's train+dev set holds 9,203 questions built from WebQSP *test* questions
+(ids ``WebQTest-N_...``): a planner scored on WebQSP test must not train on
+them (``exclude_webqsp_test=True``).
+
+One JSONL line per question::
+
+    {"id": ..., "question": ..., "dataset": ..., "parse_id": ...,
+     "entities": [[mid, name], ...], "plan": "Find ...\\nFinally the answer is ?x.",
+     "steps": [{"kind": "find", "text": ..., ...}, ...], "statement_ids": [...]}
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from memq.errors import MemQError
+from memq.types import PlanStep, Statement
+
+from .derive import DERIVE_VERSION, DerivationError, DerivedPlan, derive_plan
+
+logger = logging.getLogger(__name__)
+
+SEED = "memq-plan-v1"
+DEV_FRACTION = 0.1
+SPLITS = ("train", "dev")
+WEBQSP_TEST_PREFIX = "WebQTest-"
+
+
+def base_id(question_id: str) -> str:
+    """``WebQTrn-12_ab34...`` -> ``WebQTrn-12`` (CWQ questions share their WebQSP question's side)."""
+    return question_id.split("_", 1)[0]
+
+
+def split_of(question_id: str, dev_fraction: float = DEV_FRACTION, seed: str = SEED) -> str:
+    """``"dev"`` or ``"train"``, deterministic in the question's base id and the seed."""
+    digest = hashlib.sha256(f"{seed}:{base_id(question_id)}".encode()).digest()
+    return "dev" if int.from_bytes(digest[:8], "big") / 2**64 < dev_fraction else "train"
+
+
+def template_describe() -> Callable[[Statement], str]:
+    """The TemplateDescriber's primary description, cached per statement id."""
+    from memq.describe.template import TemplateDescriber
+
+    describer = TemplateDescriber()
+    cache: dict[str, str] = {}
+
+    def describe(statement: Statement) -> str:
+        if statement.id not in cache:
+            cache[statement.id] = describer.describe([statement])[0][0]
+        return cache[statement.id]
+
+    return describe
+
+
+@dataclass
+class DataReport:
+    """What deriving one split gave: plans, and the questions skipped with reasons."""
+
+    dataset: str
+    split: str
+    questions: int
+    plans: list[DerivedPlan]
+    skipped: list[tuple[str, str, str]] = field(default_factory=list)  # (id, reason, detail)
+    excluded: int = 0
+
+    def summary(self) -> dict:
+        return {
+            "dataset": self.dataset,
+            "split": self.split,
+            "questions": self.questions,
+            "plans": len(self.plans),
+            "excluded_webqsp_test": self.excluded,
+            "skipped": len(self.skipped),
+            "skipped_reasons": dict(Counter(r for _, r, _ in self.skipped).most_common()),
+            "skipped_examples": [{"id": i, "reason": r, "detail": d[:200]} for i, r, d in self.skipped[:10]],
+            "sha256": data_hash(self.plans),
+        }
+
+
+def derive_split(dataset: str, split: str, describe: Callable[[Statement], str] | None = None, *,
+                 exclude_webqsp_test: bool = False, limit: int | None = None,
+                 progress: Callable[[Iterable], Iterable] | None = None) -> DataReport:
+    """Derive target plans for the ``train``/``dev`` part of a dataset's training questions (or ``test``)."""
+    from memq.datasets import load
+
+    if split not in SPLITS + ("test",):
+        raise MemQError(f"unknown planner split {split!r}; expected train, dev or test")
+    if split == "test":  # scored only, never trained or tuned on
+        questions = load(dataset, "test")
+    else:
+        questions = [q for q in load(dataset, "train") if split_of(q.id) == split]
+    excluded = 0
+    if exclude_webqsp_test:
+        kept = [q for q in questions if not q.id.startswith(WEBQSP_TEST_PREFIX)]
+        excluded = len(questions) - len(kept)
+        questions = kept
+    if limit is not None:
+        questions = questions[:limit]
+    describe = describe or template_describe()
+    report = DataReport(dataset, split, len(questions), [], excluded=excluded)
+    for q in (progress(questions) if progress else questions):
+        try:
+            report.plans.append(derive_plan(q, describe))
+        except DerivationError as exc:
+            report.skipped.append((q.id, exc.reason, str(exc)))
+    logger.info("%s/%s: %d plans from %d questions (%d skipped)", dataset, split, len(report.plans),
+                report.questions, len(report.skipped))
+    return report
+
+
+# --------------------------------------------------------------------------- JSONL
+
+def to_json(plan: DerivedPlan) -> dict:
+    return {
+        "id": plan.question_id,
+        "question": plan.question,
+        "dataset": plan.dataset,
+        "parse_id": plan.parse_id,
+        "entities": [list(e) for e in plan.entities],
+        "plan": plan.text,
+        "steps": [{k: v for k, v in asdict(s).items() if v is not None} for s in plan.steps],
+        "statement_ids": list(plan.statement_ids),
+    }
+
+
+def from_json(obj: dict) -> DerivedPlan:
+    try:
+        steps = tuple(PlanStep(**s) for s in obj["steps"])
+        return DerivedPlan(obj["id"], obj["question"], obj.get("dataset", ""), obj.get("parse_id", obj["id"]),
+                           tuple((m, n) for m, n in obj["entities"]), steps,
+                           tuple(obj.get("statement_ids", ())))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise MemQError(f"bad planner data record {str(obj)[:120]!r}: {exc}") from exc
+
+
+def write_jsonl(plans: Iterable[DerivedPlan], path: str | Path) -> Path:
+    """Write atomically (temp file + rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        for p in plans:
+            fh.write(json.dumps(to_json(p), ensure_ascii=False) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def read_jsonl(path: str | Path) -> list[DerivedPlan]:
+    path = Path(path)
+    if not path.exists():
+        raise MemQError(f"planner data file not found: {path}")
+    out = []
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if line.strip():
+                try:
+                    out.append(from_json(json.loads(line)))
+                except ValueError as exc:
+                    raise MemQError(f"{path}:{n}: not JSON ({exc})") from exc
+    return out
+
+
+def data_hash(plans: Iterable[DerivedPlan]) -> str:
+    """sha256 (16 hex) over ids, entities and plan texts: what a planner was trained on."""
+    h = hashlib.sha256()
+    for p in plans:
+        h.update(json.dumps([p.question_id, p.question, [list(e) for e in p.entities], p.text]).encode())
+        h.update(b"\n")
+    return h.hexdigest()[:16]
+
+
+def default_data_path(dataset: str, split: str, exclude_webqsp_test: bool = False) -> Path:
+    from memq.llm import cache_root
+
+    suffix = "-no-webqtest" if exclude_webqsp_test else ""
+    return cache_root() / "plan_data" / f"{dataset}-{split}{suffix}-v{DERIVE_VERSION}.jsonl"
+
+
+def load_split(dataset: str, split: str, *, exclude_webqsp_test: bool = False, rebuild: bool = False) -> list[DerivedPlan]:
+    """Derived plans for a split, from the cache file (derived and written on first use)."""
+    path = default_data_path(dataset, split, exclude_webqsp_test)
+    if path.exists() and not rebuild:
+        return read_jsonl(path)
+    report = derive_split(dataset, split, exclude_webqsp_test=exclude_webqsp_test)
+    write_jsonl(report.plans, path)
+    return report.plans

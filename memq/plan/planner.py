@@ -1,0 +1,172 @@
+"""The Planner role and the fine-tuned planning expert.
+
+``Planner.plan(question, entities) -> Plan``: ``entities`` are the topic
+entities, as names, ``(mid, name)`` pairs or a ``{mid: name}`` dict; the
+plan mentions them by name.
+Raises :class:`~memq.errors.PlanParseError` when the model wrote no readable
+step; a partly readable plan comes back with ``Plan.dropped`` filled in.
+
+>>> planner = FineTunedPlanner("memory_bank/webqsp/planner")   # doctest: +SKIP
+>>> planner.plan("who is justin bieber's brother?", ["Justin Bieber", "Male"]).steps[0].text  # doctest: +SKIP
+'Find the sibling of the siblings of the person Justin Bieber, assign it to ?x.'
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from memq.errors import MemQError
+from memq.types import Plan
+
+from .format import parse_plan
+from .prompt import entity_names, planner_prompt
+
+logger = logging.getLogger(__name__)
+
+Entities = Sequence[str] | Sequence[tuple[str, str]] | Mapping[str, str]
+
+
+@runtime_checkable
+class Planner(Protocol):
+    name: str
+
+    def plan(self, question: str, entities: Entities) -> Plan: ...
+
+
+class BatchPlanner:
+    """Shared by the LLM planners: prompts -> raw text -> parsed plans, batched."""
+
+    name = "planner"
+    max_new_tokens = 160
+
+    @property
+    def llm(self):  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def prompt(self, question: str, entities: Entities) -> str:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    @property
+    def calls(self) -> int:
+        return self.llm.calls
+
+    def raw_many(self, items: Sequence[tuple[str, Entities]], progress=None) -> list[str]:
+        """Raw model output for ``(question, entities)`` pairs, in batches."""
+        prompts = [self.prompt(q, e) for q, e in items]
+        size = max(1, getattr(self.llm, "batch_size", 8))
+        out: list[str] = []
+        chunks = range(0, len(prompts), size)
+        for i in (progress(chunks) if progress else chunks):
+            out.extend(self.llm.generate(prompts[i:i + size], max_new_tokens=self.max_new_tokens))
+        return out
+
+    def plan_many(self, items: Sequence[tuple[str, Entities]], progress=None) -> list[Plan | MemQError]:
+        """Plans for many questions; an unreadable output gives its PlanParseError instead of raising."""
+        out: list[Plan | MemQError] = []
+        for (_, e), raw in zip(items, self.raw_many(items, progress), strict=True):
+            try:
+                out.append(parse_plan(raw, entity_names(e)))
+            except MemQError as exc:
+                out.append(exc)
+        return out
+
+    def plan(self, question: str, entities: Entities) -> Plan:
+        raw = self.raw_many([(question, entities)])[0]
+        return parse_plan(raw, entity_names(entities))
+
+
+def read_manifest(adapter: str | Path) -> dict:
+    path = Path(adapter) / "manifest.json"
+    if not path.exists():
+        raise MemQError(f"planner adapter {adapter} has no manifest.json")
+    try:
+        return json.loads(path.read_text())
+    except ValueError as exc:
+        raise MemQError(f"planner manifest {path} is not JSON: {exc}") from exc
+
+
+class FineTunedPlanner(BatchPlanner):
+    """A base model + the LoRA adapter of ``memq planner train``; greedy, batched decoding.
+
+    ``base`` defaults to the one named in the adapter's manifest; a base model
+    whose sha256 differs from the manifest's is refused.
+    """
+
+    def __init__(self, adapter: str | Path, base: str | None = None, device: str = "cpu",
+                 batch_size: int = 8, max_new_tokens: int = 160) -> None:
+        self.adapter = Path(adapter)
+        if not (self.adapter / "adapter_config.json").exists():
+            raise MemQError(f"{adapter} is not a planner adapter (no adapter_config.json)")
+        self.manifest = read_manifest(self.adapter)
+        self.base = base or self.manifest["base_model"].get("ref") or self.manifest["base_model"]["name"]
+        self.device = device
+        self.batch_size = batch_size
+        self.max_new_tokens = max_new_tokens
+        self.name = f"finetuned:{self.base}+{self.adapter.name}"
+        self._llm = None
+
+    @property
+    def llm(self):
+        if self._llm is None:
+            from memq.llm import LocalLLM, resolve_model
+
+            want = self.manifest["base_model"].get("sha256")
+            have = resolve_model(self.base).sha256
+            if want and have != want:
+                raise MemQError(f"adapter {self.adapter} was trained on base sha256 {want[:12]}..., "
+                                f"but {self.base!r} has {have[:12]}...")
+            self._llm = LocalLLM(self.base, device=self.device, adapter=str(self.adapter), batch_size=self.batch_size)
+        return self._llm
+
+    def prompt(self, question: str, entities: Entities) -> str:
+        return planner_prompt(question, entities)
+
+
+class ScriptedPlanner:
+    """A planner that returns fixed plan texts (tests and demos): ``{question: plan text}``."""
+
+    name = "scripted"
+
+    def __init__(self, plans: dict[str, str]) -> None:
+        self.plans = dict(plans)
+        self.calls = 0
+
+    def plan(self, question: str, entities: Entities) -> Plan:
+        self.calls += 1
+        if question not in self.plans:
+            raise MemQError(f"scripted planner has no plan for {question!r}")
+        return parse_plan(self.plans[question], entity_names(entities))
+
+
+REPO_ADAPTER = Path(__file__).resolve().parents[2] / "memory_bank" / "{dataset}" / "planner"
+
+
+def default_adapter(dataset: str = "webqsp") -> Path:
+    """``memory_bank/<dataset>/planner`` when it holds an adapter, else ``$MEMQ_CACHE/planners/qwen2.5-coder-0.5b-<dataset>``."""
+    from memq.llm import cache_root
+
+    repo = Path(str(REPO_ADAPTER).format(dataset=dataset))
+    if (repo / "adapter_config.json").exists():
+        return repo
+    return cache_root() / "planners" / f"qwen2.5-coder-0.5b-{dataset}"
+
+
+def make_planner(kind: str = "fewshot", *, model: str = "qwen2.5-coder-0.5b", adapter: str | Path | None = None,
+                 device: str = "cpu", dataset: str = "webqsp", k: int = 4, batch_size: int = 8):
+    """A planner by name: ``"fewshot"`` (``model`` + k retrieved examples) or ``"finetuned"`` (``adapter``)."""
+    if kind == "fewshot":
+        from memq.llm import LocalLLM
+
+        from .fewshot import FewShotPlanner
+
+        return FewShotPlanner(LocalLLM(model, device=device, batch_size=batch_size), dataset=dataset, k=k)
+    if kind == "finetuned":
+        path = Path(adapter) if adapter else default_adapter(dataset)
+        if not (path / "adapter_config.json").exists():
+            raise MemQError(f"no planner adapter at {path}; train one with `memq planner train` or pass an adapter")
+        return FineTunedPlanner(path, device=device, batch_size=batch_size)
+    raise MemQError(f"unknown planner {kind!r}; expected 'fewshot' or 'finetuned'")

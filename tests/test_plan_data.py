@@ -1,0 +1,58 @@
+"""memq.plan.data: train/dev split, JSONL, CWQ exclusion, and the ``memq planner data`` command."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memq.datasets import load
+from memq.errors import MemQError
+from memq.plan.cli import main
+from memq.plan.data import data_hash, derive_split, from_json, read_jsonl, split_of, to_json, write_jsonl
+
+
+def test_split_is_deterministic_about_ten_percent_and_groups_cwq_by_base_id():
+    ids = [q.id for q in load("webqsp", "train")]
+    dev = [i for i in ids if split_of(i) == "dev"]
+    assert 0.08 < len(dev) / len(ids) < 0.12
+    assert dev == [i for i in ids if split_of(i) == "dev"]
+    assert split_of("WebQTrn-12_aaaa") == split_of("WebQTrn-12_bbbb") == split_of("WebQTrn-12")
+    assert split_of("WebQTrn-12", seed="other") in ("train", "dev")
+
+
+def test_jsonl_round_trip_and_hash(tmp_path):
+    report = derive_split("webqsp", "dev", limit=20)
+    assert report.questions == 20 and len(report.plans) >= 18
+    path = write_jsonl(report.plans, tmp_path / "dev.jsonl")
+    back = read_jsonl(path)
+    assert [to_json(p) for p in back] == [to_json(p) for p in report.plans]
+    assert data_hash(back) == data_hash(report.plans)
+    assert data_hash(back[1:]) != data_hash(back)
+    assert from_json(json.loads(path.read_text().splitlines()[0])).text == report.plans[0].text
+    with pytest.raises(MemQError, match="not JSON"):
+        (tmp_path / "bad.jsonl").write_text("{nope\n")
+        read_jsonl(tmp_path / "bad.jsonl")
+
+
+def test_cwq_can_exclude_webqsp_test_questions():
+    report = derive_split("cwq", "train", exclude_webqsp_test=True, limit=200)
+    assert report.excluded > 0
+    assert not any(p.question_id.startswith("WebQTest-") for p in report.plans)
+    assert len(report.plans) >= 190
+    assert all(name for p in report.plans for _, name in p.entities)
+
+
+def test_unknown_split_is_named():
+    with pytest.raises(MemQError, match="'validation'"):
+        derive_split("webqsp", "validation")
+
+
+def test_cli_data_json_and_out(tmp_path, capsys):
+    out = tmp_path / "d.jsonl"
+    assert main(["data", "--dataset", "webqsp", "--split", "dev", "--limit", "25", "--json", "--out", str(out)]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["questions"] == 25
+    assert summary["plans"] + summary["skipped"] == 25
+    assert isinstance(summary["skipped_reasons"], dict)
+    assert len(out.read_text().splitlines()) == summary["plans"]

@@ -1,0 +1,143 @@
+"""memq.plan.finetune on a tiny random Llama (built offline), plus the slow SmolLM2 run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("peft")
+
+from memq.errors import MemQError, PlanParseError  # noqa: E402
+from memq.plan.cli import main  # noqa: E402
+from memq.plan.data import derive_split  # noqa: E402
+from memq.plan.finetune import TrainConfig, encode_example, read_losses, shared_prefix_loss, train  # noqa: E402
+from memq.plan.planner import FineTunedPlanner  # noqa: E402
+from memq.plan.prompt import planner_prompt  # noqa: E402
+
+CHAT = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+@pytest.fixture(scope="module")
+def tiny_base(tmp_path_factory):
+    """A 2-layer Llama with a byte-level tokenizer and a chat template, saved like a converted model."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    vocab = {ch: i for i, ch in enumerate(alphabet)}
+    for special in ("<pad>", "<|im_start|>", "<|im_end|>"):
+        vocab[special] = len(vocab)
+    tk = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tk.decoder = decoders.ByteLevel()
+    tok = PreTrainedTokenizerFast(tokenizer_object=tk, pad_token="<pad>", eos_token="<|im_end|>",
+                                  additional_special_tokens=["<|im_start|>"])
+    tok.chat_template = CHAT
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=len(vocab), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
+                      pad_token_id=vocab["<pad>"], eos_token_id=vocab["<|im_end|>"], bos_token_id=vocab["<|im_start|>"])
+    path = tmp_path_factory.mktemp("tiny-llama")
+    LlamaForCausalLM(cfg).save_pretrained(str(path))
+    tok.save_pretrained(str(path))
+    return path, tok
+
+
+@pytest.fixture(scope="module")
+def plans():
+    return derive_split("webqsp", "train", limit=12).plans
+
+
+def test_loss_covers_only_the_plan_tokens(tiny_base, plans):
+    _, tok = tiny_base
+    p = plans[0]
+    ids, labels = encode_example(tok, planner_prompt(p.question, p.entities), p.text, 4096)
+    assert len(ids) == len(labels)
+    target = tok.decode([i for i, lab in zip(ids, labels, strict=True) if lab != -100])
+    assert target == p.text + "<|im_end|>"
+    assert labels[0] == -100
+
+
+def test_shared_prefix_loss_equals_plain_loss(tiny_base, plans):
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from memq.plan.finetune import _collate
+
+    path, tok = tiny_base
+    model = get_peft_model(AutoModelForCausalLM.from_pretrained(str(path)),
+                           LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, target_modules=["q_proj", "v_proj"]))
+    for name, p in model.named_parameters():
+        if "lora_B" in name:
+            p.data.normal_(0, 0.05)
+    examples = [encode_example(tok, planner_prompt(p.question, p.entities), p.text, 4096) for p in plans[:4]]
+    ids, mask, labels = _collate(examples, tok.pad_token_id)
+    plain = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+    plain.backward()
+    g1 = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    model.zero_grad()
+    shared = shared_prefix_loss(model, ids, mask, labels)
+    shared.backward()
+    assert torch.allclose(plain, shared, atol=1e-5)
+    for n, p in model.named_parameters():
+        if p.grad is not None:
+            assert torch.allclose(g1[n], p.grad, atol=1e-5), n
+
+
+def test_train_checkpoint_resume_manifest_planner_and_eval_cli(tiny_base, plans, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MEMQ_CACHE", str(tmp_path / "cache"))
+    path, _ = tiny_base
+    out = tmp_path / "adapter"
+    cfg = TrainConfig(base=str(path), max_steps=3, batch_size=4, lr=5e-3, max_length=4096, checkpoint_every=2,
+                      lora_r=4, lora_alpha=8)
+    result = train(plans, out, cfg, data_info={"datasets": ["webqsp"]})
+    assert result.steps == 3 and len(result.losses) == 3
+    assert (out / "adapter_model.safetensors").exists() and (out / "checkpoint" / "optimizer.safetensors").exists()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["base_model"]["sha256"] and manifest["data"]["examples"] == len(plans)
+    assert manifest["data"]["datasets"] == ["webqsp"] and manifest["hyper_parameters"]["lora_r"] == 4
+    assert manifest["training"]["steps"] == 3
+    with pytest.raises(MemQError, match="--resume"):
+        train(plans, out, cfg)
+    more = TrainConfig(**{**cfg.__dict__, "max_steps": 5})
+    resumed = train(plans, out, more, resume=True)
+    assert resumed.steps == 5 and len(resumed.losses) == 2
+    assert [json.loads(line)["step"] for line in (out / "train_log.jsonl").read_text().splitlines()] == [1, 2, 3, 4, 5]
+    assert len(read_losses(out)) == 5
+
+    planner = FineTunedPlanner(out, max_new_tokens=8)
+    try:
+        plan = planner.plan(plans[0].question, plans[0].entities)
+        assert plan.steps
+    except PlanParseError:
+        pass  # a random tiny model writes garbage; what matters is that it ran
+    assert planner.calls == 1
+
+    assert main(["eval", "--split", "dev", "--adapter", str(out), "--limit", "3", "--json", "--batch-size", "2",
+                 "--record"]) == 0
+    metrics = json.loads(capsys.readouterr().out)
+    assert metrics["questions"] == 3 and 0.0 <= metrics["exact_match"] <= 1.0 and metrics["llm_calls"] == 3
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["dev_metrics"]["questions"] == 3 and manifest["dev_metrics"]["limit"] == 3
+
+    manifest["base_model"]["sha256"] = "0" * 64
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(MemQError, match="sha256"):
+        FineTunedPlanner(out).plan("q?", ["x"])
+
+
+@pytest.mark.slow
+def test_cli_train_smollm2_20_steps_loss_decreases(tmp_path):
+    out = tmp_path / "smol"
+    cmd = [sys.executable, "-m", "memq.plan.cli", "train", "--base", "smollm2", "--max-steps", "20",
+           "--batch-size", "4", "--lr", "1e-3", "--eval-limit", "0", "--no-progress", "--out", str(out)]
+    subprocess.run(cmd, check=True, capture_output=True)
+    losses = read_losses(out)
+    assert len(losses) == 20
+    first, last = sum(losses[:5]) / 5, sum(losses[-5:]) / 5
+    assert last < first * 0.8, (first, last)
