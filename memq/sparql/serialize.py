@@ -74,6 +74,11 @@ class Writer:
         if not isinstance(e, Call):
             return self.term(e)
         op, args = e.op, e.args
+        if op in ("||", "&&") and len(args) == 2:
+            # Associative chains are written flat: a || b || c, not ((a || b) || c), which some parsers
+            # (rdflib's pyparsing grammar) cannot read at depth. Reading back gives the same left-nested model.
+            text = f" {op} ".join(self.expr(a) for a in _chain(e, op))
+            return text if top else f"({text})"
         if op in _BINARY and len(args) == 2:
             text = f"{self.expr(args[0])} {op} {self.expr(args[1])}"
             return text if top else f"({text})"
@@ -154,6 +159,17 @@ class Writer:
         if self.readable:
             lines = [f"PREFIX ns: <{FB}>", f"PREFIX xsd: <{XSD}>"]
         return "\n".join(lines + self.select_lines(q)) + "\n"
+
+
+def _chain(e: Expr, op: str) -> list[Expr]:
+    """Operands of a left-nested chain of ``op`` (only left operands are unfolded, so a right-nested
+    ``a || (b || c)`` keeps its brackets and reads back unchanged)."""
+    out: list[Expr] = []
+    while isinstance(e, Call) and e.op == op and len(e.args) == 2:
+        out.append(e.args[1])
+        e = e.args[0]
+    out.append(e)
+    return out[::-1]
 
 
 def _escape(value: str) -> str:
