@@ -78,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
         except Exception as exc:  # noqa: BLE001 - the demo reports and goes on
             print(f"Q: {q.question}\nfailed: {type(exc).__name__}: {exc}\n")
             continue
+        if kind != "oracle":
+            a.trace.llm_calls += 1  # its plan came from the batched planner call above: one prompt
         print(show(a, gold=gold))
         got, want = {i for i, _ in a.answers}, {i for i, _ in gold}
         solved += got == want
