@@ -102,6 +102,7 @@ def test_train_checkpoint_resume_manifest_planner_and_eval_cli(tiny_base, plans,
     assert manifest["base_model"]["sha256"] and manifest["data"]["examples"] == len(plans)
     assert manifest["data"]["datasets"] == ["webqsp"] and manifest["hyper_parameters"]["lora_r"] == 4
     assert manifest["training"]["steps"] == 3
+    assert json.loads((out / "adapter_config.json").read_text())["base_model_name_or_path"] == path.name
     with pytest.raises(MemQError, match="--resume"):
         train(plans, out, cfg)
     more = TrainConfig(**{**cfg.__dict__, "max_steps": 5})

@@ -162,6 +162,7 @@ def _save_checkpoint(model, optimizer, state: dict, out_dir: Path) -> None:
     tmp = out_dir / f"checkpoint.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(str(tmp))
+    _portable_config(tmp, state.get("base", ""))
     params = [p for g in optimizer.param_groups for p in g["params"]]
     tensors = {}
     for i, p in enumerate(params):
@@ -175,6 +176,15 @@ def _save_checkpoint(model, optimizer, state: dict, out_dir: Path) -> None:
     (tmp / "state.json").write_text(json.dumps(state, indent=1))
     shutil.rmtree(ckpt, ignore_errors=True)
     os.replace(tmp, ckpt)
+
+
+def _portable_config(directory: Path, base: str) -> None:
+    """Name the base model in adapter_config.json as memq does (not by this machine's cache path); drop peft's card."""
+    (directory / "README.md").unlink(missing_ok=True)
+    path = directory / "adapter_config.json"
+    config = json.loads(path.read_text())
+    config["base_model_name_or_path"] = base if base and not Path(base).is_absolute() else Path(base).name
+    path.write_text(json.dumps(config, indent=2, sort_keys=True))
 
 
 def _load_checkpoint(model, optimizer, out_dir: Path) -> dict:
@@ -271,11 +281,12 @@ def train(plans: Sequence[DerivedPlan], out_dir: str | Path, cfg: TrainConfig = 
             bar.update(1)
             bar.set_postfix(loss=f"{losses[-1]:.3f}")
         if step % cfg.checkpoint_every == 0 or step == total:
-            _save_checkpoint(model, optimizer, {"step": step, "seconds": seconds, "total": total}, out_dir)
+            _save_checkpoint(model, optimizer, {"step": step, "seconds": seconds, "total": total, "base": cfg.base},
+                             out_dir)
     if bar is not None:
         bar.close()
     model.save_pretrained(str(out_dir))
-    (out_dir / "README.md").unlink(missing_ok=True)  # peft's empty model card
+    _portable_config(out_dir, cfg.base)
     write_manifest(out_dir, cfg, source, plans, data_info or {}, step, seconds, per_epoch)
     return TrainResult(out_dir, step, losses, seconds)
 
