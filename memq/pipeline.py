@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import KnowledgeGraphError, MemQError, ReconstructionError
-from .recall import RecallConfig, recall_step
+from .recall import RecallConfig, is_tie, preferred, recall_step
 from .reconstruct import Draft, Reconstructor, query_terms
 from .sparql import to_standard
 from .sparql.model import Iri, Literal, Var
@@ -130,6 +130,11 @@ class Pipeline:
         if not rows and self.config.repair:
             query, rows = self._repair(choices, rec, answer_var, trace, query)
         trace.timings["execute"] = time.perf_counter() - t0
+        for name, mids in rec.ambiguous.items():
+            trace.fallbacks.append(f"entity name {name!r} matches {len(mids)} given ids ({', '.join(mids)}); "
+                                   "each reading tried as a UNION")
+        for text, note in rec.notes.items():
+            trace.fallbacks.append(f"step {next(i for i, s in enumerate(plan.steps) if s.text == text) + 1}: {note}")
         t0 = time.perf_counter()
         answers = self._named(rows, ordered=bool(query.order_by))
         trace.timings["names"] = time.perf_counter() - t0
@@ -192,7 +197,13 @@ class Pipeline:
                     probe.add_alternatives([alt])
                     if target is not None and self._run(probe.probe(target), target, trace, quiet=True):
                         grounded.append(r)
-                if grounded and len(grounded) < len(c.kept):
+                if len(grounded) > 1 and is_tie(c.kept):
+                    best = min(grounded, key=lambda r: preferred(r.statement))
+                    trace.fallbacks.append(f"step {c.index + 1}: {len(grounded)} tied statements bind; kept "
+                                           f"{best.statement.id} (seen in training queries, then the forward "
+                                           "direction, first)")
+                    c.kept = [best]
+                elif grounded and len(grounded) < len(c.kept):
                     trace.fallbacks.append(f"step {c.index + 1}: grounded choice kept {len(grounded)} of "
                                            f"{len(c.kept)} recalled statements")
                     c.kept = grounded

@@ -4,6 +4,9 @@ Two rules:
 
 * ``adaptive`` (the paper's Eq. 4): the top-1 statement when its similarity
   is >= ``gamma1``; otherwise every candidate with similarity >= ``gamma2``.
+  Statements tied with the top-1 (same score within ``TIE``: usually the same
+  description, e.g. a relation and its reverse property) are all "the top-1";
+  grounded choice then keeps those that bind in the KG.
   When not even the top-1 reaches ``gamma2`` the top-1 is kept and the
   fallback ``below-gamma2`` is recorded.
 * ``memq-code`` (the public MemQ code, for comparison): the top-1 when it is
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 from .types import PlanStep, Recalled
 
 RULES = ("adaptive", "memq-code")
+TIE = 1e-4
 _WORD = re.compile(r"[a-z0-9]+")
 
 
@@ -79,14 +83,14 @@ def select(hits: list[tuple], step_text: str, config: RecallConfig) -> tuple[lis
         return [], "no-candidates"
     if config.rule == "adaptive":
         if hits[0][2] >= config.gamma1:
-            return hits[:1], None
+            return [h for h in hits if h[2] >= hits[0][2] - TIE], None
         kept = [h for h in hits if h[2] >= config.gamma2]
         if kept:
             return kept, None
         return hits[:1], "below-gamma2"
     # memq-code
     if hits[0][2] > 0.99:
-        return hits[:1], None
+        return [h for h in hits if h[2] >= hits[0][2] - TIE], None
     words = set(_WORD.findall(step_text.lower()))
 
     def overlap(desc: str) -> float:
@@ -97,6 +101,19 @@ def select(hits: list[tuple], step_text: str, config: RecallConfig) -> tuple[lis
     scores = [overlap(h[1]) for h in top]
     best = max(scores)
     return [h for h, s in zip(top, scores, strict=True) if s > 0.9 * best] or top[:1], None
+
+
+def is_tie(recalled: list[Recalled]) -> bool:
+    """Several statements with one score: the same description, as a relation and its reverse have."""
+    return len(recalled) > 1 and max(r.score for r in recalled) - min(r.score for r in recalled) <= TIE
+
+
+def preferred(statement) -> tuple[int, int]:
+    """Sort key among tied statements: seen in a gold query first, then written from the known entity
+    (``?entity1 ns:r ...``, the direction gold queries take from a topic entity) before its reverse."""
+    seen = bool(statement.question_ids)
+    forward = "?entity1 ns:" in statement.sparql
+    return (0 if seen else 1, 0 if forward else 1)
 
 
 def recall_step(bank, step: PlanStep, index: int, config: RecallConfig,

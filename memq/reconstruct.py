@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from .decompose.assemble import fragment
 from .decompose.split import _subst, _subst_group
 from .errors import ReconstructionError
-from .sparql.model import FB, XSD, Call, Expr, Group, Iri, Literal, OrderKey, Query, Term, Triple, Var
+from .sparql.model import FB, XSD, Call, Exists, Expr, Group, Iri, Literal, OrderKey, Query, Term, Triple, Var
 from .sparql.safety import FREEBASE_ID, check_entity_id
 from .types import PlanStep, Statement
 
@@ -29,6 +29,50 @@ _VAR_NAME = re.compile(r"^\?[A-Za-z_][A-Za-z0-9_]{0,40}$")
 _DATE = re.compile(r"^(-?\d{4})(-\d{2}(-\d{2})?)?(T[0-9:.]+Z?)?$")
 _NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
 XSD_DATETIME = XSD + "dateTime"
+
+
+ORDERING = ("<", "<=", ">", ">=")
+_MIRROR = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "!=": "!="}
+_VALUE = Var("value")
+
+
+def _walk_calls(expr: Expr, fn) -> Expr:
+    """``expr`` with ``fn`` applied bottom-up to every Call, inside EXISTS patterns too."""
+    if isinstance(expr, Call):
+        return fn(replace(expr, args=tuple(_walk_calls(a, fn) for a in expr.args)))
+    if isinstance(expr, Exists):
+        pattern = replace(expr.pattern, filters=tuple(_walk_calls(f, fn) for f in expr.pattern.filters))
+        return Exists(pattern, expr.negated)
+    return expr
+
+
+def value_comparators(expr: Expr) -> set[str]:
+    """The comparators a filter statement applies to ``?value``, read as ``thing OP ?value``."""
+    found: set[str] = set()
+
+    def visit(c: Call) -> Call:
+        if c.op in _MIRROR and len(c.args) == 2:
+            if c.args[1] == _VALUE:
+                found.add(c.op)
+            elif c.args[0] == _VALUE:
+                found.add(_MIRROR[c.op])
+        return c
+
+    _walk_calls(expr, visit)
+    return found
+
+
+def with_comparator(expr: Expr, op: str) -> Expr:
+    """``expr`` with every ordering comparison against ``?value`` made ``thing op ?value``."""
+    def visit(c: Call) -> Call:
+        if c.op in ORDERING and len(c.args) == 2:
+            if c.args[1] == _VALUE:
+                return replace(c, op=op)
+            if c.args[0] == _VALUE:
+                return replace(c, op=_MIRROR[op])
+        return c
+
+    return _walk_calls(expr, visit)
 
 
 def language_filter(var: Var) -> Expr:
@@ -81,6 +125,8 @@ class Reconstructor:
 
     def __init__(self, entities: dict[str, str]) -> None:
         self.entities = {check_entity_id(mid): name for mid, name in entities.items()}
+        self.ambiguous: dict[str, tuple[str, ...]] = {}  # name -> the given ids it matched
+        self.notes: dict[str, str] = {}  # step text -> what reconstruction changed (the pipeline traces it)
         self._fresh = 0
 
     # -- mentions ----------------------------------------------------------
@@ -90,16 +136,29 @@ class Reconstructor:
         return None
 
     def entity(self, name: str | None) -> Iri | None:
-        """A given entity by name (case-insensitive) or id; a plan may also name a valid Freebase id directly."""
+        """A given entity by name (case-insensitive) or id; a plan may also name a valid Freebase id directly.
+
+        A name that several given entities share reads as the first of them here; ``find`` tries each.
+        """
+        found = self.entities_named(name)
+        return found[0] if found else None
+
+    def entities_named(self, name: str | None) -> list[Iri]:
+        """Every given entity a mention can mean: an id names one; a name may be shared (a film and its
+        title character are both "Edward Scissorhands")."""
         if not name:
-            return None
+            return []
         if FREEBASE_ID.fullmatch(name.strip()):
-            return Iri(FB + name.strip())
+            return [Iri(FB + name.strip())]
         low = name.strip().lower()
-        for mid, ename in self.entities.items():
-            if ename.strip().lower() == low or mid == name.strip():
-                return Iri(FB + mid)
-        return None
+        found = [Iri(FB + mid) for mid, ename in self.entities.items() if ename.strip().lower() == low]
+        if len(found) > 1:
+            self.ambiguous[name.strip()] = tuple(i.local for i in found)
+        return found
+
+    def terms(self, mention: str | None) -> list[Term]:
+        var = self.var(mention)
+        return [var] if var is not None else list(self.entities_named(mention))
 
     def term(self, mention: str | None) -> Term | None:
         return self.var(mention) or self.entity(mention)
@@ -110,9 +169,13 @@ class Reconstructor:
 
     # -- steps -------------------------------------------------------------
     def find(self, step: PlanStep, statement: Statement) -> Group:
-        """One candidate statement instantiated for a find step."""
-        source = self.term(step.source)
-        if source is None:
+        """One candidate statement instantiated for a find step.
+
+        When a mention names several given entities, every reading is kept as a UNION (the KG decides),
+        except that a structure-3 step does not read one entity at both ends while another reading exists.
+        """
+        sources = self.terms(step.source)
+        if not sources:
             raise ReconstructionError(f"step {step.text!r}: its source {step.source!r} is neither a ?variable "
                                       "nor one of the given entities")
         target = self.var(step.target)
@@ -120,26 +183,33 @@ class Reconstructor:
             raise ReconstructionError(f"step {step.text!r}: it assigns no ?variable")
         if statement.structure not in ("1", "2", "3"):
             raise ReconstructionError(f"statement {statement.id} of structure {statement.structure} is not a path")
-        binding: dict[str, Term] = {"?entity1": source}
-        if statement.structure == "3":
-            binding["?entity2"] = self.term(step.value) or self.fresh("v")
-            binding["?entity3"] = target
-        else:
-            binding["?entity2"] = target
         frag = fragment(statement.sparql, statement.structure)
+        readings: list[dict[str, Term]] = []
+        if statement.structure == "3":
+            values: list[Term] = self.terms(step.value) or [self.fresh("v")]
+            pairs = [(s, v) for s in sources for v in values]
+            distinct = [(s, v) for s, v in pairs if s != v]
+            for s, v in distinct or pairs:
+                readings.append({"?entity1": s, "?entity2": v, "?entity3": target})
+        else:
+            readings = [{"?entity1": s, "?entity2": target} for s in sources]
         local: dict[str, Var] = {}
 
-        def sub(n: Term) -> Term:
-            if isinstance(n, Var):
-                key = "?" + n.name
-                if key in binding:
-                    return binding[key]
-                if key not in local:
-                    local[key] = self.fresh(n.name)
-                return local[key]
-            return n
+        def instantiate(binding: dict[str, Term]) -> Group:
+            def sub(n: Term) -> Term:
+                if isinstance(n, Var):
+                    key = "?" + n.name
+                    if key in binding:
+                        return binding[key]
+                    if key not in local:
+                        local[key] = self.fresh(n.name)
+                    return local[key]
+                return n
 
-        return _subst_group(frag.where, sub)
+            return _subst_group(frag.where, sub)
+
+        groups = [instantiate(b) for b in readings]
+        return groups[0] if len(groups) == 1 else Group(unions=(tuple(groups),))
 
     def check(self, step: PlanStep, statement: Statement | None = None) -> Expr:
         """A FILTER for a Make sure step: from a recalled filter statement, or by rule."""
@@ -150,6 +220,14 @@ class Reconstructor:
                 raise ReconstructionError(f"step {step.text!r}: a filter statement needs a ?variable and a value")
             binding = {"?entity1": target, "?value": value}
             frag = fragment(statement.sparql, "filter")
+            expr = frag.where.filters[0]
+            had = value_comparators(expr)
+            if step.op in ORDERING and had and had <= set(ORDERING) and had != {step.op}:
+                # The memory supplies the relation; the step says how to compare. Statements that differ
+                # only in "on or before" / "on or after" embed almost alike, so the top-1 may be the other.
+                expr = with_comparator(expr, step.op)
+                self.notes[step.text] = (f"filter statement {statement.id} compares with {'/'.join(sorted(had))}; "
+                                         f"the step's {step.op} used")
             local: dict[str, Var] = {}
 
             def sub(n: Term) -> Term:
@@ -160,7 +238,7 @@ class Reconstructor:
                     return local.setdefault(key, self.fresh(n.name))
                 return n
 
-            return _subst(frag.where.filters[0], sub)
+            return _subst(expr, sub)
         if target is None:
             raise ReconstructionError(f"step {step.text!r}: Make sure needs a ?variable to check")
         if value is None:

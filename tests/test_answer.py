@@ -158,3 +158,25 @@ def test_unknown_entity_id_is_a_clear_error_and_only_escaped_queries_ran(setup):
     for q in kg.queries[before:]:
         parse_query(q)
         assert "<http://rdf.freebase.com/ns/m.0nosuchthing>" in q
+
+
+def test_saved_plans_are_rescored_without_calling_a_planner(setup, tmp_path):
+    import json
+
+    from memq.evaluate.run import run
+
+    pipe, kg, (jamaica, _), describe = setup
+    plan = _oracle(jamaica, describe)
+    saved = tmp_path / "earlier.jsonl"
+    saved.write_text(json.dumps({"id": jamaica.id, "planner": "finetuned", "plan_s": 2.5,
+                                 "plan_raw": "\n".join(s.text for s in plan.steps)}) + "\n")
+    per_q = tmp_path / "now.jsonl"
+    summary = run("webqsp", "test", "finetuned", limit=1, per_question=per_q, progress=False, pipeline=pipe,
+                  plans_from=saved)  # the pipeline has no planner: a model call would fail the question
+    assert summary["f1"] == 1.0 and summary["llm_calls_per_question"] == 1.0  # the call it cost back then
+    assert summary["plans_from"] == {"file": str(saved), "questions": 1}
+    rec = json.loads(per_q.read_text())
+    assert rec["plan_from"] == str(saved) and rec["plan_s"] == 2.5 and rec["latency_s"] >= 2.5
+
+    with pytest.raises(ValueError, match="fewshot"):
+        run("webqsp", "test", "fewshot", limit=1, progress=False, pipeline=pipe, plans_from=saved)

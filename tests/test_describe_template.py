@@ -7,7 +7,7 @@ import json
 import pytest
 
 from memq.datasets import data_path
-from memq.describe import TemplateConfig, TemplateDescriber, make_distinct
+from memq.describe import TemplateConfig, TemplateDescriber, shared_descriptions
 from memq.describe.base import Described, describe_with_info
 from memq.describe.schema import label_kind, schema
 from memq.types import Statement
@@ -114,12 +114,11 @@ def test_config_switches_descriptions_and_hash():
     assert small.prompt_hash != TemplateDescriber().prompt_hash
 
 
-def test_make_distinct_suffixes_later_duplicates():
-    a = Statement("a1", "1", "?entity1 ns:x.y.z ?entity2 .", ("x.y.z",))
-    b = Statement("b2", "1", "?entity2 ns:x.y.w ?entity1 .", ("x.y.w",))
-    got = make_distinct([b, a], [Described(("same", "s2"), "t"), Described(("same",), "t")])
-    assert got[1].descriptions == ("same",)  # a1 sorts first and keeps the plain text
-    assert got[0].descriptions == ("same (via x.y.w)", "s2")
+def test_shared_descriptions_are_counted_and_left_alone():
+    # A relation and its reverse read the same way: both keep the text (recall keeps ties, the KG decides).
+    described = [Described(("Same ", "s2"), "t"), Described(("same",), "t"), Described(("other",), "t")]
+    assert shared_descriptions(described) == 2
+    assert described[0].descriptions == ("Same ", "s2")
 
 
 def test_every_fixture_statement_is_described_without_fallback(describer):

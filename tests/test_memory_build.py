@@ -92,6 +92,16 @@ def test_schema_source_shapes():
     assert "?entity1 ns:people.person.sibling_s ?cvt .\n?cvt ns:people.sibling_relationship.sibling ?entity2 ." \
         in sparqls
     assert not any(r.startswith(("base.", "user.")) for s in statements for r in s.relations)
+    # a CVT node that carries a filter splits its chain into single triples, so those exist too
+    assert "?entity1 ns:sports.pro_athlete.teams ?entity2 ." in sparqls
+
+
+def test_schema_time_filters_are_the_decomposers_own(webqsp_statements):
+    schema_ids = {s.id for s in schema_statements() if s.structure == "filter"}
+    gold = [s for s in webqsp_statements
+            if s.structure == "filter" and ("xsd:dateTime(?sk1) <=" in s.sparql or "xsd:dateTime(?sk1) >=" in s.sparql)]
+    assert len(gold) > 20
+    assert all(s.id in schema_ids for s in gold)  # same text, same id: recall cannot tell them apart
 
 
 def test_schema_statements_share_ids_with_gold_statements(webqsp_statements):
@@ -137,10 +147,20 @@ def test_self_recall_with_hashing_embedder(webqsp_statements, tmp_path):
     bank = build_memory(webqsp_statements, TemplateDescriber(), HashingEmbedder(512), tmp_path / "m",
                         config=QUIET)
     firsts = [r.descriptions[0] for r in bank.records]
-    assert len(set(firsts)) == len(firsts)  # first descriptions are made distinct
-    hits = bank.search_many(firsts, k=1)
-    top1 = sum(h[0][0].statement.id == r.statement.id for r, h in zip(bank.records, hits, strict=True))
-    assert top1 / len(bank) >= 0.99
+    shared = len(firsts) - len(set(firsts))
+    assert 0 < shared < 20 and bank.manifest["counts"]["shared_first_descriptions"] >= shared
+    assert _self_top1(bank) >= 0.99
+
+
+def _self_top1(bank) -> float:
+    """Share of statements that are the top-1, or tied with it (recall.TIE), for their own first description."""
+    from memq.recall import TIE
+
+    hits = bank.search_many([r.descriptions[0] for r in bank.records], k=8)
+    ok = 0
+    for r, h in zip(bank.records, hits, strict=True):
+        ok += r.statement.id in {x[0].statement.id for x in h if x[2] >= h[0][2] - TIE}
+    return ok / len(bank)
 
 
 def test_committed_webqsp_bank_loads_and_recalls_itself():
@@ -150,7 +170,5 @@ def test_committed_webqsp_bank_loads_and_recalls_itself():
         pytest.skip("memory_bank/webqsp not built yet")
     bank = MemoryBank.load(path)
     assert bank.manifest["embedder"]["name"] == "all-MiniLM-L6-v2"
-    hits = bank.search_many([r.descriptions[0] for r in bank.records], k=1)
-    top1 = sum(h[0][0].statement.id == r.statement.id for r, h in zip(bank.records, hits, strict=True))
-    assert top1 / len(bank) >= 0.99
+    assert _self_top1(bank) >= 0.99
     assert all(i.startswith("WebQTrn-") for r in bank.records for i in r.statement.question_ids)

@@ -41,6 +41,15 @@ def test_adaptive_top1_exactly_gamma1_counts_as_above():
     assert fallback is None
 
 
+def test_adaptive_statements_tied_with_the_top1_are_all_the_top1():
+    # A relation and its reverse property can share a description: Eq. 4's "top-1" is then every tied one.
+    hits = [hit("a", 1.0), hit("b", 1.0), hit("c", 0.99995), hit("d", 0.999)]
+    kept, fallback = select(hits, "q", ADAPTIVE)
+    assert ids(kept) == ["a", "b", "c"] and fallback is None
+    kept, _ = select(hits, "q", RecallConfig(rule="memq-code"))
+    assert ids(kept) == ["a", "b", "c"]
+
+
 def test_adaptive_below_gamma1_keeps_every_hit_at_or_above_gamma2():
     hits = [hit("a", 0.88), hit("b", 0.85), hit("c", 0.80), hit("d", 0.79), hit("e", 0.50)]
     kept, fallback = select(hits, "q", ADAPTIVE)

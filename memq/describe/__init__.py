@@ -10,12 +10,12 @@
   recorded template fallback.
 """
 
-from .base import Described, Describer, config_hash, describe_with_info, make_distinct
+from .base import Described, Describer, config_hash, describe_with_info, shared_descriptions
 from .llm import LLMDescriber, LLMDescriberConfig
 from .template import TemplateConfig, TemplateDescriber, parse_fragment
 from .validate import clean, problem
 
 __all__ = [
     "Described", "Describer", "LLMDescriber", "LLMDescriberConfig", "TemplateConfig", "TemplateDescriber",
-    "clean", "config_hash", "describe_with_info", "make_distinct", "parse_fragment", "problem",
+    "clean", "config_hash", "describe_with_info", "shared_descriptions", "parse_fragment", "problem",
 ]

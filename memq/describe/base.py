@@ -75,28 +75,19 @@ def describe_with_info(describer: Describer, statements: list[Statement]) -> lis
     return out
 
 
-def make_distinct(statements: Sequence[Statement], described: Sequence[Described]) -> list[Described]:
-    """Make every statement's FIRST description unique across the memory.
+def shared_descriptions(described: Sequence[Described]) -> int:
+    """How many statements share their first description with another statement.
 
-    Two statements can get the same description (a relation and its reverse
-    read the same way). Searching that description could then not tell them
-    apart, so each later duplicate (statements ordered by id) gets a suffix
-    naming its relations: ``... (via people.person.sibling_s)``. The first
-    keeps the plain text. Descriptions after the first are left as they are.
+    A relation and its reverse property read the same way (``?entity2 is the
+    campaigns of the election ?entity1`` for ``government.election.campaigns``
+    forwards and ``government.election_campaign.election`` backwards). The
+    texts are kept as they are: recall returns every statement tied with the
+    top-1, and grounded choice keeps those that bind in the KG. (An earlier
+    build suffixed later duplicates with ``(via relation)``, which made recall
+    pick one of two equivalent statements by id, often the one a KG lacks.)
     """
-    order = sorted(range(len(statements)), key=lambda i: statements[i].id)
-    seen: set[str] = set()
-    out = list(described)
-    for i in order:
-        first = out[i].descriptions[0]
-        key = first.strip().lower()
-        if key in seen:
-            rels = ", ".join(dict.fromkeys(statements[i].relations)) or statements[i].structure
-            first = f"{first.rstrip('. ')} (via {rels})"
-            n = 2
-            while first.strip().lower() in seen:
-                first = f"{out[i].descriptions[0].rstrip('. ')} (via {rels}, variant {n})"
-                n += 1
-            out[i] = Described((first,) + tuple(out[i].descriptions[1:]), out[i].describer, out[i].fallback)
-        seen.add(first.strip().lower())
-    return out
+    counts: dict[str, int] = {}
+    for d in described:
+        key = d.descriptions[0].strip().lower()
+        counts[key] = counts.get(key, 0) + 1
+    return sum(n for n in counts.values() if n > 1)

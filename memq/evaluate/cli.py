@@ -25,6 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--no-ground", action="store_true")
     ev.add_argument("--no-repair", action="store_true")
     ev.add_argument("--no-progress", action="store_true")
+    ev.add_argument("--plans", metavar="FILE.jsonl",
+                    help="reuse the plans of an earlier run's per-question file (no model calls for them)")
     ev.add_argument("--ablation", choices=("direct-sparql",),
                     help="also answer every question with this ablation (MemQ 'w/o PE, QRM')")
     ev.add_argument("--ablation-adapter", help="direct-SPARQL adapter of `memq ablation train`")
@@ -50,7 +52,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         raise MemQError("--ablation direct-sparql needs --ablation-adapter DIR (see `memq ablation train`)")
     summary = run(args.dataset, args.split, args.planner, config=config, limit=args.limit,
                   per_question=args.per_question, progress=not args.no_progress,
-                  ablation=args.ablation, ablation_adapter=args.ablation_adapter)
+                  ablation=args.ablation, ablation_adapter=args.ablation_adapter, plans_from=args.plans)
     summary["per_question"] = args.per_question
     text = json.dumps(summary, indent=2)
     if args.json:

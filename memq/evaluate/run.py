@@ -105,6 +105,7 @@ def evaluate_question(pipeline, question, planner: str, describe=None, planned=N
         sparql = answer.sparql
         predicted = [i for i, _ in answer.answers]
         record.update(answers=answer.answers, sparql=sparql, plan=[s.text for s in answer.plan.steps],
+                      plan_raw=answer.plan.raw,
                       fallbacks=answer.trace.fallbacks,
                       llm_calls=record.get("llm_calls", 0) + answer.trace.llm_calls,
                       timings={k: round(v, 4) for k, v in answer.trace.timings.items()},
@@ -123,6 +124,38 @@ def evaluate_question(pipeline, question, planner: str, describe=None, planned=N
     record["error"] = error
     record["gold"] = golds[0] if golds else None
     return record
+
+
+def load_records(path: str | Path) -> dict[str, dict]:
+    """The records of a per-question file, by question id (a later line for an id wins)."""
+    done: dict[str, dict] = {}
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            line = line.strip()
+            if line:
+                rec = json.loads(line)
+                done[rec["id"]] = rec
+    return done
+
+
+def saved_plan(record: dict, entities: dict[str, str]) -> tuple[Plan | MemQError, float]:
+    """The plan an earlier run's planner wrote for a question, as ``(Plan or error, planning seconds)``.
+
+    The raw model text is parsed again (``plan_raw``; files from before it was recorded give their step
+    lines), so re-scoring with another memory or recall setting sees what the planner produced.
+    """
+    from ..plan.format import parse_plan
+    from ..plan.prompt import entity_names
+
+    seconds = float(record.get("plan_s", 0.0))
+    text = record.get("plan_raw") or "\n".join(record.get("plan") or [])
+    if not text:
+        why = record.get("exception", "no plan recorded")
+        return PlanParseError(f"the saved run has no plan for {record['id']}: {why}"), seconds
+    try:
+        return parse_plan(text, entity_names(entities)), seconds
+    except MemQError as exc:
+        return exc, seconds
 
 
 def fallback_kind(text: str) -> str:
@@ -173,8 +206,12 @@ def summarise_ablation(records: list[dict], name: str, model=None) -> dict:
 def run(dataset: str, split: str, planner: str, *, config=None, limit: int | None = None,
         per_question: str | Path | None = None, progress: bool = True, pipeline=None,
         ablation: str | None = None, ablation_adapter: str | Path | None = None, ablation_model=None,
-        batch_size: int = 8) -> dict:
+        batch_size: int = 8, plans_from: str | Path | None = None) -> dict:
     """Evaluate and return the summary; ``per_question`` (JSONL) makes the run resumable.
+
+    ``plans_from`` (an earlier run's per-question file, same dataset and LLM planner) reuses its plans
+    instead of calling the model: each question keeps the planning time and LLM call it cost then, and
+    the summary says where its plans came from. Questions the file lacks are planned afresh.
 
     ``ablation="direct-sparql"`` also answers every question with the direct-SPARQL model
     (``ablation_adapter``, or a ready ``ablation_model``): each record gets an ``ablation`` field and the
@@ -196,13 +233,16 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
     done: dict[str, dict] = {}
     path = Path(per_question) if per_question else None
     if path and path.exists():
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                line = line.strip()
-                if line:
-                    rec = json.loads(line)
-                    done[rec["id"]] = rec
+        done = load_records(path)
         log.info("resuming: %d questions already scored in %s", len(done), path)
+    saved: dict[str, dict] = {}
+    if plans_from is not None:
+        if planner == "oracle":
+            raise ValueError("plans_from reuses an LLM planner's plans; the oracle derives its own")
+        saved = load_records(plans_from)
+        planners = {r.get("planner") for r in saved.values()}
+        if planners - {planner}:
+            raise ValueError(f"{plans_from} holds plans of {sorted(map(str, planners))}, not {planner!r}")
     describe = None
     if planner == "oracle":
         from ..plan.data import template_describe
@@ -236,6 +276,8 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
                 share = (time.perf_counter() - t0) / len(chunk)
             planned: list = [None] * len(chunk)
             fresh = [q for q in chunk if q.id not in done]
+            reused = {q.id: saved_plan(saved[q.id], dict(q.parses[0].topic_entities)) for q in fresh if q.id in saved}
+            fresh = [q for q in fresh if q.id not in reused]
             if planner != "oracle" and fresh and hasattr(pipeline.planner, "plan_many"):
                 t0 = time.perf_counter()
                 try:
@@ -246,8 +288,15 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
                 each = (time.perf_counter() - t0) / len(fresh)
                 by_id = {q.id: (p, each) for q, p in zip(fresh, plans, strict=True)}
                 planned = [by_id.get(q.id) for q in chunk]
+            if reused:
+                planned = [reused.get(q.id, p) for q, p in zip(chunk, planned, strict=True)]
             for j, q in enumerate(chunk):
-                rec = done[q.id] if q.id in done else evaluate_question(pipeline, q, planner, describe, planned[j])
+                if q.id in done:
+                    rec = done[q.id]
+                else:
+                    rec = evaluate_question(pipeline, q, planner, describe, planned[j])
+                    if q.id in reused:
+                        rec["plan_from"] = str(plans_from)
                 if model is not None:
                     from .direct import evaluate_direct
 
@@ -266,6 +315,9 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
     records = [done[q.id] for q in questions if q.id in done]
     summary = summarise(records, dataset=dataset, split=split, planner=planner,
                         kg=config.endpoint or Path(config.kg).name)
+    if saved:
+        summary["plans_from"] = {"file": str(plans_from),
+                                 "questions": sum(1 for q in questions if q.id in saved)}
     if model is not None:
         summary["ablation"] = summarise_ablation(records, ablation, model)
     return summary

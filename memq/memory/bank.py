@@ -211,7 +211,8 @@ class MemoryBank:
             "source": self.info.get("source", {}),
             "index": {"type": "IndexFlatIP", "rows": int(self.index.ntotal),
                       "row_order": "row i = i-th description in statements.jsonl order"},
-            "counts": self.counts(),
+            "counts": {**self.counts(), **({"shared_first_descriptions": self.info["shared_first_descriptions"]}
+                                           if "shared_first_descriptions" in self.info else {})},
             "files": {name: sha256_file(out / name) for name in (STATEMENTS, INDEX)},
         }
         write_atomic(out / MANIFEST, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode("utf-8"))

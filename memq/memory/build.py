@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from memq.describe.base import Described, Describer, describe_with_info, make_distinct
+from memq.describe.base import Described, Describer, describe_with_info, shared_descriptions
 from memq.errors import MemoryBankError, MemQError
 from memq.types import STRUCTURES, MemoryRecord, Statement
 
@@ -183,7 +183,7 @@ def _bar(total: int, desc: str, enabled: bool):
 def build_memory(statements: list[Statement], describer: Describer, embedder: Embedder, out: str | Path, *,
                  sources: list[tuple[str, ...]] | None = None, source_info: dict | None = None,
                  config: BuildConfig = BuildConfig()) -> MemoryBank:
-    """Describe (resumably), make first descriptions distinct, embed, save to ``out``; return the bank."""
+    """Describe (resumably), embed, save to ``out``; return the bank."""
     if not statements:
         raise MemoryBankError("no statements to build a memory from")
     out = Path(out)
@@ -192,11 +192,10 @@ def build_memory(statements: list[Statement], describer: Describer, embedder: Em
     with _bar(len(statements), "describe", config.progress) as bar:
         described = describe_resumable(statements, describer, cache_path, chunk_size=config.chunk_size,
                                        progress=bar.update)
-    described = make_distinct(statements, described)
     records = [MemoryRecord(s, d.descriptions, d.describer, d.fallback)
                for s, d in zip(statements, described, strict=True)]
     info = {"describer": {"name": describer.name, "prompt_hash": describer.prompt_hash},
-            "source": source_info or {}}
+            "source": source_info or {}, "shared_first_descriptions": shared_descriptions(described)}
     total = sum(len(r.descriptions) for r in records)
     with _bar(total, "embed", config.progress) as bar:
         bank = MemoryBank.build(records, embedder, sources=sources, info=info, batch_size=config.embed_batch,

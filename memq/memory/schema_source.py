@@ -4,15 +4,22 @@ The MemQ paper builds its memory from gold queries and names "model the whole
 Freebase into a memory" as future work (Limitations). This source does that
 from the bundled schema (``data/freebase_schema``):
 
-* structure 1: every relation between two non-CVT types, in both directions
-  (``?entity1 ns:r ?entity2 .`` and ``?entity2 ns:r ?entity1 .``);
+* structure 1: every relation with a known range, in both directions
+  (``?entity1 ns:r ?entity2 .`` and ``?entity2 ns:r ?entity1 .``), relations
+  into and out of CVT types included: a gold query whose CVT node carries a
+  filter keeps that node, so its two hops are two single triples
+  (``?entity1 ns:sports.pro_athlete.teams ?entity2 .``);
 * structure 2: for every CVT type (``cvt_types.derived.txt``), every ordered
   pair of its roles (a, b) where a's range is an entity type:
   ``?entity1 ns:rev(a) ?cvt . ?cvt ns:b ?entity2 .`` (``?cvt ns:a ?entity1 .``
   when a has no reverse property); a == b only through a reverse property
   (``people.person.sibling_s`` / ``people.sibling_relationship.sibling``);
-* structure 3: every ordered pair of distinct entity-typed roles (a, b) with a
-  third role c: ``... ?cvt ns:b ?entity2 . ?cvt ns:c ?entity3 .``.
+* structure 3: every entity-typed role a, with every other role b and a
+  third role c: ``... ?cvt ns:b ?entity2 . ?cvt ns:c ?entity3 .``;
+* filter: for every relation into ``type.datetime``, WebQSP's two temporal
+  checks (``FILTER(NOT EXISTS {?e r ?sk0} || EXISTS {?e r ?sk1 .
+  FILTER(xsd:dateTime(?sk1) <= ?value)})`` and the same with ``>=``), made by
+  decomposing a one-line query, so their text and id are the decomposer's own.
 
 A role of a CVT type is a relation whose domain is that type and whose range
 is not a CVT type. By default only Freebase's commons domains are used; base./
@@ -43,6 +50,7 @@ _RANK = {"entity1": 0, "cvt": 1, "entity2": 2, "entity3": 3}
 class SchemaSourceConfig:
     include_base: bool = False
     structure3: bool = True
+    filters: bool = True
 
 
 def _statement_id(structure: str, sparql: str) -> str:
@@ -82,8 +90,7 @@ class _SchemaStatements:
         for rel in sorted(self.fb.relations):
             if not self.usable(rel):
                 continue
-            dom, rng = self.fb.domain(rel), self.fb.range(rel)
-            if not rng or self.fb.is_cvt(dom) or self.fb.is_cvt(rng):
+            if not self.fb.range(rel):
                 continue
             out.append(_make("1", [Triple(e1, _rel(rel), e2)]))
             out.append(_make("1", [Triple(e2, _rel(rel), e1)]))
@@ -114,20 +121,37 @@ class _SchemaStatements:
                 for b in rs:
                     if a != b or pred(first) != a:
                         s2.append(_make("2", [first, Triple(cvt, _rel(b), e2)]))
-                    if not self.config.structure3 or a == b or b not in entity_roles:
+                    if not self.config.structure3 or a == b:
                         continue
                     for c in rs:
                         if c not in (a, b):
                             s3.append(_make("3", [first, Triple(cvt, _rel(b), e2), Triple(cvt, _rel(c), e3)]))
         return s2, s3
 
+    def time_filters(self) -> list[Statement]:
+        from memq.decompose import decompose_query
+        from memq.sparql import parse_query
+
+        out = []
+        for rel in sorted(self.fb.relations):
+            if not self.usable(rel) or self.fb.range(rel) != "type.datetime":
+                continue
+            for op in ("<=", ">="):
+                query = (f"PREFIX ns: <{FB}>\nSELECT DISTINCT ?x WHERE {{ ns:m.0 ns:{rel} ?x .\n"
+                         f"FILTER(NOT EXISTS {{?x ns:{rel} ?sk0}} || EXISTS {{?x ns:{rel} ?sk1 . "
+                         f'FILTER(xsd:datetime(?sk1) {op} "2015-08-10"^^xsd:dateTime) }}) }}')
+                d = decompose_query(parse_query(query), "", ["m.0"])
+                out.extend(b.statement for b in d.bounds if b.statement.structure == "filter")
+        return out
+
 
 def schema_statements(config: SchemaSourceConfig = SchemaSourceConfig(),
                       fb: FreebaseSchema | None = None) -> list[Statement]:
-    """Every schema statement (structures 1, 2, 3), deduplicated by id, in a stable order."""
+    """Every schema statement (structures 1, 2, 3 and time filters), deduplicated by id, in a stable order."""
     maker = _SchemaStatements(fb or schema(), config)
     s2, s3 = maker.structure2_3()
     out: dict[str, Statement] = {}
-    for s in maker.structure1() + s2 + s3:
+    filters = maker.time_filters() if config.filters else []
+    for s in maker.structure1() + s2 + s3 + filters:
         out.setdefault(s.id, s)
     return list(out.values())
