@@ -41,6 +41,7 @@ class Config:
     planner_model: str = "qwen2.5-coder-0.5b"
     adapter: str | None = None
     planner_dataset: str = "webqsp"
+    planner_batch_size: int = 8  # prompts per generate call (batched evaluation)
     recall: RecallConfig = field(default_factory=RecallConfig)
     grounded: bool = True
     repair: bool = True
@@ -50,6 +51,8 @@ class Config:
     def __post_init__(self) -> None:
         if self.planner not in ("auto", "fewshot", "finetuned", "given"):
             raise ValueError(f"unknown planner {self.planner!r}; expected auto, fewshot, finetuned or given")
+        if self.planner_batch_size < 1:
+            raise ValueError(f"planner_batch_size must be >= 1, got {self.planner_batch_size}")
         if self.max_repairs < 0:
             raise ValueError(f"max_repairs must be >= 0, got {self.max_repairs}")
 
@@ -61,6 +64,7 @@ class _StepChoice:
     kept: list[Recalled] = field(default_factory=list)
     candidates: list[Recalled] = field(default_factory=list)
     filter_statement: Recalled | None = None
+    tied: list[Recalled] = field(default_factory=list)  # tied statements that bound too, not kept
 
 
 class Pipeline:
@@ -98,6 +102,7 @@ class Pipeline:
                 kind = "finetuned" if (Path(adapter) / "adapter_config.json").exists() else "fewshot"
                 log.info("planner auto -> %s", kind)
             self._planner = make_planner(kind, model=self.config.planner_model, adapter=self.config.adapter,
+                                         batch_size=self.config.planner_batch_size,
                                          dataset=self.config.planner_dataset)
         return self._planner
 
@@ -202,7 +207,7 @@ class Pipeline:
                     trace.fallbacks.append(f"step {c.index + 1}: {len(grounded)} tied statements bind; kept "
                                            f"{best.statement.id} (seen in training queries, then the forward "
                                            "direction, first)")
-                    c.kept = [best]
+                    c.kept, c.tied = [best], [r for r in grounded if r is not best]
                 elif grounded and len(grounded) < len(c.kept):
                     trace.fallbacks.append(f"step {c.index + 1}: grounded choice kept {len(grounded)} of "
                                            f"{len(c.kept)} recalled statements")
@@ -259,10 +264,25 @@ class Pipeline:
     def _repair(self, choices, rec, answer, trace, query):
         """EffiQA-style self-repair when the query finds nothing, each attempt traced.
 
-        First widen find steps (last first) with their next recalled candidates,
-        at most ``max_repairs`` attempts; then drop the last 1, 2, ... Make sure
-        steps, one attempt each.
+        First swap in the other tied statements that bound (grounded choice kept one
+        of several statements sharing a description; the later steps may need the
+        other), one attempt each; then widen find steps (last first) with their next
+        recalled candidates, at most ``max_repairs`` attempts; then drop the last
+        1, 2, ... Make sure steps, one attempt each.
         """
+        for c in choices:
+            kept = c.kept
+            for r in c.tied:
+                c.kept = [r]
+                q = self._build(choices, rec, answer, None, 0)
+                rows = self._run(q, answer, trace, quiet=True)
+                trace.attempts.append({"action": "swap-tied", "step": c.index + 1, "statement": r.statement.id,
+                                       "rows": len(rows)})
+                if rows:
+                    trace.fallbacks.append(f"self-repair: step {c.index + 1} took tied statement {r.statement.id} "
+                                           f"instead of {kept[0].statement.id}")
+                    return q, rows
+            c.kept = kept
         budget = self.config.max_repairs
         finds = [c for c in reversed(choices) if c.step.kind == "find"]
         for c in finds:

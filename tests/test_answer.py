@@ -180,3 +180,39 @@ def test_saved_plans_are_rescored_without_calling_a_planner(setup, tmp_path):
 
     with pytest.raises(ValueError, match="fewshot"):
         run("webqsp", "test", "fewshot", limit=1, progress=False, pipeline=pipe, plans_from=saved)
+
+
+def test_tied_statements_are_picked_by_the_kg_then_swapped_when_a_check_needs_the_other(tmp_path):
+    from memq.types import PlanStep, Statement
+
+    # Two statements that read alike (a relation and its reverse). Both bind for Jamaica; only the reverse
+    # reaches Jamaican English, which the check asks for.
+    kg_text = "\n".join([
+        f"<{FB}m.03_r3> {NAME} \"Jamaica\"@en .",
+        f"<{FB}m.01428y> {NAME} \"Jamaican English\"@en .",
+        f"<{FB}m.04ygk0> {NAME} \"Jamaican Creole English Language\"@en .",
+        f"<{FB}m.03_r3> <{FB}x.country.languages> <{FB}m.04ygk0> .",
+        f"<{FB}m.01428y> <{FB}x.language.countries> <{FB}m.03_r3> .",
+    ]) + "\n"
+    (tmp_path / "kg.nt").write_text(kg_text, encoding="utf-8")
+    desc = "?entity2 is the languages of ?entity1"
+    forward = Statement("fwd000000001", "1", "?entity1 ns:x.country.languages ?entity2 .", ("x.country.languages",),
+                        ("WebQTrn-1",))
+    reverse = Statement("rev000000001", "1", "?entity2 ns:x.language.countries ?entity1 .",
+                        ("x.language.countries",))
+    bank = MemoryBank.build([MemoryRecord(forward, (desc,), "template"), MemoryRecord(reverse, (desc,), "template")],
+                            HashingEmbedder())
+    pipe = Pipeline(Config(planner="given"), bank=bank, kg=OxigraphStore.from_file(tmp_path / "kg.nt"))
+    entities = {"m.03_r3": "Jamaica", "m.01428y": "Jamaican English"}
+    find = PlanStep("find", "Find the languages of Jamaica, assign it to ?x.", source="Jamaica",
+                    relation="the languages of Jamaica", target="?x")
+    check = PlanStep("check", "Make sure ?x is Jamaican English.", target="?x", op="=", value="Jamaican English")
+    answer = PlanStep("answer", "Finally the answer is ?x.", target="?x")
+
+    plain = pipe.answer("what languages does jamaica speak?", entities, plan=Plan(steps=[find, answer]))
+    assert plain.answers == [("m.04ygk0", "Jamaican Creole English Language")]  # seen in training wins the tie
+    assert any("2 tied statements bind; kept fwd000000001" in f for f in plain.trace.fallbacks)
+
+    checked = pipe.answer("which jamaican language is english?", entities, plan=Plan(steps=[find, check, answer]))
+    assert checked.answers == [("m.01428y", "Jamaican English")]
+    assert "self-repair: step 1 took tied statement rev000000001 instead of fwd000000001" in checked.trace.fallbacks

@@ -25,6 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--no-ground", action="store_true")
     ev.add_argument("--no-repair", action="store_true")
     ev.add_argument("--no-progress", action="store_true")
+    ev.add_argument("--batch-size", type=int, default=8,
+                    help="questions planned per generate call (larger batches are faster on CPU)")
     ev.add_argument("--plans", metavar="FILE.jsonl",
                     help="reuse the plans of an earlier run's per-question file (no model calls for them)")
     ev.add_argument("--ablation", choices=("direct-sparql",),
@@ -43,7 +45,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     from ..errors import MemQError
     from .run import run
 
-    config = config_from(args)
+    config = replace(config_from(args), planner_batch_size=args.batch_size)
     recall = config.recall
     changes = {k: getattr(args, k) for k in ("rule", "gamma1", "gamma2") if getattr(args, k) is not None}
     if changes:
@@ -52,7 +54,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         raise MemQError("--ablation direct-sparql needs --ablation-adapter DIR (see `memq ablation train`)")
     summary = run(args.dataset, args.split, args.planner, config=config, limit=args.limit,
                   per_question=args.per_question, progress=not args.no_progress,
-                  ablation=args.ablation, ablation_adapter=args.ablation_adapter, plans_from=args.plans)
+                  ablation=args.ablation, ablation_adapter=args.ablation_adapter, plans_from=args.plans,
+                  batch_size=args.batch_size)
     summary["per_question"] = args.per_question
     text = json.dumps(summary, indent=2)
     if args.json:

@@ -96,6 +96,7 @@ def evaluate_question(pipeline, question, planner: str, describe=None, planned=N
             record["llm_calls"] = 1
             if isinstance(plan, Exception):
                 raise plan
+            record["plan_raw"] = plan.raw  # kept even if a later stage fails (``--plans`` re-scores it)
         elif planner == "oracle":
             try:
                 plan, entities = _oracle(question, describe)
@@ -105,7 +106,7 @@ def evaluate_question(pipeline, question, planner: str, describe=None, planned=N
         sparql = answer.sparql
         predicted = [i for i, _ in answer.answers]
         record.update(answers=answer.answers, sparql=sparql, plan=[s.text for s in answer.plan.steps],
-                      plan_raw=answer.plan.raw,
+                      plan_raw=answer.plan.raw or record.get("plan_raw", ""),
                       fallbacks=answer.trace.fallbacks,
                       llm_calls=record.get("llm_calls", 0) + answer.trace.llm_calls,
                       timings={k: round(v, 4) for k, v in answer.trace.timings.items()},
@@ -127,9 +128,12 @@ def evaluate_question(pipeline, question, planner: str, describe=None, planned=N
 
 
 def load_records(path: str | Path) -> dict[str, dict]:
-    """The records of a per-question file, by question id (a later line for an id wins)."""
+    """The records of a per-question file (``.jsonl`` or ``.jsonl.gz``), by question id (a later line wins)."""
+    import gzip
+
     done: dict[str, dict] = {}
-    with open(path, encoding="utf-8") as fh:
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as fh:
         for line in fh:
             line = line.strip()
             if line:
