@@ -178,6 +178,12 @@ def test_saved_plans_are_rescored_without_calling_a_planner(setup, tmp_path):
     rec = json.loads(per_q.read_text())
     assert rec["plan_from"] == str(saved) and rec["plan_s"] == 2.5 and rec["latency_s"] >= 2.5
 
+    older = tmp_path / "older.jsonl"  # runs before batched planning timed the plan in the trace
+    older.write_text(json.dumps({"id": jamaica.id, "planner": "finetuned", "timings": {"plan": 7.0},
+                                 "plan": [s.text for s in plan.steps]}) + "\n")
+    summary = run("webqsp", "test", "finetuned", limit=1, progress=False, pipeline=pipe, plans_from=older)
+    assert summary["f1"] == 1.0 and summary["p50_s"] >= 7.0
+
     with pytest.raises(ValueError, match="fewshot"):
         run("webqsp", "test", "fewshot", limit=1, progress=False, pipeline=pipe, plans_from=saved)
 

@@ -151,7 +151,8 @@ def saved_plan(record: dict, entities: dict[str, str]) -> tuple[Plan | MemQError
     from ..plan.format import parse_plan
     from ..plan.prompt import entity_names
 
-    seconds = float(record.get("plan_s", 0.0))
+    # batched runs record ``plan_s`` (the question's share of its batch); older runs timed planning in the trace
+    seconds = float(record.get("plan_s") or (record.get("timings") or {}).get("plan") or 0.0)
     text = record.get("plan_raw") or "\n".join(record.get("plan") or [])
     if not text:
         why = record.get("exception", "no plan recorded")
@@ -319,6 +320,7 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
     records = [done[q.id] for q in questions if q.id in done]
     summary = summarise(records, dataset=dataset, split=split, planner=planner,
                         kg=config.endpoint or Path(config.kg).name)
+    summary["memory"] = Path(config.memory).name
     if saved:
         summary["plans_from"] = {"file": str(plans_from),
                                  "questions": sum(1 for q in questions if q.id in saved)}
