@@ -14,22 +14,36 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-COLUMNS = ("dataset", "split", "planner", "questions", "hits@1", "f1", "ehr", "ged", "p50_s",
+COLUMNS = ("dataset", "split", "planner", "memory", "questions", "hits@1", "f1", "ehr", "ged", "p50_s",
            "llm_calls_per_question")
 
 
 def _load(paths) -> list[dict]:
+    """Summaries written by ``memq evaluate --json``, each with the records of its per-question file
+    (``.jsonl``, or the ``.jsonl.gz`` it was compressed to) when that file is there."""
+    from ..errors import MemQError
+    from .run import load_records
+
     out = []
     for p in paths:
         with open(p, encoding="utf-8") as fh:
             summary = json.load(fh)
+        if not isinstance(summary, dict) or not {"dataset", "split", "planner", "f1"} <= set(summary):
+            raise MemQError(f"{p} is not a summary written by `memq evaluate --json` "
+                            "(it lacks dataset/split/planner/f1)")
         summary["_records"] = []
         per = summary.get("per_question")
-        if per and Path(per).exists():
-            with open(per, encoding="utf-8") as fh:
-                summary["_records"] = [json.loads(line) for line in fh if line.strip()]
+        for candidate in ([per, per + ".gz"] if per else []):
+            if Path(candidate).exists():
+                summary["_records"] = list(load_records(candidate).values())
+                break
         out.append(summary)
     return out
+
+
+def _label(s: dict) -> str:
+    memory = f" ({s['memory']})" if s.get("memory") else ""
+    return f"{s['dataset']}/{s['split']}/{s['planner']}{memory}"
 
 
 def _png(fig) -> str:
@@ -52,7 +66,7 @@ def _plots(summaries: list[dict]) -> list[tuple[str, str]]:
     for s in summaries:
         scores = [r[2] for rec in s["_records"] for r in rec.get("recalled", [])]
         if scores:
-            ax.hist(scores, bins=40, alpha=0.5, label=f"{s['dataset']}/{s['split']}/{s['planner']}")
+            ax.hist(scores, bins=40, alpha=0.5, label=_label(s))
             drawn = True
     if drawn:
         ax.set_xlabel("similarity of recalled statements")
@@ -77,7 +91,7 @@ def _plots(summaries: list[dict]) -> list[tuple[str, str]]:
         if by_hops:
             xs = sorted(by_hops)
             ax.plot(xs, [sum(by_hops[x]) / len(by_hops[x]) for x in xs], marker="o",
-                    label=f"{s['dataset']}/{s['split']}/{s['planner']}")
+                    label=_label(s))
             drawn = True
     if drawn:
         ax.set_xlabel("edges in the query (6 = 6 or more)")
@@ -94,7 +108,7 @@ def write_report(paths, out: str | Path) -> Path:
     rows = "".join(
         "<tr>" + "".join(f"<td>{html.escape(str(s.get(c, '')))}</td>" for c in COLUMNS) + "</tr>" for s in summaries)
     errors = "".join(
-        f"<tr><td>{html.escape(s['dataset'])}/{html.escape(s['split'])}/{html.escape(s['planner'])}</td>"
+        f"<tr><td>{html.escape(_label(s))}</td>"
         f"<td>{html.escape(json.dumps(s.get('errors', {})))}</td>"
         f"<td>{html.escape(json.dumps(s.get('fallbacks', {})))}</td></tr>" for s in summaries)
     figures = "".join(f"<h2>{html.escape(t)}</h2><img src='{src}'>" for t, src in _plots(summaries))
