@@ -21,7 +21,22 @@ from dataclasses import dataclass, field, replace
 from .decompose.assemble import fragment
 from .decompose.split import _subst, _subst_group
 from .errors import ReconstructionError
-from .sparql.model import FB, XSD, Call, Exists, Expr, Group, Iri, Literal, OrderKey, Query, Term, Triple, Var
+from .sparql.model import (
+    FB,
+    MIRRORED,
+    XSD,
+    Call,
+    Exists,
+    Expr,
+    Group,
+    Iri,
+    Literal,
+    OrderKey,
+    Query,
+    Term,
+    Triple,
+    Var,
+)
 from .sparql.safety import FREEBASE_ID, check_entity_id
 from .types import PlanStep, Statement
 
@@ -32,7 +47,6 @@ XSD_DATETIME = XSD + "dateTime"
 
 
 ORDERING = ("<", "<=", ">", ">=")
-_MIRROR = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "!=": "!="}
 _VALUE = Var("value")
 
 
@@ -51,11 +65,11 @@ def value_comparators(expr: Expr) -> set[str]:
     found: set[str] = set()
 
     def visit(c: Call) -> Call:
-        if c.op in _MIRROR and len(c.args) == 2:
+        if c.op in MIRRORED and len(c.args) == 2:
             if c.args[1] == _VALUE:
                 found.add(c.op)
             elif c.args[0] == _VALUE:
-                found.add(_MIRROR[c.op])
+                found.add(MIRRORED[c.op])
         return c
 
     _walk_calls(expr, visit)
@@ -69,7 +83,7 @@ def with_comparator(expr: Expr, op: str) -> Expr:
             if c.args[1] == _VALUE:
                 return replace(c, op=op)
             if c.args[0] == _VALUE:
-                return replace(c, op=_MIRROR[op])
+                return replace(c, op=MIRRORED[op])
         return c
 
     return _walk_calls(expr, visit)

@@ -42,6 +42,7 @@ from memq.errors import SparqlParseError
 from memq.kg.base import short_query
 from memq.sparql.model import (
     FB,
+    MIRRORED,
     XSD,
     Bind,
     Call,
@@ -61,7 +62,6 @@ log = logging.getLogger(__name__)
 
 _XSD_DATETIME = XSD + "dateTime"
 _PARTIAL_DATE = re.compile(r"^(-?)(\d{1,4})(?:-(\d{2}))?$")
-_FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "!=": "!="}
 
 
 # --------------------------------------------------------------------------- text
@@ -142,12 +142,12 @@ def _fix_expr(expr: Expr) -> Expr:
     if not isinstance(expr, Call):
         return expr
     args = tuple(_fix_expr(a) for a in expr.args)
-    if expr.op in _FLIPPED and len(args) == 2:
+    if expr.op in MIRRORED and len(args) == 2:
         left, right = args
         if _is_datetime_difference(left) and _is_zero(right):
             return Call(expr.op, left.args)  # type: ignore[union-attr]
         if _is_zero(left) and _is_datetime_difference(right):
-            return Call(_FLIPPED[expr.op], right.args)  # type: ignore[union-attr]
+            return Call(MIRRORED[expr.op], right.args)  # type: ignore[union-attr]
     return replace(expr, args=args)
 
 

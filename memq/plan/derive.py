@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from memq.errors import MemQError, PlanParseError
-from memq.sparql.model import Call, Iri, Literal, Term, Var
+from memq.sparql.model import MIRRORED, Call, Iri, Literal, Term, Var
 from memq.types import PlanStep, Statement
 
 from .format import OPS, VAR, parse_plan, render_plan, render_step
@@ -145,8 +145,7 @@ def _comparison(statement: Statement) -> tuple[str, bool] | None:
     if lhs == Var("entity1") and rhs == Var("value"):
         return expr.op, True
     if lhs == Var("value") and rhs == Var("entity1"):
-        flip = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
-        return flip.get(expr.op, expr.op), True
+        return MIRRORED.get(expr.op, expr.op), True
     return None
 
 

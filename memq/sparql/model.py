@@ -175,6 +175,10 @@ class Query:
         return self.projection[0].var if self.projection else None
 
 
+MIRRORED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "!=": "!="}
+"""Each comparison with its operands swapped: ``a < b`` is ``b > a``."""
+
+
 def walk_exprs(expr: Expr):
     """Yield ``expr`` and every sub-expression (not descending into EXISTS)."""
     yield expr
