@@ -285,10 +285,8 @@ def answer_direct(pipeline, raw: str, entities: Mapping[str, str]) -> tuple[list
 
 def evaluate_direct(pipeline, question, raw: str, generate_s: float = 0.0) -> dict:
     """One question's ablation record: the keys evaluate_question writes (hits@1, f1, ehr, ged, error, ...)."""
-    from .metrics import best_over_parses
-    from .run import _stage, _structure
+    from .run import _stage, score
 
-    golds = [[a for a, _ in (p.answers or ())] for p in question.parses if p.answers is not None]
     entities = dict(question.parses[0].topic_entities)
     record: dict = {"raw": raw, "llm_calls": 1}
     t0 = time.perf_counter()
@@ -306,10 +304,5 @@ def evaluate_direct(pipeline, question, raw: str, generate_s: float = 0.0) -> di
         record.update(answers=[], exception=f"{type(exc).__name__}: {exc}")
     record["latency_s"] = round(generate_s + time.perf_counter() - t0, 4)
     record["generate_s"] = round(generate_s, 4)
-    hits, f1 = best_over_parses(predicted, golds) if golds else (None, None)
-    record["hits@1"], record["f1"] = hits, f1
-    record["ehr"], record["ged"] = _structure(sparql, question)
-    if error is None and f1 is not None and f1 < 1.0:
-        error = "main-path" if record["ehr"] < 1.0 else "filtering"
-    record["error"] = error
+    score(record, question, predicted, sparql, error)
     return record

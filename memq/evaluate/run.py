@@ -83,7 +83,6 @@ def _structure(pred_sparql: str | None, question) -> tuple[float, float]:
 
 def evaluate_question(pipeline, question, planner: str, describe=None, planned=None) -> dict:
     """Score one question. ``planned`` is a plan made beforehand in a batch: ``(Plan or MemQError, seconds)``."""
-    golds = [[a for a, _ in (p.answers or ())] for p in question.parses if p.answers is not None]
     entities = dict(question.parses[0].topic_entities)
     record = {"id": question.id, "question": question.question, "planner": planner}
     t0 = time.perf_counter()
@@ -117,14 +116,25 @@ def evaluate_question(pipeline, question, planner: str, describe=None, planned=N
         error = _stage(exc)
         record.update(answers=[], exception=f"{type(exc).__name__}: {exc}", llm_calls=record.get("llm_calls", 0))
     record["latency_s"] = round(time.perf_counter() - t0 + record.get("plan_s", 0.0), 4)
+    golds = score(record, question, predicted, sparql, error)
+    record["gold"] = golds[0] if golds else None
+    return record
+
+
+def score(record: dict, question, predicted: list[str], sparql: str | None, error: str | None) -> list[list[str]]:
+    """Fill ``record``'s hits@1, f1 (best parse), ehr, ged and error stage; return the gold answer lists.
+
+    A wrong answer that raised nothing is a ``main-path`` error when a gold edge is missing (EHR < 1), else
+    ``filtering``. Shared by memq's records and the direct-SPARQL ablation's.
+    """
+    golds = [[a for a, _ in (p.answers or ())] for p in question.parses if p.answers is not None]
     hits, f1 = best_over_parses(predicted, golds) if golds else (None, None)
     record["hits@1"], record["f1"] = hits, f1
     record["ehr"], record["ged"] = _structure(sparql, question)
     if error is None and f1 is not None and f1 < 1.0:
         error = "main-path" if record["ehr"] < 1.0 else "filtering"
     record["error"] = error
-    record["gold"] = golds[0] if golds else None
-    return record
+    return golds
 
 
 def load_records(path: str | Path) -> dict[str, dict]:
