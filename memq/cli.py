@@ -53,5 +53,21 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def group_main(register, group: str, argv: list[str] | None = None) -> int:
+    """Run one command group on its own (``python -m memq.plan.cli train ...`` is ``memq planner train ...``):
+    INFO logging, a MemQError is one line on stderr and exit code 1."""
+    from .errors import MemQError
+
+    parser = argparse.ArgumentParser(prog="memq")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args([group, *(sys.argv[1:] if argv is None else argv)])
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return int(args.handler(args) or 0)
+    except MemQError as exc:
+        print(f"memq: error: {exc}", file=sys.stderr)
+        return 1
+
+
 if __name__ == "__main__":
     sys.exit(main())

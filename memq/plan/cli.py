@@ -28,21 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     data.set_defaults(handler=_data)
 
     train = psub.add_parser("train", help="fine-tune a LoRA planner (CPU or CUDA)")
-    train.add_argument("--base", choices=BASES, default="qwen2.5-coder-0.5b")
-    train.add_argument("--data", default="webqsp", choices=("webqsp", "cwq", "webqsp+cwq"),
-                       help="training questions (train split; CWQ's WebQTest-N_ items are excluded when webqsp is "
-                            "included, so the planner stays clean for WebQSP test)")
-    train.add_argument("--max-steps", type=int, default=0, help="stop after N optimizer steps (overrides --epochs)")
-    train.add_argument("--epochs", type=float, default=1.0)
-    train.add_argument("--batch-size", type=int, default=8)
-    train.add_argument("--lr", type=float, default=2e-4)
-    train.add_argument("--lora-r", type=int, default=8)
-    train.add_argument("--checkpoint-every", type=int, default=25)
-    train.add_argument("--limit", type=int, help="train on the first N examples only")
+    add_training_args(train)
     train.add_argument("--out", help="adapter directory (default: $MEMQ_CACHE/planners/<base>-<data>)")
-    train.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
-    train.add_argument("--device", default="cpu")
-    train.add_argument("--threads", type=int, help="torch CPU threads")
     train.add_argument("--eval-limit", type=int, default=100, help="dev questions scored after training (0: none)")
     _common(train)
     train.set_defaults(handler=_train)
@@ -64,6 +51,49 @@ def register(sub: argparse._SubParsersAction) -> None:
     _planner_args(plan)
     _common(plan)
     plan.set_defaults(handler=_plan)
+
+
+def add_training_args(p: argparse.ArgumentParser) -> None:
+    """The flags ``memq planner train`` and ``memq ablation train`` share: same names, same defaults."""
+    p.add_argument("--base", choices=BASES, default="qwen2.5-coder-0.5b")
+    p.add_argument("--data", default="webqsp", choices=("webqsp", "cwq", "webqsp+cwq"),
+                   help="training questions (train split, dev held out; CWQ's WebQTest-N_ items are excluded when "
+                        "webqsp is included, so the model stays clean for WebQSP test)")
+    p.add_argument("--max-steps", type=int, default=0, help="stop after N optimizer steps (overrides --epochs)")
+    p.add_argument("--epochs", type=float, default=1.0)
+    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--lr", type=float, default=2e-4)
+    p.add_argument("--lora-r", type=int, default=8)
+    p.add_argument("--checkpoint-every", type=int, default=25)
+    p.add_argument("--limit", type=int, help="train on the first N examples only")
+    p.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--threads", type=int, help="torch CPU threads")
+
+
+def training_plans(args) -> tuple[list[str], list]:
+    """(datasets, derived training plans) for ``--data`` and ``--limit``; sets ``--threads`` first."""
+    from .data import load_split
+
+    _threads(args)
+    datasets = args.data.split("+")
+    exclude = "webqsp" in datasets
+    plans = []
+    for ds in datasets:
+        plans += load_split(ds, "train", exclude_webqsp_test=exclude and ds == "cwq")
+    if args.limit:
+        plans = plans[:args.limit]
+    return datasets, plans
+
+
+def train_config(args, **overrides):
+    """The TrainConfig the shared training flags name, ``overrides`` (TrainConfig fields) applied before checking."""
+    from .finetune import TrainConfig
+
+    hp = dict(base=args.base, epochs=args.epochs, max_steps=args.max_steps, batch_size=args.batch_size,
+              lr=args.lr, lora_r=args.lora_r, lora_alpha=2 * args.lora_r, checkpoint_every=args.checkpoint_every,
+              device=args.device)
+    return TrainConfig(**{**hp, **overrides})
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -121,19 +151,11 @@ def default_adapter_dir(base: str, data: str) -> Path:
 
 def _train(args) -> int:
     from .data import load_split
-    from .finetune import TrainConfig, train, update_manifest
+    from .finetune import train, update_manifest
 
-    _threads(args)
-    datasets = args.data.split("+")
+    datasets, plans = training_plans(args)
     exclude = "webqsp" in datasets
-    plans = []
-    for ds in datasets:
-        plans += load_split(ds, "train", exclude_webqsp_test=exclude and ds == "cwq")
-    if args.limit:
-        plans = plans[:args.limit]
-    cfg = TrainConfig(base=args.base, epochs=args.epochs, max_steps=args.max_steps, batch_size=args.batch_size,
-                      lr=args.lr, lora_r=args.lora_r, lora_alpha=2 * args.lora_r,
-                      checkpoint_every=args.checkpoint_every, device=args.device)
+    cfg = train_config(args)
     out = Path(args.out) if args.out else default_adapter_dir(args.base, args.data)
     info = {"datasets": datasets, "split": "train (memq.plan.data.split_of, dev held out)",
             "excluded_webqsp_test_ids": exclude and "cwq" in datasets, "limit": args.limit}
@@ -219,17 +241,9 @@ def _plan(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m memq.plan.cli <command> ...`` (same as ``memq planner <command> ...``)."""
-    import logging
+    from memq.cli import group_main
 
-    parser = argparse.ArgumentParser(prog="memq")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(["planner", *(sys.argv[1:] if argv is None else argv)])
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    try:
-        return int(args.handler(args) or 0)
-    except MemQError as exc:
-        print(f"memq: error: {exc}", file=sys.stderr)
-        return 1
+    return group_main(register, "planner", argv)
 
 
 if __name__ == "__main__":
