@@ -117,7 +117,7 @@ def test_config_switches_descriptions_and_hash():
 def test_shared_descriptions_are_counted_and_left_alone():
     # A relation and its reverse read the same way: both keep the text (recall keeps ties, the KG decides).
     described = [Described(("Same ", "s2"), "t"), Described(("same",), "t"), Described(("other",), "t")]
-    assert shared_descriptions(described) == 2
+    assert shared_descriptions(d.descriptions[0] for d in described) == 2
     assert described[0].descriptions == ("Same ", "s2")
 
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -75,8 +76,8 @@ def describe_with_info(describer: Describer, statements: list[Statement]) -> lis
     return out
 
 
-def shared_descriptions(described: Sequence[Described]) -> int:
-    """How many statements share their first description with another statement.
+def shared_descriptions(firsts: Iterable[str]) -> int:
+    """How many statements share their first description (``firsts``, one per statement) with another.
 
     A relation and its reverse property read the same way (``?entity2 is the
     campaigns of the election ?entity1`` for ``government.election.campaigns``
@@ -86,8 +87,5 @@ def shared_descriptions(described: Sequence[Described]) -> int:
     build suffixed later duplicates with ``(via relation)``, which made recall
     pick one of two equivalent statements by id, often the one a KG lacks.)
     """
-    counts: dict[str, int] = {}
-    for d in described:
-        key = d.descriptions[0].strip().lower()
-        counts[key] = counts.get(key, 0) + 1
+    counts = Counter(first.strip().lower() for first in firsts)
     return sum(n for n in counts.values() if n > 1)

@@ -54,8 +54,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         raise MemQError("--ablation direct-sparql needs --ablation-adapter DIR (see `memq ablation train`)")
     summary = run(args.dataset, args.split, args.planner, config=config, limit=args.limit,
                   per_question=args.per_question, progress=not args.no_progress,
-                  ablation=args.ablation, ablation_adapter=args.ablation_adapter, plans_from=args.plans,
-                  batch_size=args.batch_size)
+                  ablation=args.ablation, ablation_adapter=args.ablation_adapter, plans_from=args.plans)
     summary["per_question"] = args.per_question
     text = json.dumps(summary, indent=2)
     if args.json:

@@ -221,8 +221,10 @@ def summarise_ablation(records: list[dict], name: str, model=None) -> dict:
 def run(dataset: str, split: str, planner: str, *, config=None, limit: int | None = None,
         per_question: str | Path | None = None, progress: bool = True, pipeline=None,
         ablation: str | None = None, ablation_adapter: str | Path | None = None, ablation_model=None,
-        batch_size: int = 8, plans_from: str | Path | None = None) -> dict:
+        batch_size: int | None = None, plans_from: str | Path | None = None) -> dict:
     """Evaluate and return the summary; ``per_question`` (JSONL) makes the run resumable.
+
+    ``batch_size``: questions planned per generate call (default: ``config.planner_batch_size``).
 
     ``plans_from`` (an earlier run's per-question file, same dataset and LLM planner) reuses its plans
     instead of calling the model: each question keeps the planning time and LLM call it cost then, and
@@ -279,7 +281,8 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
     out = open(path, "a", encoding="utf-8") if path else None
     # LLM planners plan a batch of questions in one generate call; each question is charged its share
     # of the time and one LLM call (one prompt).
-    size = max(1, getattr(model, "batch_size", 1), 1 if planner == "oracle" else batch_size)
+    size = max(1, getattr(model, "batch_size", 1),
+               1 if planner == "oracle" else batch_size or config.planner_batch_size)
     try:
         for i in range(0, len(todo), size):
             chunk = todo[i:i + size]

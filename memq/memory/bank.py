@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from memq.describe.base import shared_descriptions
 from memq.errors import MemoryBankError
 from memq.types import STRUCTURES, MemoryRecord, Statement
 
@@ -189,6 +190,7 @@ class MemoryBank:
             "by_source": dict(sorted(by_source.items())),
             "by_describer": dict(sorted(Counter(r.describer for r in self.records).items())),
             "fallbacks": dict(sorted(Counter(r.fallback for r in self.records if r.fallback).items())),
+            "shared_first_descriptions": shared_descriptions(r.descriptions[0] for r in self.records),
         }
 
     # ------------------------------------------------------------------ persistence
@@ -211,8 +213,7 @@ class MemoryBank:
             "source": self.info.get("source", {}),
             "index": {"type": "IndexFlatIP", "rows": int(self.index.ntotal),
                       "row_order": "row i = i-th description in statements.jsonl order"},
-            "counts": {**self.counts(), **({"shared_first_descriptions": self.info["shared_first_descriptions"]}
-                                           if "shared_first_descriptions" in self.info else {})},
+            "counts": self.counts(),
             "files": {name: sha256_file(out / name) for name in (STATEMENTS, INDEX)},
         }
         write_atomic(out / MANIFEST, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode("utf-8"))

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from memq.describe.base import Described, Describer, describe_with_info, shared_descriptions
+from memq.describe.base import Described, Describer, describe_with_info
 from memq.errors import MemoryBankError, MemQError
 from memq.types import STRUCTURES, MemoryRecord, Statement
 
@@ -195,7 +195,7 @@ def build_memory(statements: list[Statement], describer: Describer, embedder: Em
     records = [MemoryRecord(s, d.descriptions, d.describer, d.fallback)
                for s, d in zip(statements, described, strict=True)]
     info = {"describer": {"name": describer.name, "prompt_hash": describer.prompt_hash},
-            "source": source_info or {}, "shared_first_descriptions": shared_descriptions(described)}
+            "source": source_info or {}}
     total = sum(len(r.descriptions) for r in records)
     with _bar(total, "embed", config.progress) as bar:
         bank = MemoryBank.build(records, embedder, sources=sources, info=info, batch_size=config.embed_batch,
