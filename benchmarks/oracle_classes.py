@@ -1,6 +1,6 @@
 """Explain what an oracle-plan run falls short on, by question class.
 
-    .venv/bin/python benchmarks/oracle_classes.py RUN.jsonl [--dataset webqsp] [--memory memory_bank/webqsp]
+    .venv/bin/python benchmarks/oracle_classes.py RUN.jsonl[.gz] [--dataset webqsp] [--memory memory_bank/webqsp]
 
 Classes, checked in order for every question that is not perfect (F1 < 1 or EHR < 1):
   no-plan          the gold query yields no oracle plan (aggregates, undescribed filters)
@@ -18,6 +18,7 @@ from collections import Counter, defaultdict
 from memq import datasets
 from memq.decompose import decompose_query
 from memq.errors import MemQError
+from memq.evaluate.run import load_records
 from memq.sparql import parse_query
 
 
@@ -27,7 +28,7 @@ def main() -> None:
     ap.add_argument("--dataset", default="webqsp")
     ap.add_argument("--memory", default="memory_bank/webqsp")
     args = ap.parse_args()
-    records = [json.loads(line) for line in open(args.run, encoding="utf-8") if line.strip()]
+    records = list(load_records(args.run).values())  # .jsonl or .jsonl.gz
     with open(f"{args.memory}/statements.jsonl", encoding="utf-8") as fh:
         memory = {json.loads(line)["id"] for line in fh}
     report = json.load(open("data/kg/benchmark_report.json", encoding="utf-8"))
