@@ -271,7 +271,8 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
 
         if ablation not in ABLATIONS:
             raise ValueError(f"unknown ablation {ablation!r}; expected one of {', '.join(ABLATIONS)}")
-        model = ablation_model or DirectSparqlModel(ablation_adapter)
+        model = ablation_model or DirectSparqlModel(ablation_adapter,
+                                                    batch_size=batch_size or config.planner_batch_size)
     todo = [q for q in questions if q.id not in done or (model is not None and not done[q.id].get("ablation"))]
     bar = None
     if progress:
