@@ -1,8 +1,9 @@
 """``memq report``: one self-contained HTML page from evaluation summaries.
 
-A results table, the error breakdown, and two plots drawn from the
-per-question files: the distribution of recall similarities, and EHR by the
-number of gold edges (hops).
+A results table (a run's direct-SPARQL ablation gets its own row), the error
+breakdown, and two plots drawn from the per-question files: the distribution of
+recall similarities, and mean EHR by the number of edges in the gold query (the
+first parse that parses, counted as EHR counts them), for memq and any ablation.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import html
 import io
 import json
 from collections import defaultdict
+from functools import cache
 from pathlib import Path
 
 COLUMNS = ("dataset", "split", "planner", "memory", "questions", "hits@1", "f1", "ehr", "ged", "p50_s",
@@ -46,6 +48,41 @@ def _label(s: dict) -> str:
     return f"{s['dataset']}/{s['split']}/{s['planner']}{memory}"
 
 
+def _rows(summaries: list[dict]) -> list[dict]:
+    """One row per run, then one per ablation answered in that run (same questions)."""
+    rows = []
+    for s in summaries:
+        rows.append(s)
+        if s.get("ablation"):
+            ab = s["ablation"]
+            rows.append({**ab, "dataset": s["dataset"], "split": s["split"], "memory": "",
+                         "planner": f"{ab.get('name', 'ablation')} (ablation, same run as the row above)"})
+    return rows
+
+
+@cache
+def _gold_sizes(dataset: str, split: str) -> dict[str, int]:
+    """Question id -> number of edges in its gold query (the first parse that parses)."""
+    from ..errors import MemQError
+    from ..sparql import parse_query
+    from .metrics import query_edges
+    from .run import questions_for
+
+    try:
+        questions = questions_for(dataset, split)
+    except (MemQError, ValueError, OSError):
+        return {}
+    sizes = {}
+    for q in questions:
+        for parse in q.parses:
+            try:
+                sizes[q.id] = len({e[:3] for e in query_edges(parse_query(parse.sparql))})
+                break
+            except MemQError:
+                continue
+    return sizes
+
+
 def _png(fig) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
@@ -57,8 +94,6 @@ def _plots(summaries: list[dict]) -> list[tuple[str, str]]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from ..sparql import parse_query
 
     plots = []
     fig, ax = plt.subplots(figsize=(6, 3))
@@ -78,39 +113,40 @@ def _plots(summaries: list[dict]) -> list[tuple[str, str]]:
     fig, ax = plt.subplots(figsize=(6, 3))
     drawn = False
     for s in summaries:
-        by_hops = defaultdict(list)
+        sizes = _gold_sizes(s["dataset"], s["split"]) if s["_records"] else {}
+        series = {_label(s): defaultdict(list)}
         for rec in s["_records"]:
-            gold_hops = rec.get("gold_edges")
-            if gold_hops is None and rec.get("sparql") is not None:
-                try:
-                    gold_hops = len(parse_query(rec["sparql"]).where.all_triples())
-                except Exception:  # noqa: BLE001 - plotting must not fail on one record
-                    gold_hops = None
-            if gold_hops:
-                by_hops[min(gold_hops, 6)].append(rec["ehr"])
-        if by_hops:
-            xs = sorted(by_hops)
-            ax.plot(xs, [sum(by_hops[x]) / len(by_hops[x]) for x in xs], marker="o",
-                    label=_label(s))
-            drawn = True
+            size = sizes.get(rec.get("id"))
+            if not size:
+                continue
+            series[_label(s)][min(size, 6)].append(rec["ehr"])
+            if rec.get("ablation"):
+                name = f"{_label(s)}: {s.get('ablation', {}).get('name', 'ablation')}"
+                series.setdefault(name, defaultdict(list))[min(size, 6)].append(rec["ablation"]["ehr"])
+        for name, by_hops in series.items():
+            if by_hops:
+                xs = sorted(by_hops)
+                ax.plot(xs, [sum(by_hops[x]) / len(by_hops[x]) for x in xs], marker="o", label=name)
+                drawn = True
     if drawn:
-        ax.set_xlabel("edges in the query (6 = 6 or more)")
+        ax.set_xlabel("edges in the gold query (6 = 6 or more)")
         ax.set_ylabel("mean EHR")
         ax.set_ylim(0, 1.05)
         ax.legend(fontsize=7)
-        plots.append(("EHR by query size", _png(fig)))
+        plots.append(("EHR by gold query size", _png(fig)))
     plt.close(fig)
     return plots
 
 
 def write_report(paths, out: str | Path) -> Path:
     summaries = _load(paths)
+    table = _rows(summaries)
     rows = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(str(s.get(c, '')))}</td>" for c in COLUMNS) + "</tr>" for s in summaries)
+        "<tr>" + "".join(f"<td>{html.escape(str(s.get(c, '')))}</td>" for c in COLUMNS) + "</tr>" for s in table)
     errors = "".join(
         f"<tr><td>{html.escape(_label(s))}</td>"
         f"<td>{html.escape(json.dumps(s.get('errors', {})))}</td>"
-        f"<td>{html.escape(json.dumps(s.get('fallbacks', {})))}</td></tr>" for s in summaries)
+        f"<td>{html.escape(json.dumps(s.get('fallbacks', {})))}</td></tr>" for s in table)
     figures = "".join(f"<h2>{html.escape(t)}</h2><img src='{src}'>" for t, src in _plots(summaries))
     note = html.escape(summaries[0].get("source", "")) if summaries else ""
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>memq results</title>
