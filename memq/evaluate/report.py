@@ -106,7 +106,7 @@ def _plots(summaries: list[dict]) -> list[tuple[str, str]]:
     if drawn:
         ax.set_xlabel("similarity of recalled statements")
         ax.set_ylabel("count")
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
         plots.append(("Recall similarity", _png(fig)))
     plt.close(fig)
 
@@ -132,7 +132,7 @@ def _plots(summaries: list[dict]) -> list[tuple[str, str]]:
         ax.set_xlabel("edges in the gold query (6 = 6 or more)")
         ax.set_ylabel("mean EHR")
         ax.set_ylim(0, 1.05)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
         plots.append(("EHR by gold query size", _png(fig)))
     plt.close(fig)
     return plots
