@@ -47,7 +47,7 @@ def test_report_tells_runs_apart_by_memory_and_reads_gzipped_records(tmp_path):
     assert "{&quot;filtering&quot;: 1}" in page
 
 
-def test_an_ablation_in_the_run_gets_its_own_row_and_ehr_series(tmp_path):
+def test_an_ablation_in_the_run_gets_its_own_table_and_error_rows(tmp_path):
     page = write_report([_summary(tmp_path, "a", "webqsp", gz=False, ablation=True)], tmp_path / "r.html").read_text()
     assert "<td>direct-sparql (ablation, same run as the row above)</td>" in page
     assert "<td>0.125</td>" in page and "direct-sparql-parse" in page
