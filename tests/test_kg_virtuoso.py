@@ -16,7 +16,7 @@ from kg_sample import sample_questions, write_sample
 from memq.datasets import DATA_DIR, load
 from memq.errors import KnowledgeGraphError
 from memq.kg import EndpointConfig, OxigraphStore, SparqlEndpoint, VirtuosoConfig, VirtuosoServer
-from memq.kg.check import check_gold
+from memq.kg.check import check_gold, parse_ident
 from memq.kg.virtuoso import find_binaries
 from memq.sparql import parse_query, to_standard
 from memq.sparql.model import XSD, Projection, Var
@@ -213,8 +213,7 @@ def test_benchmark_kg_gold_queries(benchmark, dataset, split):
     assert over_http["executed"] == over_http["queries"], over_http["errors"][:5]
     assert endpoint.truncated == 0
     differ = sorted(set(over_http["inexact"]) ^ set(embedded["inexact"]))
-    sparql = {(p.parse_id if p.parse_id.startswith(q.id) else f"{q.id}/{p.parse_id}"): p.sparql
-              for q in questions for p in q.parses}
+    sparql = {parse_ident(q, p): p.sparql for q in questions for p in q.parses}
     unexplained = [i for i in differ if not tied_at_limit(store, sparql[i])]
     assert unexplained == [], unexplained[:10]
     assert abs(over_http["exact"] - embedded["exact"]) <= len(differ)

@@ -25,8 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--no-ground", action="store_true")
     ev.add_argument("--no-repair", action="store_true")
     ev.add_argument("--no-progress", action="store_true")
-    ev.add_argument("--batch-size", type=int, default=8,
-                    help="questions planned per generate call (larger batches are faster on CPU)")
+    ev.add_argument("--batch-size", type=int,
+                    help="questions planned per generate call (default: Config.planner_batch_size; larger "
+                         "batches are faster on CPU)")
     ev.add_argument("--plans", metavar="FILE.jsonl",
                     help="reuse the plans of an earlier run's per-question file (no model calls for them)")
     ev.add_argument("--ablation", choices=("direct-sparql",),
@@ -45,7 +46,9 @@ def _evaluate(args: argparse.Namespace) -> int:
     from ..errors import MemQError
     from .run import run
 
-    config = replace(config_from(args), planner_batch_size=args.batch_size)
+    config = config_from(args)
+    if args.batch_size is not None:
+        config = replace(config, planner_batch_size=args.batch_size)
     recall = config.recall
     changes = {k: getattr(args, k) for k in ("rule", "gamma1", "gamma2") if getattr(args, k) is not None}
     if changes:

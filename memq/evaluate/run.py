@@ -244,6 +244,7 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
     else:
         config = replace(config, planner=planner)
     pipeline = pipeline or Pipeline(config)
+    batch_size = batch_size or config.planner_batch_size
     questions = questions_for(dataset, split)
     if limit is not None:
         questions = questions[:limit]
@@ -271,8 +272,7 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
 
         if ablation not in ABLATIONS:
             raise ValueError(f"unknown ablation {ablation!r}; expected one of {', '.join(ABLATIONS)}")
-        model = ablation_model or DirectSparqlModel(ablation_adapter,
-                                                    batch_size=batch_size or config.planner_batch_size)
+        model = ablation_model or DirectSparqlModel(ablation_adapter, batch_size=batch_size)
     todo = [q for q in questions if q.id not in done or (model is not None and not done[q.id].get("ablation"))]
     bar = None
     if progress:
@@ -282,8 +282,7 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
     out = open(path, "a", encoding="utf-8") if path else None
     # LLM planners plan a batch of questions in one generate call; each question is charged its share
     # of the time and one LLM call (one prompt).
-    size = max(1, getattr(model, "batch_size", 1),
-               1 if planner == "oracle" else batch_size or config.planner_batch_size)
+    size = max(1, getattr(model, "batch_size", 1), 1 if planner == "oracle" else batch_size)
     try:
         for i in range(0, len(todo), size):
             chunk = todo[i:i + size]

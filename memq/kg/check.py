@@ -44,6 +44,7 @@ MAX_LISTED = 200
 
 # --------------------------------------------------------------------------- answers
 
+
 def answer_key(value: Term | str) -> str:
     """The comparable form of one answer: a local id, a date key ``d:...``, a number ``n:...`` or a string."""
     if isinstance(value, Iri):
@@ -168,6 +169,12 @@ def _gold_items(questions: Iterable[GoldQuestion]) -> list[tuple[GoldQuestion, G
     return [(q, p) for q in questions for p in q.parses if p.answers is not None]
 
 
+def parse_ident(question: GoldQuestion, parse: GoldParse) -> str:
+    """How ``check_gold`` names a parse in ``inexact`` and ``errors``: its id, prefixed by the question's
+    when it does not already start with it."""
+    return parse.parse_id if parse.parse_id.startswith(question.id) else f"{question.id}/{parse.parse_id}"
+
+
 def check_gold(kg: KnowledgeGraph, questions: Iterable[GoldQuestion], *, drop_constraint: bool = False,
                timeout: float | None = 60.0, progress: bool = False, max_listed: int | None = MAX_LISTED) -> dict:
     """Run every gold parse that has answers; a JSON-able summary.
@@ -194,7 +201,7 @@ def check_gold(kg: KnowledgeGraph, questions: Iterable[GoldQuestion], *, drop_co
     started = time.perf_counter()
     for question, parse in items:
         summary["queries"] += 1
-        ident = parse.parse_id if parse.parse_id.startswith(question.id) else f"{question.id}/{parse.parse_id}"
+        ident = parse_ident(question, parse)
         seen_questions.setdefault(question.id, False)
         try:
             query = parse_query(parse.sparql)
