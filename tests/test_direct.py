@@ -187,3 +187,19 @@ def test_train_direct_uses_the_planner_trainer_with_the_direct_prompt(training_p
     assert seen["prompt"] == direct_prompt(examples[0].question, examples[0].entities)
     assert seen["target"] == examples[0].text and finetune.planner_prompt is original
     assert json.loads((tmp_path / "manifest.json").read_text())["kind"] == "lora-direct-sparql"
+
+
+def test_like_copies_the_planners_training_data():
+    import argparse
+
+    from memq.errors import MemQError
+    from memq.evaluate.direct_cli import _same_data
+
+    data = {"datasets": ["cwq"], "limit": None}
+    args = argparse.Namespace(data=None, limit=None)
+    _same_data(args, data)
+    assert (args.data, args.limit) == ("cwq", None)
+    with pytest.raises(MemQError, match="'webqsp'.*'cwq'"):
+        _same_data(argparse.Namespace(data="webqsp", limit=None), data)
+    with pytest.raises(MemQError, match="--limit 50"):
+        _same_data(argparse.Namespace(data=None, limit=50), data)

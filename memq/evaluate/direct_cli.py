@@ -19,7 +19,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     tr = ab_sub.add_parser("train", help="fine-tune the direct-SPARQL model (w/o PE, QRM)")
     add_training_args(tr)
     tr.add_argument("--like", metavar="PLANNER_DIR",
-                    help="copy base, steps, batch size, lr and LoRA r from this planner adapter's manifest")
+                    help="copy the training data (--data, --limit), base, steps, batch size, lr and LoRA r from this "
+                         "planner adapter's manifest")
     tr.add_argument("--out", required=True, help="adapter directory")
     tr.add_argument("--no-progress", action="store_true")
     tr.set_defaults(handler=_train)
@@ -29,16 +30,17 @@ def _train(args: argparse.Namespace) -> int:
     from ..plan.cli import train_config, training_plans
     from .direct import examples_from_plans, train_direct
 
-    datasets, plans = training_plans(args)
-    examples, skipped = examples_from_plans(plans)
     like = {}
     if args.like:
         from ..plan.planner import read_manifest
 
         m = read_manifest(args.like)
+        _same_data(args, m["data"])
         h = m["hyper_parameters"]
         like = dict(base=m["base_model"]["ref"], max_steps=m["training"]["steps"], batch_size=h["batch_size"],
                     lr=h["lr"], lora_r=h["lora_r"], lora_alpha=h["lora_alpha"], epochs=h["epochs"])
+    datasets, plans = training_plans(args)
+    examples, skipped = examples_from_plans(plans)
     cfg = train_config(args, **like)
     info = {"datasets": datasets, "split": "train (memq.plan.data.split_of, dev held out)",
             "same_questions_as": "memq planner train", "skipped": len(skipped), "limit": args.limit,
@@ -55,6 +57,18 @@ def _train(args: argparse.Namespace) -> int:
                       "seconds_per_step": round(result.seconds / max(1, result.steps), 3),
                       "first_losses": result.losses[:3], "last_losses": result.losses[-3:]}, indent=2))
     return 0
+
+
+def _same_data(args: argparse.Namespace, data: dict) -> None:
+    """Take ``--data`` and ``--limit`` from the planner's manifest; a flag that names other data is an error."""
+    from ..errors import MemQError
+
+    planner_data = "+".join(data["datasets"])
+    if args.data and args.data != planner_data:
+        raise MemQError(f"--data {args.data!r} differs from the planner's training data {planner_data!r} (--like)")
+    if args.limit and args.limit != data.get("limit"):
+        raise MemQError(f"--limit {args.limit} differs from the planner's limit {data.get('limit')} (--like)")
+    args.data, args.limit = planner_data, data.get("limit")
 
 
 def main(argv: list[str] | None = None) -> int:

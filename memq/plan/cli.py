@@ -56,9 +56,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def add_training_args(p: argparse.ArgumentParser) -> None:
     """The flags ``memq planner train`` and ``memq ablation train`` share: same names, same defaults."""
     p.add_argument("--base", choices=BASES, default="qwen2.5-coder-0.5b")
-    p.add_argument("--data", default="webqsp", choices=("webqsp", "cwq", "webqsp+cwq"),
-                   help="training questions (train split, dev held out; CWQ's WebQTest-N_ items are excluded when "
-                        "webqsp is included, so the model stays clean for WebQSP test)")
+    p.add_argument("--data", choices=("webqsp", "cwq", "webqsp+cwq"),
+                   help="training questions (default webqsp; train split, dev held out; CWQ's WebQTest-N_ items are "
+                        "excluded when webqsp is included, so the model stays clean for WebQSP test)")
     p.add_argument("--max-steps", type=int, default=0, help="stop after N optimizer steps (overrides --epochs)")
     p.add_argument("--epochs", type=float, default=1.0)
     p.add_argument("--batch-size", type=int, default=8)
@@ -76,6 +76,7 @@ def training_plans(args) -> tuple[list[str], list]:
     from .data import load_split
 
     _threads(args)
+    args.data = args.data or "webqsp"
     datasets = args.data.split("+")
     exclude = "webqsp" in datasets
     plans = []
