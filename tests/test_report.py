@@ -47,6 +47,16 @@ def test_report_tells_runs_apart_by_memory_and_reads_gzipped_records(tmp_path):
     assert "{&quot;filtering&quot;: 1}" in page
 
 
+def test_report_tells_planner_adapters_apart(tmp_path):
+    paths = [_summary(tmp_path, name, "cwq", gz=None) for name in ("a", "b")]
+    for path, adapter in zip(paths, ("memory_bank/cwq/planner", "memory_bank/webqsp/planner"), strict=True):
+        summary = json.loads(open(path).read())
+        open(path, "w").write(json.dumps({**summary, "planner": "finetuned", "adapter": adapter}))
+    page = write_report(paths, tmp_path / "r.html").read_text()
+    assert "<td>memory_bank/cwq/planner</td>" in page and "<td>memory_bank/webqsp/planner</td>" in page
+    assert "webqsp/test/finetuned (cwq), adapter memory_bank/cwq/planner" in page
+
+
 def test_an_ablation_in_the_run_gets_its_own_table_and_error_rows(tmp_path):
     page = write_report([_summary(tmp_path, "a", "webqsp", gz=False, ablation=True)], tmp_path / "r.html").read_text()
     assert "<td>direct-sparql (ablation, same run as the row above)</td>" in page

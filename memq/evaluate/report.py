@@ -16,7 +16,7 @@ from collections import defaultdict
 from functools import cache
 from pathlib import Path
 
-COLUMNS = ("dataset", "split", "planner", "memory", "questions", "hits@1", "f1", "ehr", "ged", "p50_s",
+COLUMNS = ("dataset", "split", "planner", "memory", "adapter", "questions", "hits@1", "f1", "ehr", "ged", "p50_s",
            "llm_calls_per_question")
 
 
@@ -45,7 +45,8 @@ def _load(paths) -> list[dict]:
 
 def _label(s: dict) -> str:
     memory = f" ({s['memory']})" if s.get("memory") else ""
-    return f"{s['dataset']}/{s['split']}/{s['planner']}{memory}"
+    adapter = f", adapter {s['adapter']}" if s.get("adapter") else ""
+    return f"{s['dataset']}/{s['split']}/{s['planner']}{memory}{adapter}"
 
 
 def _rows(summaries: list[dict]) -> list[dict]:
