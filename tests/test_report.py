@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from pathlib import Path
 
 import pytest
 
@@ -50,8 +51,8 @@ def test_report_tells_runs_apart_by_memory_and_reads_gzipped_records(tmp_path):
 def test_report_tells_planner_adapters_apart(tmp_path):
     paths = [_summary(tmp_path, name, "cwq", gz=None) for name in ("a", "b")]
     for path, adapter in zip(paths, ("memory_bank/cwq/planner", "memory_bank/webqsp/planner"), strict=True):
-        summary = json.loads(open(path).read())
-        open(path, "w").write(json.dumps({**summary, "planner": "finetuned", "adapter": adapter}))
+        summary = json.loads(Path(path).read_text())
+        Path(path).write_text(json.dumps({**summary, "planner": "finetuned", "adapter": adapter}))
     page = write_report(paths, tmp_path / "r.html").read_text()
     assert "<td>memory_bank/cwq/planner</td>" in page and "<td>memory_bank/webqsp/planner</td>" in page
     assert "webqsp/test/finetuned (cwq), adapter memory_bank/cwq/planner" in page
