@@ -92,19 +92,36 @@ class Pipeline:
     @property
     def planner(self):
         if self._planner is None:
-            from .plan.planner import default_adapter, make_planner
+            from .plan.planner import make_planner
 
-            kind = self.config.planner
-            if kind == "given":
+            if self.config.planner == "given":
                 raise ReconstructionError("this pipeline takes plans from the caller (planner='given'); pass plan=")
-            if kind == "auto":  # the committed or cached fine-tuned adapter if there is one, else few-shot
-                adapter = self.config.adapter or default_adapter(self.config.planner_dataset)
-                kind = "finetuned" if (Path(adapter) / "adapter_config.json").exists() else "fewshot"
+            kind, adapter = self._planner_choice()
+            if self.config.planner == "auto":
                 log.info("planner auto -> %s", kind)
-            self._planner = make_planner(kind, model=self.config.planner_model, adapter=self.config.adapter,
+            self._planner = make_planner(kind, model=self.config.planner_model, adapter=adapter,
                                          batch_size=self.config.planner_batch_size,
                                          dataset=self.config.planner_dataset)
         return self._planner
+
+    @property
+    def planner_adapter(self) -> Path | None:
+        """The LoRA adapter of the fine-tuned planner, loaded or not yet; None for any other planner."""
+        if self._planner is not None:
+            return getattr(self._planner, "adapter", None)
+        kind, adapter = self._planner_choice()
+        return adapter if kind == "finetuned" else None
+
+    def _planner_choice(self) -> tuple[str, Path]:
+        """(planner kind, fine-tuned adapter path); ``auto`` picks the committed or cached adapter if there is one,
+        else few-shot."""
+        from .plan.planner import default_adapter
+
+        adapter = Path(self.config.adapter) if self.config.adapter else default_adapter(self.config.planner_dataset)
+        kind = self.config.planner
+        if kind == "auto":
+            kind = "finetuned" if (adapter / "adapter_config.json").exists() else "fewshot"
+        return kind, adapter
 
     # -- answering -----------------------------------------------------------
     def answer(self, question: str, entities: dict[str, str], plan: Plan | None = None) -> Answer:

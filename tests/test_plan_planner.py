@@ -110,3 +110,20 @@ def test_missing_adapter_is_a_clear_error(tmp_path, monkeypatch):
     with pytest.raises(MemQError, match="unknown planner 'given'"):
         by_name("given")
     assert by_name("fewshot", model="smollm2", k=2).name == "fewshot:smollm2:k=2"  # cheap: nothing loads yet
+
+
+def test_the_pipeline_names_its_fine_tuned_adapter_without_loading_it(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from memq.pipeline import Config, Pipeline
+
+    monkeypatch.setenv("MEMQ_CACHE", str(tmp_path))
+    assert Pipeline(Config(planner="finetuned", adapter="some/adapter")).planner_adapter == Path("some/adapter")
+    assert Pipeline(Config(planner="given")).planner_adapter is None
+    assert Pipeline(Config(planner="fewshot")).planner_adapter is None
+    given = Pipeline(Config(planner="given"), planner=ScriptedPlanner({}))
+    assert given.planner_adapter is None  # a planner handed in has no adapter
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "adapter_config.json").write_text("{}")
+    assert Pipeline(Config(planner="auto", adapter=str(tmp_path / "a"))).planner_adapter == tmp_path / "a"
+    assert Pipeline(Config(planner="auto", adapter=str(tmp_path / "none"))).planner_adapter is None

@@ -131,15 +131,19 @@ def query_edges(query: Query) -> list[tuple[str, str, str, str, str]]:
     return out
 
 
+def edge_set(query: Query) -> set[tuple[str, str, str]]:
+    """The edges EHR compares: (relation, subject label, object label), each once."""
+    return {e[:3] for e in query_edges(query)}
+
+
 def ehr(predicted: Query | None, gold: Query) -> float:
     """Share of gold edges (relation with constant endpoints kept) found in the prediction."""
-    gold_edges = {e[:3] for e in query_edges(gold)}
+    gold_edges = edge_set(gold)
     if not gold_edges:
         return 0.0
     if predicted is None:
         return 0.0
-    pred_edges = {e[:3] for e in query_edges(predicted)}
-    return len(gold_edges & pred_edges) / len(gold_edges)
+    return len(gold_edges & edge_set(predicted)) / len(gold_edges)
 
 
 def _graph(query: Query):

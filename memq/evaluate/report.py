@@ -66,7 +66,7 @@ def _gold_sizes(dataset: str, split: str) -> dict[str, int]:
     """Question id -> number of edges in its gold query (the first parse that parses)."""
     from ..errors import MemQError
     from ..sparql import parse_query
-    from .metrics import query_edges
+    from .metrics import edge_set
     from .run import questions_for
 
     try:
@@ -77,7 +77,7 @@ def _gold_sizes(dataset: str, split: str) -> dict[str, int]:
     for q in questions:
         for parse in q.parses:
             try:
-                sizes[q.id] = len({e[:3] for e in query_edges(parse_query(parse.sparql))})
+                sizes[q.id] = len(edge_set(parse_query(parse.sparql)))
                 break
             except MemQError:
                 continue

@@ -335,25 +335,14 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
                         kg=config.endpoint or Path(config.kg).name)
     summary["memory"] = Path(config.memory).name
     if planner == "finetuned":
-        summary["adapter"] = _adapter_of(pipeline)
+        adapter = pipeline.planner_adapter
+        summary["adapter"] = _relative(adapter) if adapter is not None else None
     if saved:
         summary["plans_from"] = {"file": str(plans_from),
                                  "questions": sum(1 for q in questions if q.id in saved)}
     if model is not None:
         summary["ablation"] = summarise_ablation(records, ablation, model)
     return summary
-
-
-def _adapter_of(pipeline) -> str | None:
-    """The planner adapter the run used: the loaded planner's, or (every question resumed) the one it would load."""
-    from ..plan.planner import default_adapter
-
-    loaded = getattr(pipeline, "_planner", None)
-    if loaded is not None:
-        adapter = getattr(loaded, "adapter", None)  # a scripted planner has none
-    else:
-        adapter = pipeline.config.adapter or default_adapter(pipeline.config.planner_dataset)
-    return _relative(adapter) if adapter is not None else None
 
 
 def _relative(path: str | Path) -> str:
