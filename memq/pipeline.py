@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import KnowledgeGraphError, MemQError, ReconstructionError
-from .recall import RecallConfig, is_tie, preferred, recall_step
+from .recall import TIE_ORDER, RecallConfig, break_tie, is_tie, preferred, recall_step
 from .reconstruct import Draft, Reconstructor, query_terms
 from .sparql import to_standard
 from .sparql.model import Iri, Literal, Var
@@ -184,10 +184,10 @@ class Pipeline:
             if step.kind == "find":
                 # A step that relates two known things reads a structure-3 statement; one that starts from
                 # one known thing reads structure 1 or 2. The other arity is used only if nothing fits.
-                preferred = ("3",) if step.value else ("1", "2")
-                kept, candidates, fallback = recall_step(self.bank, step, i, self.config.recall, preferred)
+                structures = ("3",) if step.value else ("1", "2")
+                kept, candidates, fallback = recall_step(self.bank, step, i, self.config.recall, structures)
                 if not candidates:
-                    trace.fallbacks.append(f"step {i + 1}: no statement of structure {'/'.join(preferred)}; "
+                    trace.fallbacks.append(f"step {i + 1}: no statement of structure {'/'.join(structures)}; "
                                            "any structure allowed")
                     kept, candidates, fallback = recall_step(self.bank, step, i, self.config.recall)
                 choice.kept, choice.candidates = kept, candidates
@@ -197,7 +197,10 @@ class Pipeline:
                 kept, candidates, fallback = recall_step(self.bank, step, i, self.config.recall,
                                                          structures=("filter",))
                 if kept and not fallback:
-                    choice.filter_statement = kept[0]
+                    choice.filter_statement, tied = break_tie(kept)
+                    if tied > 1:
+                        trace.fallbacks.append(f"step {i + 1}: {tied} tied filter statements; kept "
+                                               f"{choice.filter_statement.statement.id} ({TIE_ORDER})")
                 else:
                     trace.fallbacks.append(f"step {i + 1}: no filter statement recalled; checked by rule")
             choices.append(choice)
@@ -222,8 +225,7 @@ class Pipeline:
                 if len(grounded) > 1 and is_tie(c.kept):
                     best = min(grounded, key=lambda r: preferred(r.statement))
                     trace.fallbacks.append(f"step {c.index + 1}: {len(grounded)} tied statements bind; kept "
-                                           f"{best.statement.id} (seen in training queries, then the forward "
-                                           "direction, first)")
+                                           f"{best.statement.id} ({TIE_ORDER})")
                     c.kept, c.tied = [best], [r for r in grounded if r is not best]
                 elif grounded and len(grounded) < len(c.kept):
                     trace.fallbacks.append(f"step {c.index + 1}: grounded choice kept {len(grounded)} of "

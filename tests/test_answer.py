@@ -222,3 +222,44 @@ def test_tied_statements_are_picked_by_the_kg_then_swapped_when_a_check_needs_th
     checked = pipe.answer("which jamaican language is english?", entities, plan=Plan(steps=[find, check, answer]))
     assert checked.answers == [("m.01428y", "Jamaican English")]
     assert "self-repair: step 1 took tied statement rev000000001 instead of fwd000000001" in checked.trace.fallbacks
+
+
+def _bank(statements: list[tuple], tmp_path, kg_text: str) -> Pipeline:
+    """A pipeline over a hand-made KG and memory: ``statements`` are (Statement, description) pairs."""
+    (tmp_path / "kg.nt").write_text(kg_text, encoding="utf-8")
+    bank = MemoryBank.build([MemoryRecord(s, (d,), "template") for s, d in statements], HashingEmbedder())
+    return Pipeline(Config(planner="given"), bank=bank, kg=OxigraphStore.from_file(tmp_path / "kg.nt"))
+
+
+def test_tied_filter_statements_prefer_freebase_commons(tmp_path):
+    from memq.decompose import decompose_query
+    from memq.plan.format import parse_plan
+    from memq.types import Statement
+
+    def time_filter(rel: str) -> Statement:  # WebQSP's temporal check, as the schema source writes it
+        query = (f"PREFIX ns: <{FB}>\nSELECT DISTINCT ?x WHERE {{ ns:m.0 ns:{rel} ?x .\n"
+                 f"FILTER(NOT EXISTS {{?x ns:{rel} ?sk0}} || EXISTS {{?x ns:{rel} ?sk1 . "
+                 f'FILTER(xsd:datetime(?sk1) <= "2015-08-10"^^xsd:dateTime) }}) }}')
+        d = decompose_query(parse_query(query), "", ["m.0"])
+        return next(b.statement for b in d.bounds if b.statement.structure == "filter")
+
+    # base.ihistory.event.start_date has the label and so the description of time.event.start_date; the
+    # KG's events carry the commons one, so the base. statement would keep every event. (The description is
+    # the step's search text, so that the hashing embedder recalls both at similarity 1.)
+    desc = "the start date of the event ?entity1 <= ?value"
+    date = "<http://www.w3.org/2001/XMLSchema#dateTime>"
+    kg_text = (f"<{FB}m.0bih> {NAME} \"Bosnia\"@en .\n"
+               + "".join(f"<{FB}m.0bih> <{FB}x.location.events> <{FB}{e}> .\n<{FB}{e}> {NAME} \"{e}\"@en .\n"
+                         f"<{FB}{e}> <{FB}time.event.start_date> \"{y}-01-01T00:00:00\"^^{date} .\n"
+                         for e, y in (("m.0war", 1992), ("m.0later", 2005))))
+    events = Statement("events000000", "1", "?entity1 ns:x.location.events ?entity2 .", ("x.location.events",), ("q",))
+    filters = [time_filter("time.event.start_date"), time_filter("base.ihistory.event.start_date")]
+    pipe = _bank([(events, "?entity2 is the events of ?entity1")] + [(f, desc) for f in filters], tmp_path, kg_text)
+    plan = parse_plan("Find the events of Bosnia, assign it to ?x.\n"
+                      "Make sure the start date of the event ?x is on or before 1999-12-31.\n"
+                      "Finally the answer is ?x.", ["Bosnia"])
+    got = pipe.answer("what happened in bosnia in the 90s?", {"m.0bih": "Bosnia"}, plan=plan)
+    assert [m for m, _ in got.answers] == ["m.0war"]
+    commons = filters[0].id
+    assert any(f"2 tied filter statements; kept {commons}" in f for f in got.trace.fallbacks)
+    assert "time.event.start_date" in got.sparql and "base.ihistory" not in got.sparql

@@ -91,9 +91,17 @@ def test_schema_source_shapes():
     assert "?entity2 ns:people.person.place_of_birth ?entity1 ." in sparqls
     assert "?entity1 ns:people.person.sibling_s ?cvt .\n?cvt ns:people.sibling_relationship.sibling ?entity2 ." \
         in sparqls
-    assert not any(r.startswith(("base.", "user.")) for s in statements for r in s.relations)
+    assert not any(r.startswith(("base.", "user.", "freebase.")) for s in statements for r in s.relations)
     # a CVT node that carries a filter splits its chain into single triples, so those exist too
     assert "?entity1 ns:sports.pro_athlete.teams ?entity2 ." in sparqls
+
+
+def test_include_base_keeps_the_non_commons_data_domains_only():
+    sparqls = {s.sparql for s in schema_statements(SchemaSourceConfig(include_base=True, structure3=False))}
+    # a people's demonym lives in freebase., the gold relation of WebQSP's "what do people from X call themselves?"
+    assert "?entity1 ns:freebase.linguistic_hint.subject_form ?entity2 ." in sparqls
+    assert "?entity1 ns:base.culturalevent.event.entity_involved ?entity2 ." in sparqls
+    assert not any("ns:type." in s or "ns:common." in s for s in sparqls)
 
 
 def test_schema_time_filters_are_the_decomposers_own(webqsp_statements):

@@ -31,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--no-progress", action="store_true", help="no progress bars")
     b.add_argument("--exclude-webqtest", action="store_true",
                    help="cwq-train: drop items built from WebQSP test questions (ids WebQTest-*)")
-    b.add_argument("--include-base", action="store_true", help="schema: keep base./user. domains")
+    b.add_argument("--include-base", action="store_true", help="schema: keep the base./user./freebase. domains")
     b.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm")
     b.add_argument("--threads", type=int, default=None, help="torch CPU threads for embedding")
     b.add_argument("--keep-cache", action=argparse.BooleanOptionalAction, default=None,

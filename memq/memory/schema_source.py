@@ -24,7 +24,8 @@ from the bundled schema (``data/freebase_schema``):
 A role of a CVT type is a relation whose domain is that type and whose range
 is not a CVT type. By default only Freebase's commons domains are used; base./
 user./freebase./type./common. and a few other non-commons prefixes are left
-out (``include_base=True`` keeps base. and user.). Statements are written in
+out (``include_base=True`` keeps base., user. and freebase., where relations
+such as ``freebase.linguistic_hint.subject_form``, a people's demonym, live). Statements are written in
 the decomposer's canonical form (same line order, same ids), so a schema
 statement and a gold statement of the same shape get the same id.
 """
@@ -36,13 +37,13 @@ from dataclasses import dataclass
 
 from memq.describe.schema import FreebaseSchema, schema
 from memq.describe.template import pred
+from memq.recall import NON_COMMONS_DATA
 from memq.sparql.model import FB, Iri, Triple, Var
 from memq.sparql.serialize import READABLE
 from memq.types import Statement
 
-NON_COMMONS = ("freebase.", "type.", "common.", "dataworld.", "kg.", "topic_server.", "kp_lw.", "imdb.",
-               "nytimes.")
-BASE = ("base.", "user.")
+NON_COMMONS = ("type.", "common.", "dataworld.", "kg.", "topic_server.", "kp_lw.", "imdb.", "nytimes.")
+BASE = NON_COMMONS_DATA
 _RANK = {"entity1": 0, "cvt": 1, "entity2": 2, "entity3": 3}
 
 
