@@ -142,6 +142,7 @@ class Reconstructor:
         self.ambiguous: dict[str, tuple[str, ...]] = {}  # name -> the given ids it matched
         self.notes: dict[str, str] = {}  # step text -> what reconstruction changed (the pipeline traces it)
         self._fresh = 0
+        self._stars: dict[tuple[str, ...], Var] = {}  # a CVT's edges to ?entity1 and ?entity3 -> its variable
 
     # -- mentions ----------------------------------------------------------
     def var(self, text: str | None) -> Var | None:
@@ -208,6 +209,10 @@ class Reconstructor:
         else:
             readings = [{"?entity1": s, "?entity2": target} for s in sources]
         local: dict[str, Var] = {}
+        if statement.structure == "3" and len(readings) == 1:
+            key = _star_key(frag.where, readings[0])
+            if key is not None:
+                local["?cvt"] = self._stars.setdefault(key, self.fresh("cvt"))
 
         def instantiate(binding: dict[str, Term]) -> Group:
             def sub(n: Term) -> Term:
@@ -264,6 +269,10 @@ class Reconstructor:
             return Call(op, (Call(XSD_DATETIME, (target,)), value))
         if isinstance(value, Literal) and value.datatype is None:
             return Call(op, (Call("str", (target,)), value))
+        if op == "=" and isinstance(value, Literal) and _NUMBER.match(value.value):
+            # Freebase keeps some numbers as text (a roster's jersey number is type.rawstring), where a
+            # numeric = is a type error and finds nothing: match the text or the number
+            return Call("||", (Call("=", (Call("str", (target,)), Literal(value.value))), Call("=", (target, value))))
         return Call(op, (target, value))
 
     def value(self, text: str | None) -> Term | None:
@@ -302,6 +311,25 @@ class Reconstructor:
             if iri in query_terms:
                 out.append(Call("!=", (answer, iri)))
         return out
+
+
+def _star_key(where: Group, binding: dict[str, Term]) -> tuple[str, ...] | None:
+    """What ties a structure-3 statement's CVT to its ``?entity1`` and ``?entity3``, as bound.
+
+    The decomposer splits a CVT with more than three ends into one structure-3 statement per extra end, all
+    sharing these two edges (``?entity1 ns:people.person.spouse_s ?cvt . ?cvt ns:people.marriage.spouse
+    ?entity3``, one with ``type_of_union``, one with ``from``). Statements with the same key are one CVT
+    again, so reconstruction gives them one variable; two CVTs would let each extra edge hold on another node.
+    """
+    edges = []
+    for t in where.triples:
+        names = {x.name for x in (t.s, t.o) if isinstance(x, Var)}
+        if "entity2" in names:
+            continue
+        if "cvt" not in names:
+            return None
+        edges.append(" ".join(repr(binding.get("?" + x.name, x) if isinstance(x, Var) else x) for x in (t.s, t.p, t.o)))
+    return tuple(sorted(edges)) if len(edges) == 2 else None
 
 
 def query_terms(draft: Draft) -> set[Term]:

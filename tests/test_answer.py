@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from memq import datasets
@@ -231,6 +233,29 @@ def _bank(statements: list[tuple], tmp_path, kg_text: str) -> Pipeline:
     return Pipeline(Config(planner="given"), bank=bank, kg=OxigraphStore.from_file(tmp_path / "kg.nt"))
 
 
+def test_a_number_check_matches_numbers_freebase_keeps_as_text(tmp_path):
+    from memq.plan.format import parse_plan
+    from memq.types import Statement
+
+    # A roster's jersey number is type.rawstring in Freebase: "22", not 22. A numeric = on it is a type
+    # error, so the check found nothing and self-repair dropped it, answering every player.
+    roster = [("cvt1", "m.0p22", '"22"'), ("cvt2", "m.0p23", '"23"'),
+              ("cvt3", "m.0pint", '"22"^^<http://www.w3.org/2001/XMLSchema#integer>')]
+    kg_text = f"<{FB}m.0team> {NAME} \"Miami Dolphins\"@en .\n" + "".join(
+        f"<{FB}m.0team> <{FB}x.team.roster> <{FB}{c}> .\n<{FB}{c}> <{FB}x.roster.player> <{FB}{p}> .\n"
+        f"<{FB}{c}> <{FB}x.roster.number> {n} .\n<{FB}{p}> {NAME} \"{p}\"@en .\n" for c, p, n in roster)
+    pipe = _bank([(Statement(f"{r}00000000000"[:12], "1", f"?entity1 ns:x.{r} ?entity2 .", (f"x.{r}",), ("q",)),
+                   f"?entity2 is the {r.split('.')[1]} of ?entity1") for r in ("team.roster", "roster.player",
+                                                                             "roster.number")],
+                 tmp_path, kg_text)
+    plan = parse_plan("Find the roster of Miami Dolphins, assign it to ?y.\n"
+                      "Find the player of ?y, assign it to ?x.\nFind the number of ?y, assign it to ?n.\n"
+                      "Make sure ?n is 22.\nFinally the answer is ?x.", ["Miami Dolphins"])
+    got = pipe.answer("who is number 22 on miami dolphins?", {"m.0team": "Miami Dolphins"}, plan=plan)
+    assert sorted(m for m, _ in got.answers) == ["m.0p22", "m.0pint"]
+    assert not any("self-repair" in f for f in got.trace.fallbacks)
+
+
 def test_tied_filter_statements_prefer_freebase_commons(tmp_path):
     from memq.decompose import decompose_query
     from memq.plan.format import parse_plan
@@ -263,3 +288,30 @@ def test_tied_filter_statements_prefer_freebase_commons(tmp_path):
     commons = filters[0].id
     assert any(f"2 tied filter statements; kept {commons}" in f for f in got.trace.fallbacks)
     assert "time.event.start_date" in got.sparql and "base.ihistory" not in got.sparql
+
+
+def test_statements_split_from_one_cvt_share_it_again(tmp_path):
+    from memq.decompose import decompose_dataset
+
+    # WebQTest-1539 "who is ryan reynolds married to 2012?": the gold CVT has four ends (Ryan, the spouse,
+    # the type of union, the start date), so it is split into two structure-3 statements. Given one CVT
+    # each, the type could hold on one marriage and the latest start date on another.
+    question = _question("webqsp", "test", "WebQTest-1539")
+    date = "<http://www.w3.org/2001/XMLSchema#dateTime>"
+    marriages = [("cvtA", "m.02114t", "m.04ztj", 2008), ("cvtB", "m.02114t", "m.0partner", 2015),
+                 ("cvtC", "m.06_bq1", "m.04ztj", 2012)]
+    kg_text = "".join(f"<{FB}{m}> {NAME} \"{n}\"@en .\n" for m, n in (
+        ("m.036hf4", "Ryan Reynolds"), ("m.04ztj", "Marriage"), ("m.0partner", "Domestic partnership"),
+        ("m.02114t", "Scarlett Johansson"), ("m.06_bq1", "Blake Lively"))) + "".join(
+        f"<{FB}m.036hf4> <{FB}people.person.spouse_s> <{FB}{c}> .\n<{FB}{c}> <{FB}people.marriage.spouse> <{FB}{s}> .\n"
+        f"<{FB}{c}> <{FB}people.marriage.type_of_union> <{FB}{t}> .\n"
+        f"<{FB}{c}> <{FB}people.marriage.from> \"{y}-01-01T00:00:00\"^^{date} .\n" for c, s, t, y in marriages)
+    describer = TemplateDescriber()
+    statements = decompose_dataset([question])
+    assert sum(s.structure == "3" for s in statements) == 2
+    pipe = _bank([(s, d[0]) for s, d in zip(statements, describer.describe(statements), strict=True)], tmp_path,
+                 kg_text)
+    got = pipe.answer(question.question, dict(question.parses[0].topic_entities),
+                      plan=_oracle(question, lambda s: describer.describe([s])[0][0]))
+    assert got.answers == [("m.06_bq1", "Blake Lively")]
+    assert len(set(re.findall(r"\?cvt\w*", got.sparql))) == 1
