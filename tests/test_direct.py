@@ -169,6 +169,24 @@ def test_run_with_ablation_is_resumable(pipe, tmp_path):
     assert llm.calls == 3 and again["ablation"] == block  # nothing re-generated
 
 
+def test_a_rescoring_run_reuses_the_saved_ablation_outputs(pipe, tmp_path):
+    llm = FakeLLM({"jamaican people speak": GOOD, "": "SELECT ?x WHERE { broken"})
+    first = tmp_path / "first.jsonl"
+    before = run("webqsp", "test", "finetuned", limit=2, per_question=first, progress=False, pipeline=pipe,
+                 ablation="direct-sparql", ablation_model=DirectSparqlModel(llm=llm, batch_size=2))
+    assert llm.calls == 2
+    # rescoring with --plans: the plans and the direct-SPARQL outputs come from the first run; a question the
+    # file lacks is generated afresh
+    later = FakeLLM({"": "SELECT ?x WHERE { broken"})
+    again = run("webqsp", "test", "finetuned", limit=3, per_question=tmp_path / "again.jsonl", progress=False,
+                pipeline=pipe, ablation="direct-sparql", ablation_model=DirectSparqlModel(llm=later, batch_size=2),
+                plans_from=first)
+    assert later.calls == 1 and again["plans_from"] == {"file": str(first), "questions": 2, "ablation_outputs": 2}
+    records = [json.loads(line) for line in (tmp_path / "again.jsonl").read_text().splitlines()]
+    assert [r["ablation"].get("raw_from") for r in records] == [str(first), str(first), None]
+    assert before["ablation"]["f1"] == 0.5 and again["ablation"]["f1"] == round(1 / 3, 4)  # WebQTest-0 right
+
+
 def test_train_direct_uses_the_planner_trainer_with_the_direct_prompt(training_pairs, monkeypatch, tmp_path):
     from memq.plan import finetune
 

@@ -29,7 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     help="questions planned per generate call (default: Config.planner_batch_size; larger "
                          "batches are faster on CPU)")
     ev.add_argument("--plans", metavar="FILE.jsonl",
-                    help="reuse the plans of an earlier run's per-question file (no model calls for them)")
+                    help="reuse the plans (and a direct-SPARQL ablation's outputs) of an earlier run's "
+                         "per-question file (no model calls for them)")
     ev.add_argument("--ablation", choices=("direct-sparql",),
                     help="also answer every question with this ablation (MemQ 'w/o PE, QRM')")
     ev.add_argument("--ablation-adapter", help="direct-SPARQL adapter of `memq ablation train`")

@@ -233,6 +233,8 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
     ``ablation="direct-sparql"`` also answers every question with the direct-SPARQL model
     (``ablation_adapter``, or a ready ``ablation_model``): each record gets an ``ablation`` field and the
     summary an ``ablation`` block with the same metric keys. A resumed run fills in missing ablations.
+    With ``plans_from``, the model's outputs saved there (a run that had the same ablation) are run again
+    instead of generated, each keeping the generation time it cost then.
     """
     from ..pipeline import Config, Pipeline
 
@@ -286,12 +288,15 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
     try:
         for i in range(0, len(todo), size):
             chunk = todo[i:i + size]
-            raws: list[str] = []
-            share = 0.0
+            outputs: dict[str, tuple[str, float]] = {}  # question id -> (the ablation's raw output, its time)
             if model is not None:
-                t0 = time.perf_counter()
-                raws = model.generate([(q.question, dict(q.parses[0].topic_entities)) for q in chunk])
-                share = (time.perf_counter() - t0) / len(chunk)
+                outputs = {q.id: _saved_output(saved[q.id]) for q in chunk if _saved_output(saved.get(q.id))}
+                need = [q for q in chunk if q.id not in outputs]
+                if need:
+                    t0 = time.perf_counter()
+                    raws = model.generate([(q.question, dict(q.parses[0].topic_entities)) for q in need])
+                    share = (time.perf_counter() - t0) / len(need)
+                    outputs.update((q.id, (raw, share)) for q, raw in zip(need, raws, strict=True))
             planned: list = [None] * len(chunk)
             fresh = [q for q in chunk if q.id not in done]
             reused = {q.id: saved_plan(saved[q.id], dict(q.parses[0].topic_entities)) for q in fresh if q.id in saved}
@@ -318,7 +323,10 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
                 if model is not None:
                     from .direct import evaluate_direct
 
-                    rec["ablation"] = evaluate_direct(pipeline, q, raws[j], share)
+                    raw, generate_s = outputs[q.id]
+                    rec["ablation"] = evaluate_direct(pipeline, q, raw, generate_s)
+                    if _saved_output(saved.get(q.id)):
+                        rec["ablation"]["raw_from"] = str(plans_from)
                 done[q.id] = rec
                 if out:
                     out.write(json.dumps(rec) + "\n")
@@ -340,9 +348,17 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
     if saved:
         summary["plans_from"] = {"file": str(plans_from),
                                  "questions": sum(1 for q in questions if q.id in saved)}
+        if model is not None:
+            summary["plans_from"]["ablation_outputs"] = sum(1 for q in questions if _saved_output(saved.get(q.id)))
     if model is not None:
         summary["ablation"] = summarise_ablation(records, ablation, model)
     return summary
+
+
+def _saved_output(record: dict | None) -> tuple[str, float] | None:
+    """An earlier run's direct-SPARQL output for a question, with the generation time it cost, if it has one."""
+    abl = (record or {}).get("ablation") or {}
+    return (abl["raw"], abl.get("generate_s", 0.0)) if isinstance(abl.get("raw"), str) else None
 
 
 def _relative(path: str | Path) -> str:
