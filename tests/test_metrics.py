@@ -47,6 +47,19 @@ def test_ehr_counts_gold_edges_and_treats_equality_filters_as_constants():
     assert ehr(None, gold) == 0.0
 
 
+def test_ehr_reads_a_value_fixed_by_its_text_as_that_constant():
+    gold = parse_query(NS + 'SELECT ?x WHERE { ns:m.1 ns:x.team.roster ?y . ?y ns:x.roster.player ?x . '
+                            '?y ns:x.roster.number "22" }')
+    by_text = parse_query(NS + 'SELECT ?x WHERE { ns:m.1 ns:x.team.roster ?y . ?y ns:x.roster.player ?x . '
+                               '?y ns:x.roster.number ?n . FILTER(str(?n) = "22") }')
+    either = parse_query(NS + 'SELECT ?x WHERE { ns:m.1 ns:x.team.roster ?y . ?y ns:x.roster.player ?x . '
+                              '?y ns:x.roster.number ?n . FILTER(str(?n) = "22" || ?n = 22) }')
+    other = parse_query(NS + 'SELECT ?x WHERE { ns:m.1 ns:x.team.roster ?y . ?y ns:x.roster.player ?x . '
+                             '?y ns:x.roster.number ?n . FILTER(str(?n) = "22" || ?n = 23) }')
+    assert ehr(by_text, gold) == 1.0 and ehr(either, gold) == 1.0
+    assert ehr(other, gold) == pytest.approx(2 / 3)  # two values: ?n is not fixed
+
+
 def test_ged_is_zero_for_the_same_shape_and_grows_with_edits():
     gold = parse_query(NS + "SELECT ?x WHERE { ns:m.1 ns:a.b.c ?y . ?y ns:a.b.d ?x }")
     renamed = parse_query(NS + "SELECT ?z WHERE { ns:m.1 ns:a.b.c ?w . ?w ns:a.b.d ?z }")

@@ -11,7 +11,10 @@
   reconstructed query. An edge is (relation, subject, object) with variables
   anonymised, constants kept, and a relation and its schema reverse identified
   (``film.actor.film`` from A = ``film.performance.actor`` to A). A variable
-  fixed by ``FILTER(?v = const)`` counts as that constant.
+  fixed by ``FILTER(?v = const)`` counts as that constant, and so does one
+  fixed by its text, ``FILTER(str(?v) = "22")`` (WebQSP's idiom for numbers
+  Freebase keeps as text), or by a disjunction of such tests that all name one
+  variable and one lexical value (``str(?v) = "22" || ?v = 22``).
 * **GED** (MemQ Table 2): graph edit distance between the two query graphs
   (nodes labelled by their constant or ``var``, edges by relation), exact via
   networkx with a time cap; unit costs.
@@ -94,16 +97,39 @@ def _node(term: Term, fixed: dict[Term, Term]) -> str:
     return str(term)
 
 
+def _pin(expr) -> tuple[Var, Iri | Literal] | None:
+    """(?v, const) when ``expr`` holds only for ?v equal to const: ``?v = c``, ``str(?v) = c``, or an ``||``
+    of such tests naming one variable and one lexical value."""
+    if not isinstance(expr, Call) or len(expr.args) != 2:
+        return None
+    if expr.op == "||":
+        pins = [_pin(a) for a in expr.args]
+        if None in pins:
+            return None
+        (var, const), (var2, const2) = pins
+        same = var == var2 and _lexical(const) == _lexical(const2)
+        return (var, const) if same else None
+    if expr.op != "=":
+        return None
+    a, b = expr.args
+    if isinstance(a, (Iri, Literal)):
+        a, b = b, a
+    if isinstance(a, Call) and a.op == "str" and len(a.args) == 1:
+        a = a.args[0]
+    return (a, b) if isinstance(a, Var) and isinstance(b, (Iri, Literal)) else None
+
+
+def _lexical(term: Iri | Literal) -> str:
+    return term.value if isinstance(term, Literal) else term.local
+
+
 def _equalities(query: Query) -> dict[Term, Term]:
     fixed: dict[Term, Term] = {}
     _, _, filters = _flatten_safe(query)
     for f in filters:
-        if isinstance(f, Call) and f.op == "=" and len(f.args) == 2:
-            a, b = f.args
-            if isinstance(a, Var) and isinstance(b, (Iri, Literal)):
-                fixed[a] = b
-            elif isinstance(b, Var) and isinstance(a, (Iri, Literal)):
-                fixed[b] = a
+        pin = _pin(f)
+        if pin is not None:
+            fixed[pin[0]] = pin[1]
     return fixed
 
 
