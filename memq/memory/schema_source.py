@@ -25,9 +25,10 @@ A role of a CVT type is a relation whose domain is that type and whose range
 is not a CVT type. By default only Freebase's commons domains are used; base./
 user./freebase./type./common. and a few other non-commons prefixes are left
 out (``include_base=True`` keeps base., user. and freebase., where relations
-such as ``freebase.linguistic_hint.subject_form``, a people's demonym, live). Statements are written in
-the decomposer's canonical form (same line order, same ids), so a schema
-statement and a gold statement of the same shape get the same id.
+such as ``freebase.linguistic_hint.subject_form``, a people's demonym, live).
+Statements are written in the decomposer's canonical form (same line order,
+same ids), so a schema statement and a gold statement of the same shape get
+the same id.
 """
 
 from __future__ import annotations
@@ -43,7 +44,6 @@ from memq.sparql.serialize import READABLE
 from memq.types import Statement
 
 NON_COMMONS = ("type.", "common.", "dataworld.", "kg.", "topic_server.", "kp_lw.", "imdb.", "nytimes.")
-BASE = NON_COMMONS_DATA
 _RANK = {"entity1": 0, "cvt": 1, "entity2": 2, "entity3": 3}
 
 
@@ -83,7 +83,7 @@ class _SchemaStatements:
     def usable(self, rel: str) -> bool:
         if rel.startswith(NON_COMMONS):
             return False
-        return self.config.include_base or not rel.startswith(BASE)
+        return self.config.include_base or not rel.startswith(NON_COMMONS_DATA)
 
     def structure1(self) -> list[Statement]:
         e1, e2 = Var("entity1"), Var("entity2")
