@@ -448,7 +448,7 @@ def report(args, argv, ranked: list[dict], ablation: list[dict], *, answers: boo
     if not answers:
         print("note: EHR never penalises extra recalled statements, so EHR-only tuning leans to loose thresholds")
     if args.out:
-        result = {"dataset": args.dataset, "split": "dev", "plans": args.plans, "kg": args.kg,
+        result = {"dataset": args.dataset, "split": "dev", "plans": args.plans, "kg": _rel(args.kg),
                   "tuned_on": "f1" if answers else f"ehr ({why})", "structure_only": structural, **extra,
                   "winner": best, "ties_with_winner": ties, "grid": ranked, "ablation": ablation, "command": cmd}
         out = Path(args.out)
@@ -488,7 +488,7 @@ def main(argv=None) -> int:
         from memq.evaluate.run import questions_for
 
         bank, removed = held_out_bank(bank, {q.id for q in questions_for(args.dataset, "dev")})
-    print(f"memory: {memory}, {len(bank)} statements ({removed} dev-only statements held out)")
+    print(f"memory: {_rel(memory)}, {len(bank)} statements ({removed} dev-only statements held out)")
     cache = CachedSearch(bank)
     texts = recall_texts(plans)
     cache.warm(texts, args.k * 3)
@@ -498,7 +498,7 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     kg = open_store(args.kg, args.store)
     print("kg: none (structure only: grounded choice and self-repair off)" if structural else
-          f"kg: {args.kg} ({args.store} Oxigraph store) [{time.perf_counter() - t0:.1f} s]")
+          f"kg: {_rel(args.kg)} ({args.store} Oxigraph store) [{time.perf_counter() - t0:.1f} s]")
 
     tuner = Tuner(cache, kg, questions, plans, args.timeout)
     rows = []
@@ -521,7 +521,7 @@ def main(argv=None) -> int:
     vs_default = {"default": f"RecallConfig() = {default.rule} {default.gamma1}/{default.gamma2}",
                   "metric": "f1" if answers else "ehr", "delta": round(delta, 4), "ci95": [round(lo, 4), round(hi, 4)]}
     report(args, argv, ranked, ranked_ablation, answers=answers, structural=structural, why=why,
-           extra={"memory": memory, "held_out_dev_statements": removed, "questions": len(questions),
+           extra={"memory": _rel(memory), "held_out_dev_statements": removed, "questions": len(questions),
                   "pipeline_runs": tuner.runs, "vs_default": vs_default,
                   "winner_errors": dict(tuner.error_kinds[point_key(best)]), "grid_s": round(grid_s, 1),
                   "runtime_s": round(time.perf_counter() - t_start, 1)})
