@@ -263,6 +263,8 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
         planners = {r.get("planner") for r in saved.values()}
         if planners - {planner}:
             raise ValueError(f"{plans_from} holds plans of {sorted(map(str, planners))}, not {planner!r}")
+    # question id -> (an earlier run's direct-SPARQL output, the generation time it cost then)
+    saved_outputs = {qid: out for qid, r in saved.items() if (out := _saved_output(r)) is not None}
     describe = None
     if planner == "oracle":
         from ..plan.data import template_describe
@@ -290,7 +292,7 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
             chunk = todo[i:i + size]
             outputs: dict[str, tuple[str, float]] = {}  # question id -> (the ablation's raw output, its time)
             if model is not None:
-                outputs = {q.id: _saved_output(saved[q.id]) for q in chunk if _saved_output(saved.get(q.id))}
+                outputs = {q.id: saved_outputs[q.id] for q in chunk if q.id in saved_outputs}
                 need = [q for q in chunk if q.id not in outputs]
                 if need:
                     t0 = time.perf_counter()
@@ -325,7 +327,7 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
 
                     raw, generate_s = outputs[q.id]
                     rec["ablation"] = evaluate_direct(pipeline, q, raw, generate_s)
-                    if _saved_output(saved.get(q.id)):
+                    if q.id in saved_outputs:
                         rec["ablation"]["raw_from"] = str(plans_from)
                 done[q.id] = rec
                 if out:
@@ -349,15 +351,15 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
         summary["plans_from"] = {"file": str(plans_from),
                                  "questions": sum(1 for q in questions if q.id in saved)}
         if model is not None:
-            summary["plans_from"]["ablation_outputs"] = sum(1 for q in questions if _saved_output(saved.get(q.id)))
+            summary["plans_from"]["ablation_outputs"] = sum(1 for q in questions if q.id in saved_outputs)
     if model is not None:
         summary["ablation"] = summarise_ablation(records, ablation, model)
     return summary
 
 
-def _saved_output(record: dict | None) -> tuple[str, float] | None:
+def _saved_output(record: dict) -> tuple[str, float] | None:
     """An earlier run's direct-SPARQL output for a question, with the generation time it cost, if it has one."""
-    abl = (record or {}).get("ablation") or {}
+    abl = record.get("ablation") or {}
     return (abl["raw"], abl.get("generate_s", 0.0)) if isinstance(abl.get("raw"), str) else None
 
 
