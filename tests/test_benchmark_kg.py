@@ -1,4 +1,4 @@
-"""The benchmark KG builder (memq.kg.benchmark): built from the 40 fixture questions, checked on Oxigraph."""
+"""The benchmark KG builder (memq.benchmark): built from the 40 fixture questions, checked on Oxigraph."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import json
 
 import pytest
 
+from memq.benchmark import GRAPH_REAL, GRAPH_SYNTHETIC, MARKER, build_graph
+from memq.benchmark.eval import XSD_DATETIME, Env, holds
+from memq.benchmark.values import TEMPORAL, literal_for_answer
 from memq.datasets import GoldParse, GoldQuestion, data_path, load
 from memq.kg import OxigraphStore
-from memq.kg.benchmark import GRAPH_REAL, GRAPH_SYNTHETIC, MARKER, build_graph
-from memq.kg.benchmark_eval import XSD_DATETIME, Env, holds
-from memq.kg.benchmark_values import TEMPORAL, literal_for_answer
 from memq.kg.check import answer_key, check_gold, result_keys, same_answers
 from memq.sparql import parse_query, to_standard
 from memq.sparql.model import Iri, Literal

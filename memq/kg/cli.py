@@ -95,7 +95,7 @@ def _query(args: argparse.Namespace) -> int:
 
 
 def _build_benchmark(args: argparse.Namespace) -> int:
-    from memq.kg.benchmark import DEFAULT_OUT, build_benchmark
+    from memq.benchmark import DEFAULT_OUT, build_benchmark
 
     report = build_benchmark(Path(args.out) if args.out else DEFAULT_OUT, progress=not args.no_progress)
     print(json.dumps(report, indent=1, default=str))
@@ -123,7 +123,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     _add_kg_options(query)
     query.set_defaults(handler=_query)
 
-    build = kg_sub.add_parser("build-benchmark", help="build data/kg/benchmark.nq.gz (memq.kg.benchmark)")
+    build = kg_sub.add_parser("build-benchmark", help="build data/kg/benchmark.nq.gz (memq.benchmark)")
     build.add_argument("--out", help="output file (default data/kg/benchmark.nq.gz)")
     build.add_argument("--no-progress", action="store_true", help="no progress bar")
     build.set_defaults(handler=_build_benchmark)

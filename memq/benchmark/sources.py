@@ -19,7 +19,7 @@ from functools import lru_cache
 from memq.datasets import data_path, mid_names
 from memq.sparql.model import FB, Iri, Literal
 
-from .benchmark_values import literal_for_answer, literal_from_raw
+from .values import literal_for_answer, literal_from_raw
 
 LITERAL_RANGES = frozenset({
     "type.datetime", "type.int", "type.float", "type.text", "type.rawstring", "type.boolean",

@@ -24,11 +24,11 @@ from memq.kg.check import answer_key, constraints, result_keys, same_answers
 from memq.sparql import to_standard
 from memq.sparql.model import Call, Group, Iri, Literal, Query, Var
 
-from .benchmark_order import OrderSpec, gold_key, key_better
-from .benchmark_paths import Want, synthetic
-from .benchmark_sources import is_mid
-from .benchmark_state import BuildState, Item
-from .benchmark_values import make_value, shift, to_python, value_kind
+from .order import OrderSpec, gold_key, key_better
+from .paths import Want, synthetic
+from .sources import is_mid
+from .state import BuildState, Item
+from .values import make_value, shift, to_python, value_kind
 
 MAX_SIBLINGS = 3
 

@@ -40,11 +40,11 @@ import pyoxigraph as ox
 from memq.datasets import DATA_DIR, GoldQuestion, load
 from memq.sparql.model import RDFS, Iri, Literal
 
-from .benchmark_distractors import add_distractors
-from .benchmark_graph import to_ox
-from .benchmark_repair import verify
-from .benchmark_report import VERSION, build_report
-from .benchmark_state import BuildState
+from .distractors import add_distractors
+from .graph import to_ox
+from .repair import verify
+from .report import VERSION, build_report
+from .state import BuildState
 
 log = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from memq.sparql import to_standard
 from memq.sparql.model import Expr, Query, Var, expr_vars
 
-from .benchmark_eval import Env, EvalError, evaluate
-from .benchmark_values import FLOAT, INTEGER, TEMPORAL
+from .eval import Env, EvalError, evaluate
+from .values import FLOAT, INTEGER, TEMPORAL
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ def competitor_keys(graph, item, spec: OrderSpec) -> list[list]:
     """
     from memq.kg.check import answer_key
 
-    from .benchmark_paths import instantiate
+    from .paths import instantiate
 
     var = item.shape.answer.name
     every, protected = [], []

@@ -13,7 +13,7 @@ from collections import Counter
 from memq.kg.check import constraints, result_keys, same_answers
 from memq.sparql import to_standard
 
-from .benchmark_state import BuildState, Item
+from .state import BuildState, Item
 
 VERSION = "1"
 

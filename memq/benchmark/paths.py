@@ -1,10 +1,10 @@
 """Materialise one solution of a gold query's graph pattern.
 
-:class:`Binder` instantiates a :class:`~memq.kg.benchmark_shape.Variant` for
+:class:`Binder` instantiates a :class:`~memq.benchmark.shape.Variant` for
 one answer: the answer variable gets the gold answer (or, for a near-miss
 distractor, a fresh entity), every other node variable a real node found in
 the graph's real triples (``reuse``) or a fresh synthetic node, and every
-literal variable a value found by :mod:`memq.kg.benchmark_values` that makes
+literal variable a value found by :mod:`memq.benchmark.values` that makes
 the FILTERs come out as wanted.
 """
 
@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from memq.sparql.model import Exists, Expr, Iri, Literal, Triple, Var, expr_vars
 from memq.sparql.serialize import STANDARD
 
-from .benchmark_eval import XSD_DATETIME, Env, holds
-from .benchmark_graph import BenchmarkGraph, TripleKey, sort_key
-from .benchmark_shape import Shape, Variant
-from .benchmark_sources import Schema, is_mid
-from .benchmark_values import TEMPORAL, TEXT, RelationTypes, candidates, constants_of, literal_for_answer, make_value
+from .eval import XSD_DATETIME, Env, holds
+from .graph import BenchmarkGraph, TripleKey, sort_key
+from .shape import Shape, Variant
+from .sources import Schema, is_mid
+from .values import TEMPORAL, TEXT, RelationTypes, candidates, constants_of, literal_for_answer, make_value
 
 SYN = "http://memq.dev/synthetic/"
 NAME = "http://rdf.freebase.com/ns/type.object.name"

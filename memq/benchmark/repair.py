@@ -19,10 +19,10 @@ from memq.kg.check import same_answers
 from memq.sparql import to_standard
 from memq.sparql.model import Call, Literal, Query
 
-from .benchmark_graph import TripleKey
-from .benchmark_paths import instantiate
-from .benchmark_state import BuildState, Item, triple_sort
-from .benchmark_values import TEXT, candidates, constants_of, make_value
+from .graph import TripleKey
+from .paths import instantiate
+from .state import BuildState, Item, triple_sort
+from .values import TEXT, candidates, constants_of, make_value
 
 log = logging.getLogger(__name__)
 

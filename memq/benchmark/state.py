@@ -2,7 +2,7 @@
 
 An :class:`Item` is one gold parse. :class:`BuildState` loads the items and the
 real triples, materialises an item (one solution per gold answer, see
-:mod:`memq.kg.benchmark_paths`), commits or rolls back its triples, and runs
+:mod:`memq.benchmark.paths`), commits or rolls back its triples, and runs
 its query on the graph.
 """
 
@@ -19,12 +19,12 @@ from memq.kg.dialect import virtuoso_dates
 from memq.sparql import parse_query, to_standard
 from memq.sparql.model import FB, Iri, Literal, Query
 
-from .benchmark_graph import BenchmarkGraph, TripleKey
-from .benchmark_order import OrderSpec, competitor_keys, gold_key, key_better
-from .benchmark_paths import Binder, Binding, Want, synthetic
-from .benchmark_shape import Shape, analyse
-from .benchmark_sources import NAME, Names, is_mid, load_real_triples, load_schema
-from .benchmark_values import RelationTypes
+from .graph import BenchmarkGraph, TripleKey
+from .order import OrderSpec, competitor_keys, gold_key, key_better
+from .paths import Binder, Binding, Want, synthetic
+from .shape import Shape, analyse
+from .sources import NAME, Names, is_mid, load_real_triples, load_schema
+from .values import RelationTypes
 
 
 @dataclass

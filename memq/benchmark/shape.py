@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from memq.sparql.model import Call, Exists, Expr, Group, Iri, Literal, Query, Triple, Var, expr_vars
 
-from .benchmark_sources import Schema
+from .sources import Schema
 
 AttrKey = tuple[object, str]
 """An attribute: (subject: Var or Iri, predicate IRI)."""

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from memq.sparql.model import XSD, Call, Exists, Expr, Literal, Var
 
-from .benchmark_eval import (
+from .eval import (
     FLOAT_RE,
     INT_RE,
     INT_TYPES,
@@ -31,8 +31,8 @@ from .benchmark_eval import (
 )
 
 if TYPE_CHECKING:
-    from .benchmark_shape import Variant
-    from .benchmark_sources import Schema
+    from .shape import Variant
+    from .sources import Schema
 
 _PAD = re.compile(r"^(-?\d{4})(?:-(\d{2}))?(?:-(\d{2}))?(?:T(\d{2}:\d{2}:\d{2}))?(?:\.\d+)?(?:Z)?$")
 
