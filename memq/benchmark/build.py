@@ -9,15 +9,22 @@ so this module builds one from the gold annotations themselves (see
    instantiated, reusing real nodes (CVTs, intermediates) where real triples
    already connect them, inventing synthetic nodes and literal values
    (satisfying the FILTERs and ORDER BYs) where not;
-3. all gold queries are run on the shared graph; extra answers are traced to the
+3. FB15k-237's real triples go in (``data/fb15k237``, CVT paths expanded
+   through a CVT node), with the English names of their entities;
+4. all gold queries are run on the shared graph; extra answers are traced to the
    triples that produce them, which are dropped (real triples no query needs,
-   distractors) or the query is re-materialised on private synthetic nodes, or,
-   when two gold annotations genuinely contradict, listed as a conflict;
-4. for every constraint of every query (as :func:`memq.kg.check.constraints`
+   counted by relation; distractors) or the query is re-materialised on private
+   synthetic nodes, or, when two gold annotations genuinely contradict, listed as
+   a conflict;
+5. for every constraint of every query (as :func:`memq.kg.check.constraints`
    defines them) whose removal does not yet change the answers, one near-miss
    distractor is added that violates exactly that constraint; distractors that
    disturb any gold query are removed again, and get a second and third try;
-5. the graph is written as sorted, gzip'ed N-Quads: real triples in
+6. schema-true distractors (:mod:`memq.benchmark.density`): every node the gold
+   queries touch gets the relations its types carry in the Freebase schema, and
+   every CVT node a sibling; each one that adds an answer to a gold query is
+   removed again;
+7. the graph is written as sorted, gzip'ed N-Quads: real triples in
    ``<http://memq.dev/graph/real>``, the rest in ``<http://memq.dev/graph/synthetic>``.
 
 Public entry points: :func:`build_benchmark` (the CLI's ``memq kg build-benchmark``)
@@ -40,6 +47,7 @@ import pyoxigraph as ox
 from memq.datasets import DATA_DIR, GoldQuestion, load
 from memq.sparql.model import RDFS, Iri, Literal
 
+from .density import add_density
 from .distractors import add_distractors
 from .graph import to_ox
 from .repair import verify
@@ -69,12 +77,17 @@ class BenchmarkBuild(BuildState):
         # ordered queries last: their gold answer must beat what the others put on the path
         for it in self.bar(sorted(pending, key=lambda it: it.limited_order), "materialise"):
             self.materialise(it)
+        self.add_fb15k237()
+        self.add_names()
         verify(self, "gold")
         add_distractors(self)
         verify(self, "distractors")
         for n in range(2):  # distractors removed by the repair get another try, with other answers
             add_distractors(self, first_pass=False)
             verify(self, f"distractors pass {n + 2}")
+        if self.density:
+            add_density(self)
+            verify(self, "density")
         self.stats["seconds"] = round(time.perf_counter() - started, 1)
         self.report_data = build_report(self)
         return self.report_data
@@ -114,13 +127,16 @@ def benchmark_questions() -> list[GoldQuestion]:
     return load("webqsp", "test") + load("cwq", "test") + load("webqsp", "train")
 
 
-def build_graph(questions: Iterable[GoldQuestion], *, progress: bool = False,
-                real_triples: bool = True) -> BenchmarkBuild:
+def build_graph(questions: Iterable[GoldQuestion], *, progress: bool = False, real_triples: bool = True,
+                fb15k237: bool | Path = True, density: bool = True) -> BenchmarkBuild:
     """Build the benchmark graph of ``questions``; the build holds the graph and ``report_data``.
 
-    ``real_triples=False`` leaves out the bundled real Freebase triples (fast unit tests).
+    ``real_triples=False`` leaves out the bundled real Freebase triples, ``fb15k237=False`` the
+    FB15k-237 ones (or names another folder of them), ``density=False`` the schema-true
+    distractors (fast unit tests).
     """
-    build = BenchmarkBuild(questions, progress=progress, real_triples=real_triples)
+    build = BenchmarkBuild(questions, progress=progress, real_triples=real_triples, fb15k237=fb15k237,
+                           density=density)
     build.run()
     return build
 

@@ -69,6 +69,7 @@ class BenchmarkGraph:
         self.info: dict[TripleKey, TripleInfo] = {}
         self.sp: dict[tuple[Iri, Iri], set] = defaultdict(set)
         self.po: dict[tuple[Iri, object], set] = defaultdict(set)
+        self.nodes: dict[Iri, set[TripleKey]] = defaultdict(set)  # node -> the triples it is subject or object of
         self.store = ox.Store()
 
     def __len__(self) -> int:
@@ -85,6 +86,9 @@ class BenchmarkGraph:
             s, p, o = key
             self.sp[(s, p)].add(o)
             self.po[(p, o)].add(s)
+            self.nodes[s].add(key)
+            if isinstance(o, Iri):
+                self.nodes[o].add(key)
             self.store.add(ox.Quad(to_ox(s), to_ox(p), to_ox(o)))
         if owner:
             info.owners.add(owner)
@@ -104,12 +108,27 @@ class BenchmarkGraph:
         s, p, o = key
         self.sp[(s, p)].discard(o)
         self.po[(p, o)].discard(s)
+        self.nodes[s].discard(key)
+        if isinstance(o, Iri):
+            self.nodes[o].discard(key)
         self.store.remove(ox.Quad(to_ox(s), to_ox(p), to_ox(o)))
 
     def solid(self, key: TripleKey) -> bool:
         """Real, or needed by a gold query: a triple worth reusing."""
         info = self.info.get(key)
         return info is not None and (info.real or bool(info.owners))
+
+    def around(self, node: Iri) -> list[TripleKey]:
+        """The triples ``node`` is the subject or the object of."""
+        return list(self.nodes.get(node, ()))
+
+    def relations(self, node: Iri) -> tuple[set[str], set[str]]:
+        """The relations (local names) out of and into ``node``."""
+        out: set[str] = set()
+        into: set[str] = set()
+        for s, p, _ in self.nodes.get(node, ()):
+            (out if s == node else into).add(p.local)
+        return out, into
 
     def values(self, s, p: str) -> list:
         """Objects of ``(s, p)`` in the graph, sorted."""

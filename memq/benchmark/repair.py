@@ -19,6 +19,7 @@ from memq.kg.check import same_answers
 from memq.sparql import to_standard
 from memq.sparql.model import Call, Literal, Query
 
+from .density import DENSE
 from .graph import TripleKey
 from .paths import instantiate
 from .state import BuildState, Item, triple_sort
@@ -29,7 +30,7 @@ log = logging.getLogger(__name__)
 MAX_ROUNDS = 8
 MAX_TRIES = 3
 MAX_WITNESS_ROWS = 50
-MAX_EXTRA = 20
+MAX_EXTRA = 100  # real and schema-true neighbours can give one query many extra answers at once
 
 
 def verify(state: BuildState, label: str) -> None:
@@ -101,19 +102,23 @@ def witnesses(state: BuildState, item: Item, term) -> list[set[TripleKey]]:
 
 def _break(state: BuildState, witness: set[TripleKey], item: Item) -> bool:
     """Remove one triple of ``witness`` that no gold query needs; False when every one is needed."""
-    ordered = sorted(witness, key=triple_sort)
+    # a schema-true (dense) distractor goes before a constraint's near-miss distractor
+    ordered = sorted(witness, key=lambda k: (not _dense(state, k), triple_sort(k)))
     for key in ordered:
         info = state.graph.info[key]
         if info.distractors and not info.owners and not info.real:
             for d in sorted(info.distractors):
+                if d.startswith(DENSE + "|"):
+                    state.remove_distractor(d, "schema-true distractor added answers to a gold query")
+                    continue
                 state.remove_distractor(d, "disturbed another gold query")
                 state.pair_notes[tuple(d.split("|", 2)[::2])] = f"its distractor added answers to {item.key}"
             return True
-    for key in ordered:
+    # FB15k-237 (an older dump, added for density) goes before the gold-path and EPR triples
+    for key in sorted(ordered, key=lambda k: not state.graph.info[k].source.startswith("fb15k237:")):
         info = state.graph.info[key]
         if info.real and not info.owners:
-            state.graph.remove(key)
-            state.dropped_real[key[1].local] += 1
+            state.drop_real(key)
             return True
     for key in ordered:
         info = state.graph.info[key]
@@ -124,6 +129,11 @@ def _break(state: BuildState, witness: set[TripleKey], item: Item) -> bool:
         if _swap(state, key, item):
             return True
     return False
+
+
+def _dense(state: BuildState, key: TripleKey) -> bool:
+    info = state.graph.info[key]
+    return bool(info.distractors) and all(d.startswith(DENSE + "|") for d in info.distractors)
 
 
 def _swap(state: BuildState, key: TripleKey, item: Item) -> bool:

@@ -13,9 +13,10 @@ from collections import Counter
 from memq.kg.check import constraints, result_keys, same_answers
 from memq.sparql import to_standard
 
+from .density import DENSE
 from .state import BuildState, Item
 
-VERSION = "1"
+VERSION = "2"
 
 
 def build_report(state: BuildState) -> dict:
@@ -59,7 +60,11 @@ def build_report(state: BuildState) -> dict:
         "mean_real_share_per_query": round(sum(shares) / len(shares), 4) if shares else 0.0,
         "queries_with_real_triples": sum(1 for x in shares if x > 0),
         "queries_all_real": sum(1 for x in shares if x == 1.0),
-        "distractors": len(state.distractors),
+        "distractors": sum(1 for d in state.distractors if not d.startswith(DENSE + "|")),
+        "dense_distractors": sum(1 for d in state.distractors if d.startswith(DENSE + "|")),
+        "dense_distractors_by_kind": dict(sorted(Counter(d.rsplit("|", 1)[-1] if d.endswith("|sibling")
+                                                         else "fill" for d in state.distractors
+                                                         if d.startswith(DENSE + "|")).items())),
         "distractors_removed": dict(state.removed_distractors),
         "constraint_pairs": pairs["pairs"],
         "constraint_pairs_changed": pairs["changed"],

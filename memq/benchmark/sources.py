@@ -5,12 +5,15 @@ Everything is read from the repository's ``data/`` folder:
 * ``freebase_schema/``: relation ranges and domains, the derived CVT-type list;
 * ``freebase_subgraph/``: REAL Freebase triples (GoG gold-path triples for
   WebQSP-test and CWQ-test, EPR's retrieved WebQSP-train neighbourhoods);
+* ``fb15k237/``: REAL Freebase triples of FB15k-237 among its 14,541 entities,
+  its 144 CVT-path relations expanded through a CVT node (:func:`load_fb15k237`);
 * ``freebase_names/`` and the GoG raw files: mid -> English name.
 """
 
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -28,6 +31,8 @@ LITERAL_RANGES = frozenset({
 _MID = re.compile(r"^[mg]\.[0-9a-z_]+$")
 _TYPE_ID = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)+$")
 NAME = FB + "type.object.name"
+# the CVT nodes of FB15k-237's CVT-path relations: real facts, but Freebase's own CVT mid is not in the data
+FB15K_CVT = "http://memq.dev/fb15k237/cvt_"
 # EPR relations that are not Freebase facts or that carry mangled values
 _EPR_SKIP = {"type.object.name", "en", "common.topic.description"}
 
@@ -154,3 +159,56 @@ class Names:
 
 def is_mid(text: str) -> bool:
     return bool(_MID.match(text))
+
+
+def fb15k_relation(path: str) -> tuple[str, ...]:
+    """An FB15k-237 relation as Freebase relations: ``/a/b/c`` -> ``("a.b.c",)``.
+
+    A CVT path ``/film/film/release_date_s./film/film_regional_release_date/film_release_region``
+    gives its two relations, subject -> CVT and CVT -> object.
+    """
+    parts = tuple(p.strip("/").replace("/", ".") for p in path.split("./"))
+    if not 1 <= len(parts) <= 2 or not all(_TYPE_ID.match(p) for p in parts):
+        raise ValueError(f"not an FB15k-237 relation: {path!r}")
+    return parts
+
+
+def fb15k_cvt(head: str, path: str, tail: str) -> Iri:
+    """The deterministic CVT node of one CVT-path triple."""
+    digest = hashlib.sha1("\x1f".join((head, path, tail)).encode("utf-8")).hexdigest()[:16]
+    return Iri(FB15K_CVT + digest)
+
+
+def load_fb15k237(folder=None) -> dict[tuple[Iri, Iri, Iri], str]:
+    """Every FB15k-237 triple (train, valid, test) as Freebase triples -> the FB15k-237 relation it came from.
+
+    ``/m/0abc`` becomes ``m.0abc``; a CVT-path triple becomes two triples through
+    :func:`fb15k_cvt`'s node. ``folder`` defaults to ``data/fb15k237``.
+    """
+    folder = folder or data_path("fb15k237")
+
+    def lines(name: str):
+        with gzip.open(folder / name, "rt", encoding="utf-8") as fh:
+            next(fh)  # the count
+            for line in fh:
+                if line.strip():
+                    yield line.split()
+
+    entities = {int(i): m.strip("/").replace("/", ".") for m, i in lines("entity2id.txt.gz")}
+    relations = {int(i): r for r, i in lines("relation2id.txt.gz")}
+    out: dict[tuple[Iri, Iri, Iri], str] = {}
+    for split in ("train2id.txt.gz", "valid2id.txt.gz", "test2id.txt.gz"):
+        for h, t, r in lines(split):
+            head, tail, path = entities[int(h)], entities[int(t)], relations[int(r)]
+            rels = fb15k_relation(path)
+            if len(rels) == 1:
+                out.setdefault((fb(head), fb(rels[0]), fb(tail)), path)
+            else:
+                cvt = fb15k_cvt(head, path, tail)
+                out.setdefault((fb(head), fb(rels[0]), cvt), path)
+                out.setdefault((cvt, fb(rels[1]), fb(tail)), path)
+    return out
+
+
+def is_fb15k_cvt(term) -> bool:
+    return isinstance(term, Iri) and term.value.startswith(FB15K_CVT)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from memq.datasets import GoldParse, GoldQuestion
 from memq.errors import SparqlParseError
@@ -23,7 +24,7 @@ from .graph import BenchmarkGraph, TripleKey
 from .order import OrderSpec, competitor_keys, gold_key, key_better
 from .paths import Binder, Binding, Want, synthetic
 from .shape import Shape, analyse
-from .sources import NAME, Names, is_mid, load_real_triples, load_schema
+from .sources import NAME, Names, is_fb15k_cvt, is_mid, load_fb15k237, load_real_triples, load_schema
 from .values import RelationTypes
 
 
@@ -66,10 +67,13 @@ class Item:
 
 class BuildState:
     def __init__(self, questions: Iterable[GoldQuestion], *, progress: bool = False,
-                 real_triples: bool = True) -> None:
+                 real_triples: bool = True, fb15k237: bool | Path = True, density: bool = True) -> None:
         self.questions = list(questions)
         self.progress = progress
         self.real_triples = real_triples
+        # FB15k-237's real triples: True for data/fb15k237, a folder of the same files, or False
+        self.fb15k237 = fb15k237
+        self.density = density
         self.schema = load_schema()
         self.names = Names()
         self.graph = BenchmarkGraph()
@@ -133,6 +137,44 @@ class BuildState:
         for key, source in sorted(real.triples.items(), key=lambda kv: triple_sort(kv[0])):
             self.graph.add(key, real=True, source=source)
 
+    def add_fb15k237(self) -> None:
+        """FB15k-237's real triples; a CVT-path triple goes in as two triples through a CVT node.
+
+        They come after the gold queries are materialised, as the schema-true
+        distractors do: the repair then leaves out each one that adds an answer
+        to a gold query, and materialising works as on the gold paths alone.
+        """
+        if self.fb15k237 is False:
+            self.stats["fb15k237_triples"] = 0
+            return
+        triples = load_fb15k237(None if self.fb15k237 is True else Path(self.fb15k237))
+        self.stats["fb15k237_triples"] = len(triples)
+        for key, path in sorted(triples.items(), key=lambda kv: triple_sort(kv[0])):
+            self.graph.add(key, real=True, source="fb15k237:" + path)
+
+    def drop_real(self, key: TripleKey) -> None:
+        """Leave out a real triple that gave a gold query a non-gold answer, counted by its relation.
+
+        Half of an FB15k-237 CVT path takes the other half with it (unless a gold
+        query needs it), counted once under the path relation.
+        """
+        info = self.graph.info.get(key)
+        if info is None:
+            return
+        self.graph.remove(key)
+        if not info.source.startswith("fb15k237:"):
+            self.dropped_real[key[1].local] += 1
+            return
+        path = info.source.split(":", 1)[1]
+        self.dropped_real[f"{path} (FB15k-237)"] += 1
+        for node in (key[0], key[2]):
+            if not is_fb15k_cvt(node):
+                continue
+            for other in self.graph.around(node):
+                other_info = self.graph.info[other]
+                if other_info.real and not other_info.owners:
+                    self.graph.remove(other)
+
     def add_names(self) -> None:
         """English names of every mid in the real triples and the gold parses (real Freebase names)."""
         mids: set[str] = set()
@@ -153,7 +195,7 @@ class BuildState:
             if name and not self.graph.values(node, NAME):
                 self.graph.add((node, Iri(NAME), Literal(name, lang="en")), real=True, source="names")
                 named += 1
-        self.stats["names_real"] = named
+        self.stats["names_real"] = self.stats.get("names_real", 0) + named
         self.stats["mids_without_name"] = sum(1 for m in mids if not self.names.get(m))
 
     # ------------------------------------------------------------------ bookkeeping

@@ -94,6 +94,25 @@ def _query(args: argparse.Namespace) -> int:
     return 0
 
 
+def _stats(args: argparse.Namespace) -> int:
+    from memq.kg.stats import kg_stats
+
+    kg = open_kg(args.store, args.endpoint, max_rows=args.max_rows, cache=not args.no_cache)
+    summary = kg_stats(kg, datasets.load(args.dataset, args.split), timeout=args.timeout,
+                       progress=not args.no_progress and not args.json)
+    summary = {"dataset": args.dataset, "split": args.split, **summary}
+    if args.json:
+        print(json.dumps(summary, indent=1))
+        return 0
+    q, top, cvt = summary["quads"], summary["topic_relations"], summary["cvt_relations"]
+    print(f"{args.dataset}/{args.split}: {q['total']:,} quads ({q['real']:,} real, {q['synthetic']:,} synthetic)")
+    print(f"  distinct relations (in and out) at {top['n']} topic entities: median {top['median']}, "
+          f"p10 {top['p10']}, mean {top['mean']}")
+    print(f"  at {cvt['n']} CVT nodes one hop from them: median {cvt['median']}, p10 {cvt['p10']}, "
+          f"mean {cvt['mean']}")
+    return 0
+
+
 def _build_benchmark(args: argparse.Namespace) -> int:
     from memq.benchmark import DEFAULT_OUT, build_benchmark
 
@@ -103,7 +122,7 @@ def _build_benchmark(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add the ``kg`` command group (``check``, ``query``, ``build-benchmark``)."""
+    """Add the ``kg`` command group (``check``, ``query``, ``stats``, ``build-benchmark``)."""
     kg = sub.add_parser("kg", help="run SPARQL on a knowledge graph; check gold queries against it")
     kg_sub = kg.add_subparsers(dest="kg_command", required=True)
 
@@ -122,6 +141,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     query.add_argument("sparql", help="the query text, or @FILE")
     _add_kg_options(query)
     query.set_defaults(handler=_query)
+
+    stats = kg_sub.add_parser("stats", help="quads, and distinct relations at the topic entities and CVT nodes")
+    stats.add_argument("--dataset", choices=datasets.DATASETS, required=True)
+    stats.add_argument("--split", choices=datasets.SPLITS, default="test")
+    _add_kg_options(stats)
+    stats.add_argument("--json", action="store_true", help="print the summary as JSON")
+    stats.add_argument("--no-progress", action="store_true", help="no progress bar")
+    stats.set_defaults(handler=_stats)
 
     build = kg_sub.add_parser("build-benchmark", help="build data/kg/benchmark.nq.gz (memq.benchmark)")
     build.add_argument("--out", help="output file (default data/kg/benchmark.nq.gz)")
