@@ -368,16 +368,24 @@ class Pipeline:
 
 
 def open_kg(data: str, endpoint: str | None = None):
-    """An HTTP endpoint when ``endpoint`` is given, else the RDF file ``data`` in an embedded Oxigraph store."""
+    """An HTTP endpoint when ``endpoint`` is given, else the embedded Oxigraph store of ``data``.
+
+    ``data`` is an RDF file, opened through the on-disk store built from it once
+    under the memq cache and checked against the file's hash
+    (:meth:`~memq.kg.oxigraph.OxigraphStore.cached`), or an Oxigraph store directory.
+    """
     if endpoint:
         from .kg.endpoint import SparqlEndpoint
 
         return SparqlEndpoint(endpoint)
     from .kg.oxigraph import OxigraphStore
 
-    if not Path(data).exists():
+    path = Path(data)
+    if path.is_dir():
+        return OxigraphStore(path, read_only=True)
+    if not path.exists():
         raise MemQError(f"knowledge graph file {data} does not exist; build it with `memq kg build-benchmark`")
-    return OxigraphStore.from_file(data)
+    return OxigraphStore.cached(path)
 
 
 def validate(question: object, entities: object) -> tuple[str, dict[str, str]]:

@@ -11,9 +11,12 @@ execution raises scores 0 and keeps its place in the denominator.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import os
 import statistics
+import sys
 import time
 from collections import Counter
 from dataclasses import replace
@@ -180,6 +183,23 @@ def fallback_kind(text: str) -> str:
     return " ".join(text.strip().split()[:3]).rstrip(":;,")
 
 
+def device_note() -> str:
+    """Where the run computed: the CPU's cores, and a CUDA device if torch (already loaded) used one."""
+    note = f"CPU, {os.cpu_count()} cores"
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        return f"{note}; GPU {torch.cuda.get_device_name(0)}"
+    return note + "; no GPU"
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def summarise(records: list[dict], *, dataset: str, split: str, planner: str, kg: str) -> dict:
     scored = [r for r in records if r.get("f1") is not None]
     latencies = sorted(r["latency_s"] for r in records)
@@ -344,6 +364,9 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
     summary = summarise(records, dataset=dataset, split=split, planner=planner,
                         kg=config.endpoint or Path(config.kg).name)
     summary["memory"] = Path(config.memory).name
+    if not config.endpoint and Path(config.kg).is_file():
+        summary["kg_sha256"] = file_sha256(Path(config.kg))[:16]  # which build of the KG file
+    summary["device"] = device_note()
     if planner == "finetuned":
         adapter = pipeline.planner_adapter
         summary["adapter"] = _relative(adapter) if adapter is not None else None

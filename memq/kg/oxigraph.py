@@ -39,6 +39,7 @@ import re
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -232,6 +233,10 @@ class OxigraphStore:
         name = data.name.split(".")[0]
         target = root / "oxigraph" / f"{name}-{digest.hexdigest()[:16]}-ox{ox.__version__}"
         if not (target / DONE_MARKER).is_file():
+            # a one-time cost worth telling a person about: the dense benchmark KG takes about a minute
+            log.warning("first use of %s: building its on-disk Oxigraph store in %s (once per file content)",
+                        data.name, target)
+            started = time.perf_counter()
             target.parent.mkdir(parents=True, exist_ok=True)
             tmp = Path(tempfile.mkdtemp(prefix=target.name + ".tmp-", dir=target.parent))
             try:
@@ -249,7 +254,8 @@ class OxigraphStore:
             except BaseException:
                 shutil.rmtree(tmp, ignore_errors=True)
                 raise
-            log.info("built cached Oxigraph store %s (%d quads)", target, count)
+            log.warning("built the Oxigraph store of %s: %d quads in %.0f s", data.name, count,
+                        time.perf_counter() - started)
         return cls(target, config, read_only=True)
 
     @classmethod
