@@ -7,13 +7,13 @@ import gzip
 import pytest
 
 from memq.benchmark import build_graph
-from memq.benchmark.density import DENSE
+from memq.benchmark.density import DENSE, Densifier
 from memq.benchmark.sources import FB15K_CVT, fb15k_cvt, fb15k_relation, load_fb15k237
 from memq.datasets import GoldParse, GoldQuestion
 from memq.kg import OxigraphStore
 from memq.kg.check import check_gold
 from memq.kg.stats import distribution, kg_stats
-from memq.sparql.model import FB, Iri
+from memq.sparql.model import FB, XSD, Iri, Literal
 
 P = "PREFIX ns: <http://rdf.freebase.com/ns/>\n"
 ENTITIES = ["/m/0a", "/m/0b", "/m/0c", "/m/0d", "/m/0e", "/m/0f"]
@@ -176,3 +176,24 @@ def test_near_misses_rank_before_more_frequent_relations(built):
     assert near == sorted(near, reverse=True)  # every near miss first
     assert ("out", "people.person.nationality") in cands[:near.index(False)]
     assert ("out", "people.person.place_of_birth") not in cands  # the node has it
+
+
+
+def test_a_sibling_cvt_keeps_a_number_a_number(built):
+    """xsd:integer(?n) must not meet "Synthetic text" on a sibling CVT: Virtuoso rejects the whole query (SR341)."""
+    build, _ = built
+    densifier = Densifier.__new__(Densifier)
+    densifier.schema = build.schema
+    cvt = Iri("http://memq.dev/synthetic/cvt_0")
+
+    def other(value, rel):
+        return densifier._other(Literal(value), Iri(FB + rel), cvt)
+
+    number = other("21176", "measurement_unit.dated_integer.number")  # untyped, as some gold values are
+    assert number.datatype is None and number.value.isdigit() and number.value != "21176"
+    decimal = other("-3.5", "measurement_unit.dated_float.number")
+    assert decimal.datatype is None and float(decimal.value) != -3.5
+    assert build.schema.ranges["measurement_unit.dated_integer.number"] == "type.int"
+    typed = other("n/a", "measurement_unit.dated_integer.number")  # not a number, on an integer relation
+    assert typed.datatype == XSD + "integer" and typed.value.isdigit()
+    assert other("Joe", "people.person.nickname").value.startswith("Synthetic text ")

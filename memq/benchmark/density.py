@@ -36,6 +36,7 @@ from functools import lru_cache
 from memq.datasets import data_path
 from memq.sparql.model import FB, Iri, Literal
 
+from .eval import FLOAT_RE, INT_RE
 from .paths import SYN, synthetic
 from .sources import LITERAL_RANGES, NAME, Schema, is_fb15k_cvt, is_mid
 from .state import BuildState, synthetic_name, triple_sort
@@ -97,6 +98,17 @@ def _family(type_id: str | None) -> set[str]:
     if not type_id:
         return set()
     return {type_id, *supertypes().get(type_id, ())}
+
+
+def _plain_number(term: Literal) -> tuple[str, float] | None:
+    """An untyped literal that reads as a number (``"1200"``, ``"-3.5"``): its kind and value; else None."""
+    if term.datatype is not None or term.lang:
+        return None
+    if INT_RE.match(term.value):
+        return INTEGER, int(term.value)
+    if FLOAT_RE.match(term.value):
+        return FLOAT, float(term.value)
+    return None
 
 
 def _digest(*parts: str) -> int:
@@ -291,9 +303,16 @@ class Densifier:
         """Another value of ``term``'s kind: a shifted date or number, a fresh named entity."""
         if isinstance(term, Literal):
             kind = value_kind(term)
+            steps = 2 + _digest(cvt.value, p.value) % 5
             if kind in (TEMPORAL, INTEGER, FLOAT):
-                steps = 2 + _digest(cvt.value, p.value) % 5
                 return make_value(kind, shift(kind, to_python(term)[1], steps), term.datatype)
+            plain = _plain_number(term)
+            if plain is not None:  # an untyped "1200": another number, untyped too (a cast must not fail)
+                kind, x = plain
+                return Literal(make_value(kind, shift(kind, x, steps), None).value)
+            range_kind = _VALUE_KINDS.get(self.schema.ranges.get(p.local))
+            if range_kind in (TEMPORAL, INTEGER, FLOAT):
+                return self.value(range_kind, cvt.value, p.value)
             return Literal(f"Synthetic text {_digest(cvt.value, p.value) % 16**6:06x}", term.datatype, term.lang)
         return synthetic("ent", DENSE, "sibling", cvt.value, p.local)
 
