@@ -31,6 +31,7 @@ from ..errors import MemQError, SparqlParseError
 from ..reconstruct import language_filter
 from ..sparql import parse_query, to_readable, to_standard
 from ..sparql.model import FB, Call, Iri, Query, Var
+from .scoring import error_stage, score
 
 log = logging.getLogger(__name__)
 
@@ -285,8 +286,6 @@ def answer_direct(pipeline, raw: str, entities: Mapping[str, str]) -> tuple[list
 
 def evaluate_direct(pipeline, question, raw: str, generate_s: float = 0.0) -> dict:
     """One question's ablation record: the keys evaluate_question writes (hits@1, f1, ehr, ged, error, ...)."""
-    from .run import _stage, score
-
     entities = dict(question.parses[0].topic_entities)
     record: dict = {"raw": raw, "llm_calls": 1}
     t0 = time.perf_counter()
@@ -300,7 +299,7 @@ def evaluate_direct(pipeline, question, raw: str, generate_s: float = 0.0) -> di
         error = PARSE_STAGE
         record.update(answers=[], exception=f"{type(exc).__name__}: {exc}")
     except Exception as exc:  # noqa: BLE001 - scored 0 with its stage, as the main run does
-        error = _stage(exc)
+        error = error_stage(exc)
         record.update(answers=[], exception=f"{type(exc).__name__}: {exc}")
     record["latency_s"] = round(generate_s + time.perf_counter() - t0, 4)
     record["generate_s"] = round(generate_s, 4)
