@@ -1,6 +1,10 @@
 """The Freebase schema bundled in ``data/freebase_schema``: labels, domains, ranges, CVT types.
 
-Loaded lazily, once per process (:func:`freebase_schema`).
+The one loader of these files, lazily, once per process: :func:`freebase_schema`
+(the label file, the CVT types, the reverse properties) and
+:func:`numeric_ranges`. The describers (:mod:`memq.describe.schema`) and the
+benchmark-KG builder (:func:`memq.benchmark.sources.load_schema`) build their
+views on it.
 """
 
 from __future__ import annotations
@@ -70,3 +74,15 @@ def freebase_schema() -> Schema:
                 reverse.setdefault(parts[0], parts[1])
                 reverse.setdefault(parts[1], parts[0])
     return Schema(relations, cvt, reverse)
+
+
+@lru_cache(maxsize=1)
+def numeric_ranges() -> dict[str, str]:
+    """``numeric_properties.txt.gz``: relation -> numeric literal type (``type.int``, ...); the first line wins."""
+    out: dict[str, str] = {}
+    with gzip.open(data_path("freebase_schema", "numeric_properties.txt.gz"), "rt", encoding="utf-8") as fh:
+        for line in fh:
+            parts = line.split()
+            if len(parts) == 2:
+                out.setdefault(parts[0], parts[1])
+    return out
