@@ -11,7 +11,6 @@ execution raises scores 0 and keeps its place in the denominator.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -24,6 +23,7 @@ from pathlib import Path
 
 from .. import datasets
 from ..errors import MemQError, PlanParseError
+from ..hashing import sha256_file
 from ..types import Plan
 from .direct import ABLATIONS, DirectSparqlModel, evaluate_direct
 from .metrics import mean
@@ -150,14 +150,6 @@ def device_note() -> str:
     if torch is not None and torch.cuda.is_available():
         return f"{note}; GPU {torch.cuda.get_device_name(0)}"
     return note + "; no GPU"
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def summarise(records: list[dict], *, dataset: str, split: str, planner: str, kg: str) -> dict:
@@ -321,7 +313,7 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
                         kg=config.endpoint or Path(config.kg).name)
     summary["memory"] = Path(config.memory).name
     if not config.endpoint and Path(config.kg).is_file():
-        summary["kg_sha256"] = file_sha256(Path(config.kg))[:16]  # which build of the KG file
+        summary["kg_sha256"] = sha256_file(config.kg)[:16]  # which build of the KG file
     summary["device"] = device_note()
     if planner == "finetuned":
         adapter = pipeline.planner_adapter
