@@ -67,12 +67,9 @@ def freebase_schema() -> Schema:
     with open(data_path("freebase_schema", "cvt_types.derived.txt"), encoding="utf-8") as fh:
         cvt = frozenset(line.strip() for line in fh if line.strip() and not line.startswith("#"))
     reverse: dict[str, str] = {}
-    with gzip.open(data_path("freebase_schema", "reverse_properties.gz"), "rt", encoding="utf-8") as fh:
-        for line in fh:
-            parts = line.split()
-            if len(parts) == 2:
-                reverse.setdefault(parts[0], parts[1])
-                reverse.setdefault(parts[1], parts[0])
+    for a, b in _pairs("reverse_properties.gz"):
+        reverse.setdefault(a, b)
+        reverse.setdefault(b, a)
     return Schema(relations, cvt, reverse)
 
 
@@ -80,9 +77,15 @@ def freebase_schema() -> Schema:
 def numeric_ranges() -> dict[str, str]:
     """``numeric_properties.txt.gz``: relation -> numeric literal type (``type.int``, ...); the first line wins."""
     out: dict[str, str] = {}
-    with gzip.open(data_path("freebase_schema", "numeric_properties.txt.gz"), "rt", encoding="utf-8") as fh:
+    for rel, kind in _pairs("numeric_properties.txt.gz"):
+        out.setdefault(rel, kind)
+    return out
+
+
+def _pairs(name: str):
+    """The lines of two whitespace-separated fields of a gzipped schema file, as pairs (other lines skipped)."""
+    with gzip.open(data_path("freebase_schema", name), "rt", encoding="utf-8") as fh:
         for line in fh:
             parts = line.split()
             if len(parts) == 2:
-                out.setdefault(parts[0], parts[1])
-    return out
+                yield parts[0], parts[1]

@@ -80,22 +80,15 @@ class _Parser(ExpressionParser):
             elif self.is_op("("):
                 self.next()
                 expr = self.expression()
-                self.expect_word("AS")
-                var = self.next()
-                if var.kind != "var":
-                    raise self.error("expected a variable after AS", var)
+                var = self.alias()
                 self.expect_op(")")
-                projection.append(Projection(Var(var.text[1:]), expr))
+                projection.append(Projection(var, expr))
             elif tok.kind == "word" and tok.text.upper() in AGGREGATES:
                 # Virtuoso: SELECT COUNT DISTINCT ?x / SELECT COUNT(?x) with no alias.
                 expr = self.aggregate(bare_ok=True)
                 alias = Var("count" if expr.op == "COUNT" else expr.op.lower())
                 if self.is_word("AS"):
-                    self.next()
-                    var = self.next()
-                    if var.kind != "var":
-                        raise self.error("expected a variable after AS", var)
-                    alias = Var(var.text[1:])
+                    alias = self.alias()
                 projection.append(Projection(alias, expr))
             else:
                 break
@@ -160,6 +153,14 @@ class _Parser(ExpressionParser):
             offset=offset, prefixes=tuple(self.declared),
         )
 
+    def alias(self) -> Var:
+        """``AS ?var``: the variable."""
+        self.expect_word("AS")
+        var = self.next()
+        if var.kind != "var":
+            raise self.error("expected a variable after AS", var)
+        return Var(var.text[1:])
+
     def integer(self) -> int:
         tok = self.next()
         if tok.kind != "number" or not tok.text.isdigit():
@@ -203,12 +204,9 @@ class _Parser(ExpressionParser):
                 self.next()
                 self.expect_op("(")
                 expr = self.expression()
-                self.expect_word("AS")
-                var = self.next()
-                if var.kind != "var":
-                    raise self.error("expected a variable after AS", var)
+                var = self.alias()
                 self.expect_op(")")
-                binds.append(Bind(expr, Var(var.text[1:])))
+                binds.append(Bind(expr, var))
             elif self.is_word("VALUES"):
                 self.next()
                 values.append(self.values())
