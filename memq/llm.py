@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from memq.errors import MemQError
+from memq.hashing import sha256_file
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -69,14 +70,6 @@ def cache_root() -> Path:
     """``$MEMQ_CACHE`` or ``~/.cache/memq`` (never inside the repository)."""
     env = os.environ.get("MEMQ_CACHE")
     return Path(env).expanduser() if env else Path.home() / ".cache" / "memq"
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _smollm2_gguf() -> Path:
@@ -198,7 +191,7 @@ def _memo_sha256(path: Path) -> str:
         known = {}
     if key in known:
         return known[key]
-    digest = _sha256(path)
+    digest = sha256_file(path)
     known[key] = digest
     memo.parent.mkdir(parents=True, exist_ok=True)
     tmp = memo.with_name(f"sha256.json.tmp-{os.getpid()}")

@@ -1,6 +1,10 @@
 """The Freebase schema bundled in ``data/freebase_schema``: labels, domains, ranges, CVT types.
 
-Loaded lazily, once per process (:func:`freebase_schema`).
+The one loader of these files, lazily, once per process: :func:`freebase_schema`
+(the label file, the CVT types, the reverse properties) and
+:func:`numeric_ranges`. The describers (:mod:`memq.describe.schema`) and the
+benchmark-KG builder (:func:`memq.benchmark.sources.load_schema`) build their
+views on it.
 """
 
 from __future__ import annotations
@@ -63,10 +67,25 @@ def freebase_schema() -> Schema:
     with open(data_path("freebase_schema", "cvt_types.derived.txt"), encoding="utf-8") as fh:
         cvt = frozenset(line.strip() for line in fh if line.strip() and not line.startswith("#"))
     reverse: dict[str, str] = {}
-    with gzip.open(data_path("freebase_schema", "reverse_properties.gz"), "rt", encoding="utf-8") as fh:
+    for a, b in _pairs("reverse_properties.gz"):
+        reverse.setdefault(a, b)
+        reverse.setdefault(b, a)
+    return Schema(relations, cvt, reverse)
+
+
+@lru_cache(maxsize=1)
+def numeric_ranges() -> dict[str, str]:
+    """``numeric_properties.txt.gz``: relation -> numeric literal type (``type.int``, ...); the first line wins."""
+    out: dict[str, str] = {}
+    for rel, kind in _pairs("numeric_properties.txt.gz"):
+        out.setdefault(rel, kind)
+    return out
+
+
+def _pairs(name: str):
+    """The lines of two whitespace-separated fields of a gzipped schema file, as pairs (other lines skipped)."""
+    with gzip.open(data_path("freebase_schema", name), "rt", encoding="utf-8") as fh:
         for line in fh:
             parts = line.split()
             if len(parts) == 2:
-                reverse.setdefault(parts[0], parts[1])
-                reverse.setdefault(parts[1], parts[0])
-    return Schema(relations, cvt, reverse)
+                yield parts[0], parts[1]

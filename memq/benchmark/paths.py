@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from memq.sparql.model import Exists, Expr, Iri, Literal, Triple, Var, expr_vars
+from memq.sparql.model import Exists, Expr, Iri, Literal, Triple, Var, expr_vars, walk_exprs
 from memq.sparql.serialize import STANDARD
 
 from .eval import XSD_DATETIME, Env, holds
@@ -36,17 +36,6 @@ def synthetic(kind: str, *parts: str) -> Iri:
 
 def is_synthetic(term) -> bool:
     return isinstance(term, Iri) and term.value.startswith(SYN)
-
-
-def _walk(e, into_exists: bool = False):
-    yield e
-    if isinstance(e, Exists):
-        if into_exists:
-            for f in e.pattern.filters:
-                yield from _walk(f, into_exists)
-    elif hasattr(e, "args"):
-        for a in e.args:
-            yield from _walk(a, into_exists)
 
 
 @dataclass
@@ -203,7 +192,7 @@ class Binder:
                 a.vars.append(t.o.name)
                 a.required = True
         for f in variant.filters:
-            for e in _walk(f, into_exists=True):
+            for e in walk_exprs(f, into_exists=True):
                 if isinstance(e, Exists):
                     for t in e.pattern.triples:
                         s = _sub(t.s, nodes)
@@ -336,7 +325,7 @@ class Binder:
 
 
 def _literals(e):
-    for x in _walk(e, into_exists=True):
+    for x in walk_exprs(e, into_exists=True):
         if isinstance(x, Literal):
             yield x
 

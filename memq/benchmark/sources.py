@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from memq.datasets import data_path, mid_names
+from memq.schema import freebase_schema, numeric_ranges
 from memq.sparql.model import FB, Iri, Literal
 
 from .values import literal_for_answer, literal_from_raw
@@ -60,18 +61,14 @@ class Schema:
 
 @lru_cache(maxsize=1)
 def load_schema() -> Schema:
-    with gzip.open(data_path("freebase_schema", "fb_relations_domain_range_label.json.gz"), "rt",
-                   encoding="utf-8") as fh:
-        rels = json.load(fh)
-    ranges = {r: v["range"] for r, v in rels.items() if v.get("range")}
-    domains = {r: v["domain"] for r, v in rels.items() if v.get("domain")}
-    with gzip.open(data_path("freebase_schema", "numeric_properties.txt.gz"), "rt", encoding="utf-8") as fh:
-        for line in fh:
-            parts = line.split()
-            if len(parts) == 2:
-                ranges.setdefault(parts[0], parts[1])
-    cvt = data_path("freebase_schema", "cvt_types.derived.txt").read_text(encoding="utf-8").split()
-    return Schema(ranges, domains, frozenset(cvt))
+    """The builder's view of :func:`memq.schema.freebase_schema`: ranges (:func:`memq.schema.numeric_ranges`
+    fills those the label file lacks), domains and CVT types."""
+    base = freebase_schema()
+    ranges = {r: v.range for r, v in base.relations.items() if v.range}
+    domains = {r: v.domain for r, v in base.relations.items() if v.domain}
+    for rel, rng in numeric_ranges().items():
+        ranges.setdefault(rel, rng)
+    return Schema(ranges, domains, base.cvt_types)
 
 
 def fb(local: str) -> Iri:

@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from memq.sparql.model import XSD, Call, Exists, Expr, Literal, Var
+from memq.sparql.model import XSD, Call, Exists, Expr, Literal, Var, walk_exprs
 
 from .eval import (
     FLOAT_RE,
@@ -200,12 +200,12 @@ class RelationTypes:
             if isinstance(t.o, Var):
                 owner.setdefault(t.o.name, t.p.local)
         for f in variant.filters:
-            for e in _walk(f):
+            for e in walk_exprs(f):
                 if isinstance(e, Exists):
                     for t in e.pattern.triples:
                         if isinstance(t.o, Var):
                             owner.setdefault(t.o.name, t.p.local)
-        for e in [x for f in variant.filters for x in _walk(f, into_exists=True)] + list(order_exprs):
+        for e in [x for f in variant.filters for x in walk_exprs(f, into_exists=True)] + list(order_exprs):
             if not hasattr(e, "op"):
                 continue
             if ":" in e.op and e.args and isinstance(e.args[0], Var):
@@ -243,14 +243,3 @@ class RelationTypes:
         if kind == TEMPORAL:
             return XSD_DATETIME
         return {INTEGER: XSD_INTEGER, FLOAT: XSD_FLOAT}.get(kind)
-
-
-def _walk(e, into_exists: bool = False):
-    yield e
-    if isinstance(e, Exists):
-        if into_exists:
-            for f in e.pattern.filters:
-                yield from _walk(f, into_exists)
-    elif hasattr(e, "args"):
-        for a in e.args:
-            yield from _walk(a, into_exists)

@@ -18,11 +18,10 @@ from __future__ import annotations
 import gzip
 import json
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 
 from memq.datasets import data_path
-from memq.schema import freebase_schema
+from memq.schema import Relation, freebase_schema
 
 #: Literal ranges and how a description names them.
 LITERAL_TYPES = {
@@ -70,14 +69,6 @@ def label_kind(label: str) -> str:
     if words[0] in VERBS or (len(words) > 1 and words[0].endswith("ly") and words[1] in VERBS):
         return "verb"
     return "noun"
-
-
-@dataclass(frozen=True)
-class Relation:
-    id: str
-    label: str
-    domain: str
-    range: str
 
 
 def _words(text: str) -> str:

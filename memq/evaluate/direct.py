@@ -11,9 +11,10 @@ the topic entities as ``Name (m.xxx)`` so the model can copy ids.
 
 At answer time the output is cut to its first query (code fences and trailing
 text dropped), parsed with :func:`memq.sparql.parse_query`, executed on the
-pipeline's KG and its answers named as :class:`memq.pipeline.Pipeline` names
-them (KG order with ORDER BY, else sorted by name). An output that does not
-parse scores 0 with error stage ``direct-sparql-parse``.
+pipeline's KG and its answers named and ordered as memq's own are
+(:func:`memq.assemble.named_answers`: KG order with ORDER BY, else sorted by
+name). An output that does not parse scores 0 with error stage
+``direct-sparql-parse``.
 """
 
 from __future__ import annotations
@@ -27,10 +28,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..assemble import named_answers
 from ..errors import MemQError, SparqlParseError
 from ..reconstruct import language_filter
 from ..sparql import parse_query, to_readable, to_standard
 from ..sparql.model import FB, Call, Iri, Query, Var
+from .scoring import error_stage, score
 
 log = logging.getLogger(__name__)
 
@@ -279,14 +282,12 @@ def answer_direct(pipeline, raw: str, entities: Mapping[str, str]) -> tuple[list
     answer = query.answer_var
     if answer is None:
         raise SparqlParseError("the query selects no variable (SELECT *)")
-    terms = pipeline._run(query, answer, Trace())
-    return pipeline._named(terms, ordered=bool(query.order_by)), query
+    terms = pipeline.select(query, answer, Trace())
+    return named_answers(pipeline.kg, terms, ordered=bool(query.order_by)), query
 
 
 def evaluate_direct(pipeline, question, raw: str, generate_s: float = 0.0) -> dict:
     """One question's ablation record: the keys evaluate_question writes (hits@1, f1, ehr, ged, error, ...)."""
-    from .run import _stage, score
-
     entities = dict(question.parses[0].topic_entities)
     record: dict = {"raw": raw, "llm_calls": 1}
     t0 = time.perf_counter()
@@ -300,7 +301,7 @@ def evaluate_direct(pipeline, question, raw: str, generate_s: float = 0.0) -> di
         error = PARSE_STAGE
         record.update(answers=[], exception=f"{type(exc).__name__}: {exc}")
     except Exception as exc:  # noqa: BLE001 - scored 0 with its stage, as the main run does
-        error = _stage(exc)
+        error = error_stage(exc)
         record.update(answers=[], exception=f"{type(exc).__name__}: {exc}")
     record["latency_s"] = round(generate_s + time.perf_counter() - t0, 4)
     record["generate_s"] = round(generate_s, 4)

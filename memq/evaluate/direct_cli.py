@@ -10,7 +10,14 @@ import argparse
 import json
 from pathlib import Path
 
-from ..plan.cli import add_training_args
+from ..plan.train_flags import (
+    add_training_args,
+    data_info,
+    result_summary,
+    train_config,
+    training_bar,
+    training_plans,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -27,7 +34,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from ..plan.cli import train_config, training_plans
     from .direct import examples_from_plans, train_direct
 
     like = {}
@@ -42,20 +48,12 @@ def _train(args: argparse.Namespace) -> int:
     datasets, plans = training_plans(args)
     examples, skipped = examples_from_plans(plans)
     cfg = train_config(args, **like)
-    info = {"datasets": datasets, "split": "train (memq.plan.data.split_of, dev held out)",
-            "same_questions_as": "memq planner train", "skipped": len(skipped), "limit": args.limit,
-            "like": str(args.like) if args.like else None}
-    bar = None
-    if not args.no_progress:
-        from tqdm import tqdm
-
-        def bar(**kw):
-            return tqdm(desc="training direct-SPARQL", unit="step", **kw)
+    info = data_info(datasets, same_questions_as="memq planner train", skipped=len(skipped), limit=args.limit,
+                     like=str(args.like) if args.like else None)
+    bar = None if args.no_progress else training_bar("training direct-SPARQL", unit="step")
     result = train_direct(examples, Path(args.out), cfg, data_info=info, resume=args.resume, progress=bar)
     print(json.dumps({"out": str(args.out), "examples": len(examples), "skipped": len(skipped),
-                      "steps": result.steps, "seconds": round(result.seconds, 1),
-                      "seconds_per_step": round(result.seconds / max(1, result.steps), 3),
-                      "first_losses": result.losses[:3], "last_losses": result.losses[-3:]}, indent=2))
+                      **result_summary(result, per_step=True)}, indent=2))
     return 0
 
 

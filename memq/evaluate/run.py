@@ -11,7 +11,6 @@ execution raises scores 0 and keeps its place in the denominator.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -23,10 +22,12 @@ from dataclasses import replace
 from pathlib import Path
 
 from .. import datasets
-from ..errors import KnowledgeGraphError, MemQError, PlanParseError, ReconstructionError
-from ..sparql import parse_query
+from ..errors import MemQError, PlanParseError
+from ..hashing import sha256_file
 from ..types import Plan
-from .metrics import best_over_parses, ehr, ged, mean
+from .direct import ABLATIONS, DirectSparqlModel, evaluate_direct
+from .metrics import mean
+from .scoring import error_stage, score
 
 log = logging.getLogger(__name__)
 
@@ -57,31 +58,6 @@ def _oracle(question, describe) -> tuple[Plan, dict[str, str]]:
     derived = derive_plan(question, describe)
     plan = Plan(steps=list(derived.steps), raw="\n".join(s.text for s in derived.steps))
     return plan, dict(derived.entities)
-
-
-def _stage(exc: BaseException) -> str:
-    if isinstance(exc, PlanParseError):
-        return "planner"
-    if isinstance(exc, ReconstructionError):
-        return "reconstruction"
-    if isinstance(exc, KnowledgeGraphError):
-        return "kg"
-    if isinstance(exc, MemQError) and "derive" in type(exc).__name__.lower():
-        return "planner"
-    return "other"
-
-
-def _structure(pred_sparql: str | None, question) -> tuple[float, float]:
-    pred = parse_query(pred_sparql) if pred_sparql else None
-    best_ehr, best_ged = 0.0, float("inf")
-    for p in question.parses:
-        try:
-            gold = parse_query(p.sparql)
-        except MemQError:
-            continue
-        best_ehr = max(best_ehr, ehr(pred, gold))
-        best_ged = min(best_ged, ged(pred, gold))
-    return best_ehr, (best_ged if best_ged != float("inf") else 0.0)
 
 
 def evaluate_question(pipeline, question, planner: str, describe=None, planned=None) -> dict:
@@ -116,28 +92,12 @@ def evaluate_question(pipeline, question, planner: str, describe=None, planned=N
         error = None
     except Exception as exc:  # noqa: BLE001 - every failure is scored 0 and recorded with its stage
         predicted = []
-        error = _stage(exc)
+        error = error_stage(exc)
         record.update(answers=[], exception=f"{type(exc).__name__}: {exc}", llm_calls=record.get("llm_calls", 0))
     record["latency_s"] = round(time.perf_counter() - t0 + record.get("plan_s", 0.0), 4)
     golds = score(record, question, predicted, sparql, error)
     record["gold"] = golds[0] if golds else None
     return record
-
-
-def score(record: dict, question, predicted: list[str], sparql: str | None, error: str | None) -> list[list[str]]:
-    """Fill ``record``'s hits@1, f1 (best parse), ehr, ged and error stage; return the gold answer lists.
-
-    A wrong answer that raised nothing is a ``main-path`` error when a gold edge is missing (EHR < 1), else
-    ``filtering``. Shared by memq's records and the direct-SPARQL ablation's.
-    """
-    golds = [[a for a, _ in (p.answers or ())] for p in question.parses if p.answers is not None]
-    hits, f1 = best_over_parses(predicted, golds) if golds else (None, None)
-    record["hits@1"], record["f1"] = hits, f1
-    record["ehr"], record["ged"] = _structure(sparql, question)
-    if error is None and f1 is not None and f1 < 1.0:
-        error = "main-path" if record["ehr"] < 1.0 else "filtering"
-    record["error"] = error
-    return golds
 
 
 def load_records(path: str | Path) -> dict[str, dict]:
@@ -190,14 +150,6 @@ def device_note() -> str:
     if torch is not None and torch.cuda.is_available():
         return f"{note}; GPU {torch.cuda.get_device_name(0)}"
     return note + "; no GPU"
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def summarise(records: list[dict], *, dataset: str, split: str, planner: str, kg: str) -> dict:
@@ -292,8 +244,6 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
         describe = template_describe()
     model = None
     if ablation is not None:
-        from .direct import ABLATIONS, DirectSparqlModel
-
         if ablation not in ABLATIONS:
             raise ValueError(f"unknown ablation {ablation!r}; expected one of {', '.join(ABLATIONS)}")
         model = ablation_model or DirectSparqlModel(ablation_adapter, batch_size=batch_size)
@@ -343,8 +293,6 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
                     if q.id in reused:
                         rec["plan_from"] = str(plans_from)
                 if model is not None:
-                    from .direct import evaluate_direct
-
                     raw, generate_s = outputs[q.id]
                     rec["ablation"] = evaluate_direct(pipeline, q, raw, generate_s)
                     if q.id in saved_outputs:
@@ -365,7 +313,7 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
                         kg=config.endpoint or Path(config.kg).name)
     summary["memory"] = Path(config.memory).name
     if not config.endpoint and Path(config.kg).is_file():
-        summary["kg_sha256"] = file_sha256(Path(config.kg))[:16]  # which build of the KG file
+        summary["kg_sha256"] = sha256_file(config.kg)[:16]  # which build of the KG file
     summary["device"] = device_note()
     if planner == "finetuned":
         adapter = pipeline.planner_adapter

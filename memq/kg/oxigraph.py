@@ -30,7 +30,6 @@ Queries without a timeout run in the calling thread.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import logging
 import multiprocessing
@@ -48,6 +47,7 @@ from typing import Any
 import pyoxigraph as ox
 
 from memq.errors import KnowledgeGraphError
+from memq.hashing import sha256_file
 from memq.kg import dialect
 from memq.kg.base import Row, Term, lookup_names, make_literal, query_error
 from memq.sparql.model import XSD, Iri
@@ -226,12 +226,8 @@ class OxigraphStore:
         if not data.is_file():
             raise KnowledgeGraphError(f"RDF file not found: {data}")
         root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-        digest = hashlib.sha256()
-        with open(data, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
         name = data.name.split(".")[0]
-        target = root / "oxigraph" / f"{name}-{digest.hexdigest()[:16]}-ox{ox.__version__}"
+        target = root / "oxigraph" / f"{name}-{sha256_file(data)[:16]}-ox{ox.__version__}"
         if not (target / DONE_MARKER).is_file():
             # a one-time cost worth telling a person about: the dense benchmark KG takes about a minute
             log.warning("first use of %s: building its on-disk Oxigraph store in %s (once per file content)",

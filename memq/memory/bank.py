@@ -23,7 +23,6 @@ every file, the row count and the embedder (name and dim) and raises
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -36,6 +35,7 @@ import numpy as np
 
 from memq.describe.base import shared_descriptions
 from memq.errors import MemoryBankError
+from memq.hashing import sha256_file
 from memq.types import STRUCTURES, MemoryRecord, Statement
 
 from .embed import Embedder, embedder_for
@@ -57,14 +57,6 @@ def memq_version() -> str:
         return version("memq")
     except Exception:  # not installed (running from a checkout)
         return "unknown"
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def write_atomic(path: Path, data: bytes) -> None:

@@ -9,7 +9,16 @@ from pathlib import Path
 
 from memq.errors import MemQError
 
-BASES = ("qwen2.5-coder-0.5b", "smollm2")
+from .train_flags import (
+    add_training_args,
+    data_info,
+    result_summary,
+    set_threads,
+    train_config,
+    training_bar,
+    training_plans,
+)
+
 DATASETS = ("webqsp", "cwq")
 
 
@@ -53,50 +62,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     plan.set_defaults(handler=_plan)
 
 
-def add_training_args(p: argparse.ArgumentParser) -> None:
-    """The flags ``memq planner train`` and ``memq ablation train`` share: same names, same defaults."""
-    p.add_argument("--base", choices=BASES, default="qwen2.5-coder-0.5b")
-    p.add_argument("--data", choices=("webqsp", "cwq", "webqsp+cwq"),
-                   help="training questions (default webqsp; train split, dev held out; CWQ's WebQTest-N_ items are "
-                        "excluded when webqsp is included, so the model stays clean for WebQSP test)")
-    p.add_argument("--max-steps", type=int, default=0, help="stop after N optimizer steps (overrides --epochs)")
-    p.add_argument("--epochs", type=float, default=1.0)
-    p.add_argument("--batch-size", type=int, default=8)
-    p.add_argument("--lr", type=float, default=2e-4)
-    p.add_argument("--lora-r", type=int, default=8)
-    p.add_argument("--checkpoint-every", type=int, default=25)
-    p.add_argument("--limit", type=int, help="train on the first N examples only")
-    p.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--threads", type=int, help="torch CPU threads")
-
-
-def training_plans(args) -> tuple[list[str], list]:
-    """(datasets, derived training plans) for ``--data`` and ``--limit``; sets ``--threads`` first."""
-    from .data import load_split
-
-    _threads(args)
-    args.data = args.data or "webqsp"
-    datasets = args.data.split("+")
-    exclude = "webqsp" in datasets
-    plans = []
-    for ds in datasets:
-        plans += load_split(ds, "train", exclude_webqsp_test=exclude and ds == "cwq")
-    if args.limit:
-        plans = plans[:args.limit]
-    return datasets, plans
-
-
-def train_config(args, **overrides):
-    """The TrainConfig the shared training flags name, ``overrides`` (TrainConfig fields) applied before checking."""
-    from .finetune import TrainConfig
-
-    hp = dict(base=args.base, epochs=args.epochs, max_steps=args.max_steps, batch_size=args.batch_size,
-              lr=args.lr, lora_r=args.lora_r, lora_alpha=2 * args.lora_r, checkpoint_every=args.checkpoint_every,
-              device=args.device)
-    return TrainConfig(**{**hp, **overrides})
-
-
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--no-progress", action="store_true")
@@ -119,13 +84,6 @@ def _progress(args, **kw):
     from tqdm import tqdm  # type: ignore[import-untyped]
 
     return lambda it=None, **more: tqdm(it, file=sys.stderr, **{**kw, **more})
-
-
-def _threads(args) -> None:
-    if getattr(args, "threads", None):
-        import torch
-
-        torch.set_num_threads(args.threads)
 
 
 def _data(args) -> int:
@@ -158,12 +116,10 @@ def _train(args) -> int:
     exclude = "webqsp" in datasets
     cfg = train_config(args)
     out = Path(args.out) if args.out else default_adapter_dir(args.base, args.data)
-    info = {"datasets": datasets, "split": "train (memq.plan.data.split_of, dev held out)",
-            "excluded_webqsp_test_ids": exclude and "cwq" in datasets, "limit": args.limit}
-    bar = None if (args.json or args.no_progress) else _tqdm_bar()
+    info = data_info(datasets, excluded_webqsp_test_ids=exclude and "cwq" in datasets, limit=args.limit)
+    bar = None if (args.json or args.no_progress) else training_bar("training")
     result = train(plans, out, cfg, data_info=info, resume=args.resume, progress=bar)
-    summary: dict = {"out": str(out), "steps": result.steps, "seconds": round(result.seconds, 1),
-               "first_losses": result.losses[:3], "last_losses": result.losses[-3:]}
+    summary: dict = {"out": str(out), **result_summary(result)}
     if args.eval_limit:
         from .evaluate import evaluate
         from .planner import FineTunedPlanner
@@ -180,12 +136,6 @@ def _train(args) -> int:
     return 0
 
 
-def _tqdm_bar():
-    from tqdm import tqdm  # type: ignore[import-untyped]
-
-    return lambda total, initial: tqdm(total=total, initial=initial, desc="training", file=sys.stderr)
-
-
 def make_planner(args):
     """The planner the flags name: few-shot, or a fine-tuned adapter."""
     from . import planner
@@ -199,7 +149,7 @@ def _eval(args) -> int:
     from .data import derive_split, load_split, to_json
     from .evaluate import evaluate
 
-    _threads(args)
+    set_threads(args)
     golds = load_split(args.dataset, "dev") if args.split == "dev" else derive_split(args.dataset, "test").plans
     if args.limit:
         golds = golds[:args.limit]
@@ -227,7 +177,7 @@ def _eval(args) -> int:
 
 
 def _plan(args) -> int:
-    _threads(args)
+    set_threads(args)
     planner = make_planner(args)
     plan = planner.plan(args.question, args.entity)
     if args.json:

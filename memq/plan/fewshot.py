@@ -22,8 +22,8 @@ import numpy as np
 
 from memq.errors import MemQError
 
+from .base import BatchPlanner, Entities
 from .derive import DerivedPlan
-from .planner import BatchPlanner, Entities
 from .prompt import INSTRUCTIONS, query_block
 
 logger = logging.getLogger(__name__)
@@ -101,12 +101,5 @@ class FewShotPlanner(BatchPlanner):
         parts += [query_block(question, entities), "Plan:"]
         return "\n".join(parts)
 
-    def raw_many(self, items, progress=None) -> list[str]:
-        prompts = [self.prompt(q, e) for q, e in items]
-        size = max(1, getattr(self.llm, "batch_size", 8))
-        out: list[str] = []
-        chunks = range(0, len(prompts), size)
-        for i in (progress(chunks) if progress else chunks):
-            out.extend(self.llm.generate(prompts[i:i + size], max_new_tokens=self.max_new_tokens, stop=STOP,
-                                       chat=self.chat))
-        return out
+    def generate(self, prompts: list[str]) -> list[str]:
+        return self.llm.generate(prompts, max_new_tokens=self.max_new_tokens, stop=STOP, chat=self.chat)

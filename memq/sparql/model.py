@@ -179,12 +179,15 @@ MIRRORED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "!=": "!="}
 """Each comparison with its operands swapped: ``a < b`` is ``b > a``."""
 
 
-def walk_exprs(expr: Expr):
-    """Yield ``expr`` and every sub-expression (not descending into EXISTS)."""
+def walk_exprs(expr: Expr, into_exists: bool = False):
+    """Yield ``expr`` and every sub-expression; with ``into_exists``, also those of EXISTS patterns' filters."""
     yield expr
     if isinstance(expr, Call):
         for arg in expr.args:
-            yield from walk_exprs(arg)
+            yield from walk_exprs(arg, into_exists)
+    elif into_exists and isinstance(expr, Exists):
+        for f in expr.pattern.filters:
+            yield from walk_exprs(f, into_exists)
 
 
 def expr_vars(expr: Expr) -> set[Var]:

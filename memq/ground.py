@@ -1,0 +1,130 @@
+"""Step choice and grounding: which recalled statements each plan step uses.
+
+1. :func:`recall_steps` recalls, for every step of a plan, the memory
+   statements that may express it (:mod:`memq.recall`): a relation for a
+   Find step, a filter for a Make sure step.
+2. :func:`ground` (READS-style grounded choice) keeps, step by step, the
+   recalled statements that bind in the KG given the steps before them.
+3. :func:`apply_step` writes one step's choice into a draft query
+   (:mod:`memq.reconstruct`); grounding uses it to probe, and
+   :mod:`memq.assemble` to build the final query.
+
+Every fallback that fires is appended to ``Trace.fallbacks``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .errors import ReconstructionError
+from .recall import TIE_ORDER, RecallConfig, break_tie, is_tie, preferred, recall_step
+from .reconstruct import Draft, Reconstructor
+from .sparql.model import Query, Var
+from .types import Plan, PlanStep, Recalled, Trace
+
+#: ``select(query, var)``: the distinct values of ``var`` in the query's rows on the KG ([] when it fails).
+Select = Callable[[Query, Var], list]
+
+
+@dataclass
+class StepChoice:
+    """One plan step and the statements chosen for it."""
+
+    step: PlanStep
+    index: int
+    kept: list[Recalled] = field(default_factory=list)  # the statements the query uses (several: a UNION)
+    candidates: list[Recalled] = field(default_factory=list)  # everything recalled, best first
+    filter_statement: Recalled | None = None
+    tied: list[Recalled] = field(default_factory=list)  # tied statements that bound too, not kept
+
+
+def recall_steps(bank, plan: Plan, config: RecallConfig, trace: Trace) -> list[StepChoice]:
+    """Recall the statements of every step of ``plan`` from the memory ``bank``."""
+    choices = []
+    for i, step in enumerate(plan.steps):
+        choice = StepChoice(step, i)
+        if step.kind == "find":
+            # A step that relates two known things reads a structure-3 statement; one that starts from
+            # one known thing reads structure 1 or 2. The other arity is used only if nothing fits.
+            structures = ("3",) if step.value else ("1", "2")
+            kept, candidates, fallback = recall_step(bank, step, i, config, structures)
+            if not candidates:
+                trace.fallbacks.append(f"step {i + 1}: no statement of structure {'/'.join(structures)}; "
+                                       "any structure allowed")
+                kept, candidates, fallback = recall_step(bank, step, i, config)
+            choice.kept, choice.candidates = kept, candidates
+            if fallback:
+                trace.fallbacks.append(f"step {i + 1}: recall {fallback}")
+        elif step.kind == "check" and step.relation and step.relation != step.target:
+            kept, candidates, fallback = recall_step(bank, step, i, config, structures=("filter",))
+            if kept and not fallback:
+                choice.filter_statement, tied = break_tie(kept)
+                if tied > 1:
+                    trace.fallbacks.append(f"step {i + 1}: {tied} tied filter statements; kept "
+                                           f"{choice.filter_statement.statement.id} ({TIE_ORDER})")
+            else:
+                trace.fallbacks.append(f"step {i + 1}: no filter statement recalled; checked by rule")
+        choices.append(choice)
+    return choices
+
+
+def ground(choices: list[StepChoice], rec: Reconstructor, select: Select, trace: Trace) -> None:
+    """READS-style grounded choice: keep the candidates that bind given the previous steps.
+
+    Of several tied statements that bind, one is kept (:data:`~memq.recall.TIE_ORDER`) and the others
+    are set aside in ``StepChoice.tied`` for self-repair. When none binds, all are kept.
+    """
+    draft = Draft()
+    for c in choices:
+        if c.step.kind == "find" and c.kept:
+            target = rec.var(c.step.target)
+            grounded = []
+            for r in c.kept:
+                try:
+                    alt = rec.find(c.step, r.statement)
+                except ReconstructionError:
+                    continue
+                probe = draft.copy()
+                probe.add_alternatives([alt])
+                if target is not None and select(probe.probe(target), target):
+                    grounded.append(r)
+            if len(grounded) > 1 and is_tie(c.kept):
+                best = min(grounded, key=lambda r: preferred(r.statement))
+                trace.fallbacks.append(f"step {c.index + 1}: {len(grounded)} tied statements bind; kept "
+                                       f"{best.statement.id} ({TIE_ORDER})")
+                c.kept, c.tied = [best], [r for r in grounded if r is not best]
+            elif grounded and len(grounded) < len(c.kept):
+                trace.fallbacks.append(f"step {c.index + 1}: grounded choice kept {len(grounded)} of "
+                                       f"{len(c.kept)} recalled statements")
+                c.kept = grounded
+            elif not grounded:
+                trace.fallbacks.append(f"step {c.index + 1}: no recalled statement binds in the KG; kept all")
+        apply_step(draft, c, rec, trace, skip=False)
+
+
+def apply_step(draft: Draft, c: StepChoice, rec: Reconstructor, trace: Trace | None, skip: bool) -> None:
+    """Add one step to ``draft``: a find step's kept statements (a UNION of them), a check's filter
+    (unless ``skip``), a sort's ORDER BY/LIMIT. What cannot be added is traced (when ``trace`` is given)."""
+    step = c.step
+    if step.kind == "find":
+        alts = []
+        for r in c.kept:
+            try:
+                alts.append(rec.find(step, r.statement))
+            except ReconstructionError as exc:
+                if trace is not None:
+                    trace.fallbacks.append(f"step {c.index + 1}: statement {r.statement.id} skipped: {exc}")
+        draft.add_alternatives(alts)
+    elif step.kind == "check" and not skip:
+        try:
+            draft.filters.append(rec.check(step, c.filter_statement.statement if c.filter_statement else None))
+        except ReconstructionError as exc:
+            if trace is not None:
+                trace.fallbacks.append(f"step {c.index + 1}: check dropped: {exc}")
+    elif step.kind == "sort":
+        try:
+            draft.order, draft.limit, draft.offset = rec.sort(step)
+        except ReconstructionError as exc:
+            if trace is not None:
+                trace.fallbacks.append(f"step {c.index + 1}: sort dropped: {exc}")

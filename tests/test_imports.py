@@ -1,0 +1,122 @@
+"""The package's shape: no import circle between memq modules, and no module over MAX_LINES lines.
+
+The import graph is read from the source with ``ast``: ``import memq.x``,
+``from memq.x import y``, ``from . import x`` and ``from ..x import y``, at
+module level and inside functions alike (a lazy import is still an edge).
+Imports under ``if TYPE_CHECKING:`` never run and do not count.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "memq"
+MAX_LINES = 450
+
+
+def _modules() -> dict[str, tuple[Path, bool]]:
+    """Dotted module name -> (file, is a package ``__init__``)."""
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        is_package = parts[-1] == "__init__"
+        out[".".join(parts[:-1] if is_package else parts)] = (path, is_package)
+    return out
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _import_nodes(nodes):
+    """Every import statement among ``nodes`` and inside them, skipping the bodies of ``if TYPE_CHECKING:``."""
+    for node in nodes:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        elif isinstance(node, ast.If) and _is_type_checking(node):
+            yield from _import_nodes(node.orelse)
+        else:
+            yield from _import_nodes(ast.iter_child_nodes(node))
+
+
+def _imported(module: str, is_package: bool, node: ast.Import | ast.ImportFrom, modules) -> set[str]:
+    """The memq modules an import statement loads (the nearest enclosing module of each name)."""
+    if isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+    else:
+        if node.level:
+            base = module.split(".") if is_package else module.split(".")[:-1]
+            base = base[:len(base) - (node.level - 1)]
+            prefix = ".".join(base + ([node.module] if node.module else []))
+        else:
+            prefix = node.module or ""
+        # ``from pkg import name``: ``pkg.name`` when it is a module, else ``pkg`` itself
+        names = [f"{prefix}.{alias.name}" if f"{prefix}.{alias.name}" in modules else prefix for alias in node.names]
+    out = set()
+    for name in names:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        if name and name != module:
+            out.add(name)
+    return out
+
+
+def import_graph() -> dict[str, set[str]]:
+    modules = _modules()
+    graph = {}
+    for module, (path, is_package) in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        graph[module] = set().union(*(_imported(module, is_package, n, modules) for n in _import_nodes(tree.body)))
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import circle as ``[a, b, ..., a]``, or None (depth-first search, sorted for a stable answer)."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def test_the_graph_reader_sees_relative_absolute_and_lazy_imports():
+    graph = import_graph()
+    assert "memq.evaluate.scoring" in graph["memq.evaluate.run"]  # from .scoring import ...
+    assert "memq.datasets" in graph["memq.evaluate.run"]  # from .. import datasets
+    assert "memq.errors" in graph["memq.plan.planner"]  # from memq.errors import ...
+    assert "memq.plan.fewshot" in graph["memq.plan.planner"]  # imported inside make_planner
+    assert "memq.benchmark.shape" not in graph["memq.benchmark.values"]  # only under TYPE_CHECKING
+
+
+def test_find_cycle_names_the_circle():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_import_circle_between_memq_modules():
+    cycle = find_cycle(import_graph())
+    assert cycle is None, "import circle: " + " -> ".join(cycle)
+
+
+def test_no_module_is_over_the_line_limit():
+    sizes = {str(p.relative_to(PACKAGE.parent)): len(p.read_text(encoding="utf-8").splitlines())
+             for p in sorted(PACKAGE.rglob("*.py"))}
+    over = {path: n for path, n in sizes.items() if n > MAX_LINES}
+    assert not over, f"modules over {MAX_LINES} lines: " + ", ".join(f"{p} ({n} lines)" for p, n in over.items())
