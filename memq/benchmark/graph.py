@@ -89,7 +89,7 @@ class BenchmarkGraph:
             self.nodes[s].add(key)
             if isinstance(o, Iri):
                 self.nodes[o].add(key)
-            self.store.add(ox.Quad(to_ox(s), to_ox(p), to_ox(o)))
+            self.store.add(self.quad(key))
         if owner:
             info.owners.add(owner)
         if distractor:
@@ -111,7 +111,7 @@ class BenchmarkGraph:
         self.nodes[s].discard(key)
         if isinstance(o, Iri):
             self.nodes[o].discard(key)
-        self.store.remove(ox.Quad(to_ox(s), to_ox(p), to_ox(o)))
+        self.store.remove(self.quad(key))
 
     def solid(self, key: TripleKey) -> bool:
         """Real, or needed by a gold query: a triple worth reusing."""
