@@ -156,7 +156,7 @@ _TRAIN_LOCK = threading.Lock()
 
 
 def train_direct(examples: Sequence[DirectExample], out_dir: str | Path, cfg=None, *, data_info: dict | None = None,
-                 resume: bool = False, progress=None):
+                 resume: bool = False, progress=None, stop_at: float | None = None):
     """memq.plan.finetune.train, unchanged, with the direct-SPARQL prompt in place of Table 9.
 
     finetune.train builds each example as ``planner_prompt(p.question, p.entities)`` -> ``p.text``; the
@@ -172,9 +172,11 @@ def train_direct(examples: Sequence[DirectExample], out_dir: str | Path, cfg=Non
         finetune.planner_prompt = direct_prompt  # type: ignore[assignment]  # entities are (mid, name) pairs here
         try:
             result = finetune.train(examples, out_dir,  # type: ignore[arg-type]  # duck-typed DerivedPlan
-                                    cfg, data_info=data_info, resume=resume, progress=progress)
+                                    cfg, data_info=data_info, resume=resume, progress=progress, stop_at=stop_at)
         finally:
             finetune.planner_prompt = original
+    if not result.finished:  # stopped early: a checkpoint, no adapter or manifest yet
+        return result
     finetune.update_manifest(result.out_dir, kind="lora-direct-sparql",
                              prompt={"name": "memq-direct-sparql", "sha256": prompt_hash()},
                              target="gold SPARQL, readable ns: form, no PREFIX header, no language/topic filters")

@@ -19,6 +19,7 @@ No pickle anywhere: optimizer moments are stored as safetensors.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -38,6 +39,7 @@ from .prompt import planner_prompt, prompt_hash
 logger = logging.getLogger(__name__)
 
 MANIFEST_VERSION = 1
+PRECISIONS = ("fp32", "bf16")
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
@@ -61,6 +63,13 @@ class TrainConfig:
     log_every: int = 1
     checkpoint_every: int = 50
     device: str = "cpu"
+    precision: str = "fp32"  # "bf16": autocast matrix products to bfloat16 (CUDA); weights and AdamW stay fp32
+    bucket: int = 50  # batches drawn from pools of bucket * batch_size examples sorted by length (0: no bucketing)
+
+    @property
+    def full(self) -> bool:
+        """``lora_r == 0`` fine-tunes every weight of the base model instead of a LoRA adapter."""
+        return self.lora_r == 0
 
     def __post_init__(self) -> None:
         if self.batch_size < 1:
@@ -69,6 +78,12 @@ class TrainConfig:
             raise MemQError(f"need epochs > 0 or max_steps > 0 (got epochs={self.epochs}, max_steps={self.max_steps})")
         if not 0 < self.lr < 1:
             raise MemQError(f"lr must be in (0, 1), got {self.lr}")
+        if self.precision not in PRECISIONS:
+            raise MemQError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+        if self.precision == "bf16" and not self.device.startswith("cuda"):
+            raise MemQError(f"precision 'bf16' needs a CUDA device, got device {self.device!r}")
+        if self.lora_r < 0 or self.bucket < 0:
+            raise MemQError(f"lora_r and bucket must be >= 0, got {self.lora_r} and {self.bucket}")
 
 
 @dataclass
@@ -77,6 +92,7 @@ class TrainResult:
     steps: int
     losses: list[float] = field(default_factory=list)
     seconds: float = 0.0
+    finished: bool = True  # False: stopped at ``stop_at`` with a checkpoint to resume from
 
 
 def encode_example(tokenizer, prompt: str, target: str, max_length: int) -> tuple[list[int], list[int]]:
@@ -93,10 +109,26 @@ def encode_example(tokenizer, prompt: str, target: str, max_length: int) -> tupl
     return ids, labels
 
 
-def _batches(n: int, batch_size: int, seed: int, epoch: int) -> list[list[int]]:
+def _batches(n: int, batch_size: int, seed: int, epoch: int, lengths: Sequence[int] | None = None,
+             bucket: int = 0) -> list[list[int]]:
+    """One epoch's batches of example indices, deterministic in ``seed`` and ``epoch``.
+
+    With ``lengths`` and ``bucket`` > 0, the shuffled examples are cut into pools of ``bucket * batch_size``,
+    each pool is sorted by length and cut into batches, and the batches are shuffled again: a batch holds
+    examples of about one length, so little of it is padding, and every example is still seen once an epoch.
+    """
+    rng = random.Random(seed * 1000 + epoch)
     order = list(range(n))
-    random.Random(seed * 1000 + epoch).shuffle(order)
-    return [order[i:i + batch_size] for i in range(0, n, batch_size)]
+    rng.shuffle(order)
+    if not lengths or bucket <= 0:
+        return [order[i:i + batch_size] for i in range(0, n, batch_size)]
+    pool = bucket * batch_size
+    batches = []
+    for start in range(0, n, pool):
+        chunk = sorted(order[start:start + pool], key=lambda i: lengths[i])
+        batches += [chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size)]
+    rng.shuffle(batches)
+    return batches
 
 
 def _collate(examples, pad_id: int):
@@ -162,7 +194,8 @@ def _save_checkpoint(model, optimizer, state: dict, out_dir: Path) -> None:
     tmp = out_dir / f"checkpoint.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(str(tmp))
-    _portable_config(tmp, state.get("base", ""))
+    if (tmp / "adapter_config.json").exists():
+        _portable_config(tmp, state.get("base", ""))
     params = [p for g in optimizer.param_groups for p in g["params"]]
     tensors = {}
     for i, p in enumerate(params):
@@ -194,7 +227,13 @@ def _load_checkpoint(model, optimizer, out_dir: Path) -> dict:
 
     ckpt = out_dir / "checkpoint"
     state = json.loads((ckpt / "state.json").read_text())
-    set_peft_model_state_dict(model, load_file(str(ckpt / "adapter_model.safetensors")))
+    if (ckpt / "adapter_model.safetensors").exists():
+        set_peft_model_state_dict(model, load_file(str(ckpt / "adapter_model.safetensors")))
+    else:  # a full fine-tune: every weight (tied embeddings are stored once)
+        weights = {}
+        for f in sorted(ckpt.glob("model*.safetensors")):
+            weights.update(load_file(str(f)))
+        model.load_state_dict(weights, strict=False)
     opt_file = ckpt / "optimizer.safetensors"
     if opt_file.exists():
         moments = load_file(str(opt_file))
@@ -213,11 +252,13 @@ def _load_checkpoint(model, optimizer, out_dir: Path) -> dict:
 
 def train(plans: Sequence[DerivedPlan], out_dir: str | Path, cfg: TrainConfig = TrainConfig(), *,
           data_info: dict | None = None, resume: bool = False,
-          progress: Callable | None = None) -> TrainResult:
-    """Fine-tune a LoRA adapter on derived plans; writes ``out_dir`` (see module doc).
+          progress: Callable | None = None, stop_at: float | None = None) -> TrainResult:
+    """Fine-tune a LoRA adapter (or, with ``lora_r=0``, the whole model) on derived plans; writes ``out_dir``.
 
     ``progress(total=..., initial=...)`` may return a tqdm-like bar (``update``,
-    ``set_postfix``, ``close``); ``None`` trains silently.
+    ``set_postfix``, ``close``); ``None`` trains silently. ``stop_at`` (a ``time.time()``
+    value) stops the run early with a checkpoint written, so that ``resume=True`` goes on from
+    it; the result then says ``finished=False`` and no adapter or manifest is written yet.
     """
     import torch
     from peft import LoraConfig, get_peft_model
@@ -232,11 +273,13 @@ def train(plans: Sequence[DerivedPlan], out_dir: str | Path, cfg: TrainConfig = 
         raise MemQError(f"{out_dir} already holds a checkpoint; pass --resume or choose another --out")
     torch.manual_seed(cfg.seed)
     model, tok, source = load_pretrained(cfg.base, cfg.device, fresh=True)
-    lora = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
-                      target_modules=list(cfg.target_modules), task_type="CAUSAL_LM")
-    model = get_peft_model(model, lora)
+    if not cfg.full:
+        lora = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
+                          target_modules=list(cfg.target_modules), task_type="CAUSAL_LM")
+        model = get_peft_model(model, lora)
     model.train()
     examples = [encode_example(tok, planner_prompt(p.question, p.entities), p.text, cfg.max_length) for p in plans]
+    lengths = [len(ids) for ids, _ in examples]
     per_epoch = math.ceil(len(examples) / cfg.batch_size)
     total = cfg.max_steps or max(1, math.ceil(per_epoch * cfg.epochs))
     params = [p for p in model.parameters() if p.requires_grad]
@@ -257,18 +300,33 @@ def train(plans: Sequence[DerivedPlan], out_dir: str | Path, cfg: TrainConfig = 
     bar = progress(total=total, initial=step) if progress else None
     losses: list[float] = []
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+    autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if cfg.precision == "bf16"
+                else contextlib.nullcontext())
+    epoch_batches: tuple[int, list[list[int]]] = (-1, [])
     while step < total:
+        if stop_at is not None and time.time() >= stop_at:
+            _save_checkpoint(model, optimizer, {"step": step, "seconds": seconds, "total": total, "base": cfg.base},
+                             out_dir)
+            if bar is not None:
+                bar.close()
+            logger.info("stopped at step %d of %d (stop_at); resume from %s", step, total, out_dir / "checkpoint")
+            return TrainResult(out_dir, step, losses, seconds, finished=False)
         epoch, offset = divmod(step, per_epoch)
-        batch = _batches(len(examples), cfg.batch_size, cfg.seed, epoch)[offset]
+        if epoch_batches[0] != epoch:
+            epoch_batches = (epoch, _batches(len(examples), cfg.batch_size, cfg.seed, epoch, lengths, cfg.bucket))
+        batch = epoch_batches[1][offset]
         ids, mask, labels = (t.to(cfg.device) for t in _collate([examples[i] for i in batch], pad))
         for g in optimizer.param_groups:
             g["lr"] = _lr_at(step, total, cfg)
         start = time.perf_counter()
-        loss = shared_prefix_loss(model, ids, mask, labels)
+        with autocast:
+            loss = shared_prefix_loss(model, ids, mask, labels)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+        if cfg.device.startswith("cuda"):
+            torch.cuda.synchronize()
         took = time.perf_counter() - start
         seconds += took
         step += 1
@@ -286,9 +344,21 @@ def train(plans: Sequence[DerivedPlan], out_dir: str | Path, cfg: TrainConfig = 
     if bar is not None:
         bar.close()
     model.save_pretrained(str(out_dir))
-    _portable_config(out_dir, cfg.base)
+    if cfg.full:
+        tok.save_pretrained(str(out_dir))
+    else:
+        _portable_config(out_dir, cfg.base)
     write_manifest(out_dir, cfg, source, plans, data_info or {}, step, seconds, per_epoch)
     return TrainResult(out_dir, step, losses, seconds)
+
+
+def device_name(device: str) -> str:
+    """``"cpu"``, or the CUDA device's name (``"cuda: NVIDIA H100 80GB HBM3"``), for manifests."""
+    if not device.startswith("cuda"):
+        return device
+    import torch
+
+    return f"{device}: {torch.cuda.get_device_name(torch.device(device))}"
 
 
 def write_manifest(out_dir: Path, cfg: TrainConfig, source, plans: Sequence[DerivedPlan], data_info: dict,
@@ -299,14 +369,14 @@ def write_manifest(out_dir: Path, cfg: TrainConfig, source, plans: Sequence[Deri
         "format_version": MANIFEST_VERSION,
         "memq_version": getattr(memq, "__version__", "unknown"),
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "kind": "lora-planner",
+        "kind": "full-planner" if cfg.full else "lora-planner",
         "base_model": {"name": source.name, "ref": cfg.base, "sha256": source.sha256},
         "prompt": {"name": "memq-table9", "sha256": prompt_hash()},
         "data": {"examples": len(plans), "sha256": data_hash(plans), **data_info},
         "hyper_parameters": {**asdict(cfg), "target_modules": list(cfg.target_modules)},
         "training": {"steps": steps, "steps_per_epoch": per_epoch, "epochs_done": round(steps / per_epoch, 3),
                      "seconds": round(seconds, 1), "seconds_per_step": round(seconds / max(1, steps), 3),
-                     "device": cfg.device},
+                     "device": device_name(cfg.device), "precision": cfg.precision},
         "dev_metrics": dev_metrics or {},
     }
     path = out_dir / "manifest.json"

@@ -48,8 +48,8 @@ class FineTunedPlanner(BatchPlanner):
     def __init__(self, adapter: str | Path, base: str | None = None, device: str = "cpu",
                  batch_size: int = 8, max_new_tokens: int = 160) -> None:
         self.adapter = Path(adapter)
-        if not (self.adapter / "adapter_config.json").exists():
-            raise MemQError(f"{adapter} is not a planner adapter (no adapter_config.json)")
+        if not (self.adapter / "adapter_config.json").exists() and not (self.adapter / "config.json").exists():
+            raise MemQError(f"{adapter} is not a planner adapter (no adapter_config.json) nor a fine-tuned model")
         self.manifest = read_manifest(self.adapter)
         self.base = base or self.manifest["base_model"].get("ref") or self.manifest["base_model"]["name"]
         self.device = device
@@ -63,6 +63,9 @@ class FineTunedPlanner(BatchPlanner):
         if self._llm is None:
             from memq.llm import LocalLLM, resolve_model
 
+            if self.manifest.get("kind") == "full-planner":  # every weight fine-tuned: the directory is the model
+                self._llm = LocalLLM(str(self.adapter), device=self.device, batch_size=self.batch_size)
+                return self._llm
             want = self.manifest["base_model"].get("sha256")
             have = resolve_model(self.base).sha256
             if want and have != want:

@@ -25,7 +25,11 @@ def add_training_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--epochs", type=float, default=1.0)
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--lr", type=float, default=2e-4)
-    p.add_argument("--lora-r", type=int, default=8)
+    p.add_argument("--lora-r", type=int, default=8, help="LoRA rank; 0 fine-tunes every weight of the base model")
+    p.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
+                   help="bf16: autocast matrix products to bfloat16 (CUDA only)")
+    p.add_argument("--bucket", type=int, default=50,
+                   help="draw batches from pools of N x batch-size examples sorted by length (0: plain shuffle)")
     p.add_argument("--checkpoint-every", type=int, default=25)
     p.add_argument("--limit", type=int, help="train on the first N examples only")
     p.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
@@ -63,7 +67,7 @@ def train_config(args, **overrides):
 
     hp = dict(base=args.base, epochs=args.epochs, max_steps=args.max_steps, batch_size=args.batch_size,
               lr=args.lr, lora_r=args.lora_r, lora_alpha=2 * args.lora_r, checkpoint_every=args.checkpoint_every,
-              device=args.device)
+              device=args.device, precision=args.precision, bucket=args.bucket)
     return TrainConfig(**{**hp, **overrides})
 
 
