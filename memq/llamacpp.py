@@ -79,10 +79,12 @@ def tokenizer_dir(name: str, gguf: Path, digest: str) -> tuple[Path, float]:
 class _Runner:
     """One llama.cpp context, sequence 0, and the token ids its KV cache holds."""
 
-    def __init__(self, llama, n_batch: int) -> None:
+    def __init__(self, llama, n_batch: int, state: Path | None = None) -> None:
         import llama_cpp
 
         self.lib = llama_cpp
+        self.state = state  # where the first prompt's KV state is kept between processes (memq.kv_state)
+        self._save_state = False
         self.llama = llama
         self.n_vocab = llama.n_vocab()
         self.n_ctx = llama.n_ctx()
@@ -104,6 +106,11 @@ class _Runner:
             raise LLMError(f"first must be in 1..{len(ids)}, got {first}")
         if len(ids) > self.n_ctx:
             raise LLMError(f"{len(ids)} tokens do not fit the llama.cpp context of {self.n_ctx}")
+        if not self.ids and self.state is not None:  # a new context: start from the saved prompt, once
+            from . import kv_state
+
+            self.ids = kv_state.restore(self.lib, self.llama.ctx, self.state)
+            self._save_state, self.state = not self.ids, None if self.ids else self.state
         common = 0
         for a, b in zip(self.ids, ids, strict=False):
             if a != b:
@@ -118,6 +125,11 @@ class _Runner:
             want = [i + j >= first - 1 for j in range(len(chunk))]
             self._decode(chunk, i, want)
             rows.extend(self._row(j) for j, w in enumerate(want) if w)
+        if self._save_state:
+            from . import kv_state
+
+            kv_state.save(self.lib, self.llama.ctx, self.state, self.ids)
+            self._save_state, self.state = False, None
         return np.stack(rows)
 
     def step(self, token: int) -> np.ndarray:
@@ -264,10 +276,10 @@ class LlamaCppLLM:
         tok = AutoTokenizer.from_pretrained(str(tok_dir))
         if tok.pad_token is None:
             tok.pad_token = tok.eos_token
-        self._loaded = Loaded(self._runner(gguf, adapter_path), tok, gguf, adapter_path, prepared)
+        self._loaded = Loaded(self._runner(gguf, digest, adapter_path), tok, gguf, adapter_path, prepared)
         return self._loaded
 
-    def _runner(self, gguf: Path, adapter: Path | None) -> _Runner:
+    def _runner(self, gguf: Path, digest: str, adapter: Path | None) -> _Runner:
         key = (str(gguf), str(adapter), self.threads, self.n_ctx)
         with _LOCK:
             if key not in _LOADED:
@@ -278,7 +290,9 @@ class LlamaCppLLM:
                 llama = Llama(model_path=str(gguf), lora_path=str(adapter) if adapter else None, n_ctx=self.n_ctx,
                               n_batch=512, n_ubatch=512, n_threads=self.threads, n_threads_batch=self.threads,
                               verbose=False)
-                _LOADED[key] = _Runner(llama, llama.n_batch)  # n_batch: min(512, n_ctx)
+                from .kv_state import state_dir
+
+                _LOADED[key] = _Runner(llama, llama.n_batch, state_dir(digest, adapter, self.n_ctx))
                 logger.info("llama.cpp loaded %s%s in %.1f s", gguf.name, f" + {adapter}" if adapter else "",
                             time.perf_counter() - start)
             return _LOADED[key]

@@ -271,3 +271,37 @@ def test_greedy_generation_scoring_and_the_prompt_cache(tmp_path):
     assert cpp.generate(["Say yes. " * 150], max_new_tokens=4)  # a prompt longer than one llama.cpp batch (512)
     with pytest.raises(LLMError, match="exceeds the llama.cpp context"):
         LlamaCppLLM("smollm2", n_ctx=256).generate(["a long prompt " * 200], max_new_tokens=8)
+
+
+@pytest.mark.slow
+def test_a_new_process_starts_from_the_saved_prompt_state(tmp_path, monkeypatch, caplog):
+    pytest.importorskip("llama_cpp")
+    import memq.llamacpp
+    from memq.llamacpp import LlamaCppLLM
+
+    monkeypatch.setenv("MEMQ_CACHE", str(tmp_path))
+    monkeypatch.setattr(memq.llamacpp, "_LOADED", {})  # no model loaded by an earlier test (its state is elsewhere)
+    prompts = ["Repeat exactly: the quick brown fox jumps over the lazy dog", "Count from 1 to 10."]
+    first = LlamaCppLLM("smollm2").generate(prompts[:1], max_new_tokens=16)
+    saved = list(tmp_path.glob("gguf/prompt-states/*/state.json"))
+    assert len(saved) == 1 and json.loads(saved[0].read_text())["tokens"]
+
+    def fresh():  # what a new process sees: no loaded model, the cache on disk
+        memq.llamacpp._LOADED.clear()
+        return LlamaCppLLM("smollm2")
+
+    llm = fresh()
+    runner = llm.load().runner
+    assert runner.ids == [] and runner.state is not None
+    assert llm.generate(prompts[:1], max_new_tokens=16) == first  # the whole prompt came from the saved state
+    assert runner.state is None  # restored once, nothing saved again
+    second = llm.generate(prompts[1:], max_new_tokens=16)  # shares the chat header only
+    assert fresh().generate(prompts[1:], max_new_tokens=16) == second
+
+    data = saved[0].with_name("state.bin")
+    data.write_bytes(data.read_bytes()[:-8] + b"\0" * 8)  # corrupt: refused, deleted, the prompt evaluated in full
+    llm = fresh()
+    with caplog.at_level("WARNING", logger="memq.kv_state"):
+        assert llm.generate(prompts[:1], max_new_tokens=16) == first
+    assert "sha256 does not match" in caplog.text
+    assert json.loads(saved[0].read_text())["tokens"]  # saved anew from this prompt
