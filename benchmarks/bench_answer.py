@@ -3,6 +3,7 @@
     nice .venv/bin/python benchmarks/bench_answer.py --kg data/kg/benchmark.nq.gz
     nice .venv/bin/python benchmarks/bench_answer.py --planner none --limit-oracle 300     # oracle plans only
     nice .venv/bin/python benchmarks/bench_answer.py --planner fewshot --limit 20 --threads 2
+    nice .venv/bin/python benchmarks/bench_answer.py --planner finetuned --backend llamacpp transformers --fresh 3
 
 Two settings on the first questions of a split (default: WebQSP dev):
 
@@ -10,7 +11,12 @@ Two settings on the first questions of a split (default: WebQSP dev):
     encoding of each step + FAISS), reconstruction (with the grounded-choice probes), execution (with
     self-repair) and name lookup;
 (b) the local planner (``--planner fewshot``, Qwen2.5-Coder-0.5B with k retrieved examples, or
-    ``finetuned``): the same plus planning. Slow on CPU (~6 tokens/s), hence ``--limit`` 20.
+    ``finetuned``): the same plus planning, once per ``--backend`` (``llamacpp`` and ``transformers`` by
+    default: the same questions, one after the other, and the ratio of their latencies). transformers is
+    slow on CPU (~6 tokens/s), hence ``--limit`` 20.
+
+``--fresh N`` also times ``memq ask`` in a fresh process (the README's example question), N times per backend
+after one untimed run that builds any missing cache: wall time from process start to exit.
 
 Stages come from ``Answer.trace.timings`` (plan, recall, reconstruct, execute, names; ``total`` also holds
 the topic-entity check). One-time costs (memory bank, KG, MiniLM, LLM, few-shot example index) are timed
@@ -138,6 +144,43 @@ def print_table(rows: list[dict]) -> None:
             print(f"    error: {e[:160]}")
 
 
+def backend_ratios(rows: list[dict]) -> dict:
+    """transformers' latency over llama.cpp's (same questions, same run): wall p50 and plan p50."""
+    by = {r.get("backend"): r for r in rows if r.get("backend")}
+    if not {"llamacpp", "transformers"} <= set(by):
+        return {}
+    fast, slow = by["llamacpp"], by["transformers"]
+    out = {}
+    if fast["wall_p50_ms"] and slow["wall_p50_ms"]:
+        out["wall_p50"] = round(slow["wall_p50_ms"] / fast["wall_p50_ms"], 2)
+    if "plan" in fast["stages"] and "plan" in slow["stages"]:
+        out["plan_p50"] = round(slow["stages"]["plan"]["p50_ms"] / fast["stages"]["plan"]["p50_ms"], 2)
+    return out
+
+
+ASK = ("what does jamaican people speak?", "m.03_r3=Jamaica")
+
+
+def fresh_ask(backend: str, n: int) -> dict:
+    """Wall seconds of ``memq ask`` in a new process: one untimed run (builds missing caches), then ``n`` timed."""
+    import subprocess
+
+    cmd = [sys.executable, "-m", "memq", "ask", ASK[0], "--entity", ASK[1], "--backend", backend, "--json"]
+    walls, reported = [], None
+    for _ in range(n + 1):
+        t0 = time.perf_counter()
+        done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
+        wall = round(time.perf_counter() - t0, 2)
+        if done.returncode != 0:
+            raise SystemExit(f"memq ask --backend {backend} failed: {done.stderr[-500:]}")
+        reported = json.loads(done.stdout)
+        walls.append(wall)
+    return {"command": f"memq ask '{ASK[0]}' --entity {ASK[1]} --backend {backend} --json",
+            "first_s": walls[0], "wall_s": walls[1:], "median_s": statistics.median(walls[1:]),
+            "backend_in_trace": reported.get("backend"), "fallbacks": reported.get("fallbacks"),
+            "plan_ms": round(1000 * reported["timings"].get("plan", 0.0), 1)}
+
+
 def timed(label: str, fn, loads: dict):
     t0 = time.perf_counter()
     out = fn()
@@ -145,7 +188,7 @@ def timed(label: str, fn, loads: dict):
     return out
 
 
-def load_planner(args, questions, loads: dict):
+def load_planner(args, questions, loads: dict, backend: str):
     """The LLM planner, loaded and warmed (model, few-shot index); None, with the reason printed, if unavailable."""
     if args.planner == "none":
         print("(b) LLM planner: not run (--planner none)")
@@ -157,10 +200,12 @@ def load_planner(args, questions, loads: dict):
         return None
     try:
         planner = make_planner(args.planner, model=args.llm, adapter=args.adapter, dataset=args.dataset,
-                               batch_size=1)
+                               batch_size=1, backend=backend)
         llm = planner.llm
+        for note in getattr(planner, "fallbacks", ()):
+            print(f"(b) {backend}: {note}")
         if hasattr(llm, "load"):
-            timed(f"LLM load ({llm.name})", llm.load, loads)
+            timed(f"LLM load ({getattr(llm, 'backend', '?')}: {llm.name})", llm.load, loads)
         if hasattr(planner, "nearest"):
             timed("few-shot example index", lambda: planner.nearest(questions[0].question), loads)
     except Exception as exc:  # noqa: BLE001 - no model here: report it and keep setting (a)
@@ -182,6 +227,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--planner", choices=("fewshot", "finetuned", "none"), default="fewshot")
     p.add_argument("--llm", default="qwen2.5-coder-0.5b", help="few-shot planner model")
     p.add_argument("--adapter", help="LoRA adapter for --planner finetuned")
+    p.add_argument("--backend", nargs="+", choices=("llamacpp", "transformers"), default=["llamacpp", "transformers"],
+                   help="planner backends to time on the same questions (the ratio is printed for both)")
+    p.add_argument("--fresh", type=int, default=0, metavar="N",
+                   help="also time `memq ask` in a fresh process N times per backend")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     p.add_argument("--no-ground", action="store_true")
     p.add_argument("--no-repair", action="store_true")
@@ -239,22 +288,29 @@ def main(argv=None) -> int:
     if skipped:
         print(f"(oracle: {skipped} questions without a derivable plan were skipped)")
 
-    # (b) the local LLM planner
-    planner = load_planner(args, questions, loads)
-    if planner is not None:
+    # (b) the local LLM planner, per backend
+    for backend in args.backend:
+        planner = load_planner(args, questions, loads, backend)
+        if planner is None:
+            continue
         llm = planner.llm
-        pipe_b = Pipeline(replace(config, planner=args.planner), bank=bank, kg=kg, planner=planner)
+        pipe_b = Pipeline(replace(config, planner=args.planner, backend=backend), bank=bank, kg=kg, planner=planner)
         run_setting(pipe_b, questions[:1], None)  # warm-up, not counted
         tokens0 = getattr(llm, "tokens", None)
         recs = run_setting(pipe_b, questions[1:args.limit + 1], None)
-        row = summary(args.planner, recs)
+        name = f"{args.planner}/{planner.backend_used}"
+        row = summary(name, recs)
         if tokens0 is not None:
             plan_s = sum(r["timings"].get("plan", 0.0) for r in recs)
             row["new_tokens_per_question"] = round((llm.tokens - tokens0) / len(recs), 1)
             row["new_tokens_per_plan_s"] = round((llm.tokens - tokens0) / plan_s, 2) if plan_s else None
-        row["planner"] = getattr(planner, "name", args.planner)
+        row["planner"] = f"{getattr(planner, 'name', args.planner)} ({planner.backend_used})"
+        row["backend"] = planner.backend_used
+        row["fallbacks"] = list(getattr(planner, "fallbacks", ()))
         rows.append(row)
-        all_records[args.planner] = recs
+        all_records[name] = recs
+    ratios = backend_ratios(rows)
+    fresh = {backend: fresh_ask(backend, args.fresh) for backend in args.backend} if args.fresh else {}
 
     print(f"\n{args.dataset} {args.split}, KG {args.kg} ({args.store} Oxigraph store), memory {memory}, "
           f"grounded {'off' if args.no_ground else 'on'}, repair {'off' if args.no_repair else 'on'}")
@@ -265,12 +321,18 @@ def main(argv=None) -> int:
         if "new_tokens_per_plan_s" in row:
             print(f"{row['planner']}: {row['new_tokens_per_question']} new tokens per question, "
                   f"{row['new_tokens_per_plan_s']} new tokens per second of planning (prompt prefill included)")
+    for key, value in ratios.items():
+        print(f"transformers / llama.cpp, {key.replace('_', ' ')}: {value}x")
+    for backend, times in fresh.items():
+        print(f"memq ask in a fresh process ({backend}): median {times['median_s']} s over {len(times['wall_s'])} "
+              f"runs {times['wall_s']} (first, untimed run {times['first_s']} s)")
     if args.json:
         out = Path(args.json)
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
         tmp.write_text(json.dumps({"threads": torch.get_num_threads(), "cpus": os.cpu_count(), "loads_s": loads,
                                    "settings": rows, "kg": args.kg, "store": args.store,
+                                   "transformers_over_llamacpp": ratios, "fresh_ask": fresh,
                                    "command": " ".join(sys.argv)}, indent=2) + "\n", encoding="utf-8")
         os.replace(tmp, out)
         print(f"wrote {out}")
