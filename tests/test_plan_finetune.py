@@ -207,6 +207,17 @@ def test_full_fine_tune_writes_a_model_the_planner_loads(tiny_base, plans, tmp_p
     assert planner.calls == 1
 
 
+def test_a_nan_loss_stops_training_with_a_clear_error(tiny_base, plans, tmp_path, monkeypatch):
+    import memq.plan.finetune as ft
+
+    monkeypatch.setenv("MEMQ_CACHE", str(tmp_path / "cache"))
+    path, _ = tiny_base
+    monkeypatch.setattr(ft, "shared_prefix_loss", lambda *a: torch.tensor(float("nan"), requires_grad=True))
+    cfg = TrainConfig(base=str(path), max_steps=3, batch_size=4, max_length=4096, lora_r=4, lora_alpha=8)
+    with pytest.raises(MemQError, match="loss is nan at step 1"):
+        train(plans, tmp_path / "nan", cfg)
+
+
 @pytest.mark.slow
 def test_cli_train_smollm2_20_steps_loss_decreases(tmp_path):
     out = tmp_path / "smol"
