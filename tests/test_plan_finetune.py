@@ -166,17 +166,14 @@ def test_stop_at_leaves_a_checkpoint_that_resumes_to_the_same_run(tiny_base, pla
     stopped = train(plans, out, cfg, stop_at=0.0)  # the deadline has passed: stop before the first step
     assert not stopped.finished and stopped.steps == 0 and (out / "checkpoint" / "state.json").exists()
     assert not (out / "manifest.json").exists()
-    calls = iter([False, False, True])  # two steps, then the deadline
-
-    class Clock:
-        @staticmethod
-        def time():
-            return 1.0 if next(calls, True) else 0.0
+    import time as real_time
+    from types import SimpleNamespace
 
     import memq.plan.finetune as ft
-    monkeypatch.setattr(ft, "time", type("T", (), {"time": Clock.time, "perf_counter": staticmethod(
-        __import__("time").perf_counter), "strftime": staticmethod(__import__("time").strftime),
-        "gmtime": staticmethod(__import__("time").gmtime)}))
+
+    clock = iter([0.0, 0.0, 1.0])  # the deadline (0.5) passes after two steps
+    monkeypatch.setattr(ft, "time", SimpleNamespace(time=lambda: next(clock, 1.0), perf_counter=real_time.perf_counter,
+                                                    strftime=real_time.strftime, gmtime=real_time.gmtime))
     part = train(plans, out, cfg, resume=True, stop_at=0.5)
     monkeypatch.undo()
     assert not part.finished and part.steps == 2
