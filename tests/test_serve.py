@@ -461,6 +461,21 @@ def test_a_full_queue_answers_503_and_the_server_keeps_serving(parts):
         assert _post(port, ask)[0] == 200
 
 
+def test_stopping_the_app_stops_the_kg_worker(parts):
+    class ClosingKG(SpyKG):
+        closed = 0
+
+        def close(self):
+            self.closed += 1
+
+    kg = ClosingKG(parts[2].kg)
+    with TestClient(create_app(pipeline=_pipe(parts, kg=kg))) as c:
+        assert c.post("/answer", json={"question": "what does jamaican people speak?",
+                                       "entities": JAMAICA}).status_code == 200
+        assert kg.closed == 0
+    assert kg.closed == 1
+
+
 def test_the_cli_has_a_serve_command_that_checks_its_flags(capsys):
     from memq.cli import build_parser, main
 

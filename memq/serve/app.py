@@ -116,7 +116,8 @@ class SerialWorker:
             self.finished += 1
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        """Drop the waiting calls and wait for the running one."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 def shown_path(path: str | Path | None) -> str | None:
@@ -281,7 +282,12 @@ def create_app(config: Config | None = None, *, pipeline: Pipeline | None = None
     @asynccontextmanager
     async def lifespan(_: FastAPI):
         yield
-        worker.close()
+        # uvicorn ends on SIGTERM/SIGINT by re-raising the signal after this: no atexit handler runs, so the
+        # embedded store's timeout worker process is stopped here or it would outlive the server
+        await asyncio.to_thread(worker.close)
+        close = getattr(pipe.kg, "close", None)
+        if callable(close):
+            close()
 
     app = FastAPI(title="memq", version=__version__, lifespan=lifespan,
                   description="Question answering over knowledge graphs (MemQ): POST /answer, GET /health.")

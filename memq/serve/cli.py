@@ -38,7 +38,9 @@ def run(args: argparse.Namespace) -> int:
                           "pip install -e .") from exc
     from memq.ask import config_from
 
-    print("memq serve: loading the memory bank, the KG and the planner ...", file=sys.stderr, flush=True)
+    parts = ("the memory bank and the KG (no planner: requests send their plans)" if args.planner == "given"
+             else "the memory bank, the KG and the planner")
+    print(f"memq serve: loading {parts} ...", file=sys.stderr, flush=True)
     app = create_app(config_from(args), max_queue=args.max_queue)
     print(f"memq serve: answering on http://{args.host}:{args.port} (POST /answer, GET /health); Ctrl-C stops",
           file=sys.stderr, flush=True)
