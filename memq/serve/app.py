@@ -161,6 +161,9 @@ def warm_up(pipe: Pipeline) -> None:
         llm = getattr(pipe.planner, "llm", None)
         if llm is not None and callable(getattr(llm, "load", None)):
             llm.load()
+        nearest = getattr(pipe.planner, "nearest", None)  # the few-shot planner's example index
+        if callable(nearest):
+            nearest("warm-up")
 
 
 def describe_loaded(pipe: Pipeline) -> dict:
