@@ -27,13 +27,6 @@ ROWS = (
     ("CWQ test", "direct SPARQL (w/o PE, QRM; first 96)", "cwq_test_fewshot96.json", "ablation"),
     ("CWQ test", "oracle plans", "cwq_test_oracle.json", "run"),
 )
-    ("WebQSP test", "memq, fine-tuned planner", "webqsp_test_direct_sparql.json", "run"),
-    ("WebQSP test", "direct SPARQL (w/o PE, QRM)", "webqsp_test_direct_sparql.json", "ablation"),
-    ("WebQSP test", "oracle plans", "webqsp_test_oracle.json", "run"),
-    ("CWQ test", "memq, few-shot planner (first 96)", "cwq_test_fewshot96.json", "run"),
-    ("CWQ test", "direct SPARQL (w/o PE, QRM; first 96)", "cwq_test_fewshot96.json", "ablation"),
-    ("CWQ test", "oracle plans", "cwq_test_oracle.json", "run"),
-)
 
 # (header, summary key, format)
 COLUMNS = (
