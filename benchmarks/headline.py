@@ -24,7 +24,7 @@ ROWS = (
     ("WebQSP test", "oracle plans", "webqsp_test_oracle.json", "run"),
     ("CWQ test", "memq, fine-tuned planner", "cwq_test_finetuned.json", "run"),
     ("CWQ test", "memq, few-shot planner (first 96)", "cwq_test_fewshot96.json", "run"),
-    ("CWQ test", "direct SPARQL (w/o PE, QRM; first 96)", "cwq_test_fewshot96.json", "ablation"),
+    ("CWQ test", "direct SPARQL (w/o PE, QRM; 100 CPU steps; first 96)", "cwq_test_fewshot96.json", "ablation"),
     ("CWQ test", "oracle plans", "cwq_test_oracle.json", "run"),
 )
 
