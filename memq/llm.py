@@ -153,17 +153,27 @@ def _convert(name: str, gguf: Path, digest: str) -> Path:
     return target
 
 
-def resolve_model(model: str) -> ModelSource:
-    """Name or path -> a local transformers directory (converting GGUF once)."""
+def gguf_source(model: str) -> tuple[str, Path, str] | None:
+    """``(name, GGUF file, sha256)`` for a named model or a ``.gguf`` path (no conversion); None otherwise."""
     if model == "smollm2":
         gguf = _smollm2_gguf()
-        return _source(model, gguf, _memo_sha256(gguf))
+        return model, gguf, _memo_sha256(gguf)
     if model in ("qwen2.5-coder-0.5b", "qwen"):
         gguf, digest = _qwen_gguf()
-        return _source("qwen2.5-coder-0.5b", gguf, digest)
+        return "qwen2.5-coder-0.5b", gguf, digest
     path = Path(model).expanduser()
     if path.is_file() and path.suffix == ".gguf":
-        return _source(path.stem.lower(), path, _memo_sha256(path))
+        return path.stem.lower(), path, _memo_sha256(path)
+    return None
+
+
+def resolve_model(model: str) -> ModelSource:
+    """Name or path -> a local transformers directory (converting GGUF once)."""
+    found = gguf_source(model)
+    if found is not None:
+        name, gguf, digest = found
+        return ModelSource(name, _convert(name, gguf, digest), digest)
+    path = Path(model).expanduser()
     if path.is_dir() and (path / "config.json").exists():
         meta = path / "memq_source.json"
         if meta.exists():
@@ -174,10 +184,6 @@ def resolve_model(model: str) -> ModelSource:
         return ModelSource(path.name, path, digest)
     raise LLMError(f"unknown model {model!r}: expected 'qwen2.5-coder-0.5b', 'smollm2', "
                    "a .gguf file or a transformers model directory")
-
-
-def _source(name: str, gguf: Path, digest: str) -> ModelSource:
-    return ModelSource(name, _convert(name, gguf, digest), digest)
 
 
 def _memo_sha256(path: Path) -> str:
@@ -245,6 +251,15 @@ def load_pretrained(model: str, device: str = "cpu", adapter: str | None = None,
         return m, tok, source
 
 
+def chat_text(tok, prompt: str, system: str | None = None) -> str:
+    """``prompt`` as one user turn in the tokenizer's chat template, ready for the assistant's answer.
+
+    Both backends (:class:`LocalLLM`, :class:`memq.llamacpp.LlamaCppLLM`) feed the model this text."""
+    messages = ([{"role": "system", "content": system}] if system else [])
+    messages.append({"role": "user", "content": prompt})
+    return tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+
 def _cut(text: str, stop: list[str] | None) -> str:
     if stop:
         cut = min((i for i in (text.find(s) for s in stop if s) if i >= 0), default=-1)
@@ -266,6 +281,8 @@ class LocalLLM:
     ``calls`` counts prompts answered, ``tokens`` the new tokens generated.
     ``batch_size`` bounds how many prompts run together.
     """
+
+    backend = "transformers"
 
     def __init__(self, model: str = "qwen2.5-coder-0.5b", device: str = "cpu",
                  adapter: str | None = None, batch_size: int = 8, system: str | None = None) -> None:
@@ -291,12 +308,7 @@ class LocalLLM:
 
     def format(self, prompt: str, chat: bool = True) -> str:
         """The text the model sees for ``prompt`` (chat template applied when ``chat``)."""
-        if not chat:
-            return prompt
-        _, tok, _ = self.load()
-        messages = ([{"role": "system", "content": self.system}] if self.system else [])
-        messages.append({"role": "user", "content": prompt})
-        return tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return chat_text(self.load()[1], prompt, self.system) if chat else prompt
 
     def generate(self, prompts: list[str], max_new_tokens: int = 64,
                  stop: list[str] | None = None, chat: bool = True) -> list[str]:

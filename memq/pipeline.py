@@ -55,6 +55,7 @@ class Config:
     adapter: str | None = None
     planner_dataset: str = "webqsp"
     planner_batch_size: int = 8  # prompts per generate call (batched evaluation)
+    backend: str = "llamacpp"  # the planner's LLM: "llamacpp", or "transformers" (also the traced fallback)
     recall: RecallConfig = field(default_factory=RecallConfig)
     grounded: bool = True
     repair: bool = True
@@ -64,6 +65,8 @@ class Config:
     def __post_init__(self) -> None:
         if self.planner not in ("auto", "fewshot", "finetuned", "given"):
             raise ValueError(f"unknown planner {self.planner!r}; expected auto, fewshot, finetuned or given")
+        if self.backend not in ("llamacpp", "transformers"):
+            raise ValueError(f"unknown backend {self.backend!r}; expected llamacpp or transformers")
         if self.planner_batch_size < 1:
             raise ValueError(f"planner_batch_size must be >= 1, got {self.planner_batch_size}")
         if self.max_repairs < 0:
@@ -104,7 +107,7 @@ class Pipeline:
                 log.info("planner auto -> %s", kind)
             self._planner = make_planner(kind, model=self.config.planner_model, adapter=adapter,
                                          batch_size=self.config.planner_batch_size,
-                                         dataset=self.config.planner_dataset)
+                                         dataset=self.config.planner_dataset, backend=self.config.backend)
         return self._planner
 
     @property
@@ -139,6 +142,8 @@ class Pipeline:
             plan = self.planner.plan(question, entities)
             trace.timings["plan"] = time.perf_counter() - t0
             trace.llm_calls += getattr(self.planner, "calls", 0) - calls_before
+            trace.backend = getattr(self.planner, "backend_used", None)
+            trace.fallbacks.extend(getattr(self.planner, "fallbacks", ()))
         for line, reason in plan.dropped:
             trace.fallbacks.append(f"plan-line-dropped: {line!r} ({reason})")
         rec = Reconstructor(entities)

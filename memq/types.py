@@ -127,6 +127,7 @@ class Trace:
     attempts: list[dict] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     llm_calls: int = 0
+    backend: str | None = None  # the planner's LLM backend ("llamacpp", "transformers"); None without a model call
 
 
 @dataclass

@@ -8,6 +8,8 @@ from dataclasses import replace
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from ..ask import add_backend_arg
+
     ev = sub.add_parser("evaluate", help="score memq on a dataset split (resumable)")
     ev.add_argument("--dataset", choices=("webqsp", "cwq"), required=True)
     ev.add_argument("--split", choices=("dev", "test"), required=True)
@@ -19,6 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--kg", help="RDF file for the embedded store")
     ev.add_argument("--endpoint", help="SPARQL endpoint URL")
     ev.add_argument("--adapter", help="LoRA adapter for --planner finetuned")
+    add_backend_arg(ev)
     ev.add_argument("--rule", choices=("adaptive", "memq-code"), default=None)
     ev.add_argument("--gamma1", type=float)
     ev.add_argument("--gamma2", type=float)

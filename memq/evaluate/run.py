@@ -257,6 +257,7 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
     # LLM planners plan a batch of questions in one generate call; each question is charged its share
     # of the time and one LLM call (one prompt).
     size = max(1, getattr(model, "batch_size", 1), 1 if planner == "oracle" else batch_size)
+    backends: set[str | None] = set()
     try:
         for i in range(0, len(todo), size):
             chunk = todo[i:i + size]
@@ -283,6 +284,9 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
                 each = (time.perf_counter() - t0) / len(fresh)
                 by_id = {q.id: (p, each) for q, p in zip(fresh, plans, strict=True)}
                 planned = [by_id.get(q.id) for q in chunk]
+                backend = {"backend": getattr(pipeline.planner, "backend_used", None),
+                           "fallbacks": list(getattr(pipeline.planner, "fallbacks", ()))}
+                backends.add(backend["backend"])
             if reused:
                 planned = [reused.get(q.id, p) for q, p in zip(chunk, planned, strict=True)]
             for j, q in enumerate(chunk):
@@ -292,6 +296,9 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
                     rec = evaluate_question(pipeline, q, planner, describe, planned[j])
                     if q.id in reused:
                         rec["plan_from"] = str(plans_from)
+                    elif planned[j] is not None:  # planned now: the backend that ran, and its fallbacks
+                        rec["backend"] = backend["backend"]
+                        rec["fallbacks"] = backend["fallbacks"] + rec.get("fallbacks", [])
                 if model is not None:
                     raw, generate_s = outputs[q.id]
                     rec["ablation"] = evaluate_direct(pipeline, q, raw, generate_s)
@@ -315,6 +322,9 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
     if not config.endpoint and Path(config.kg).is_file():
         summary["kg_sha256"] = sha256_file(config.kg)[:16]  # which build of the KG file
     summary["device"] = device_note()
+    if backends:  # the planner's LLM backend(s) for the questions planned in this run
+        names = sorted(map(str, backends))
+        summary["backend"] = names[0] if len(names) == 1 else names
     if planner == "finetuned":
         adapter = pipeline.planner_adapter
         summary["adapter"] = _relative(adapter) if adapter is not None else None

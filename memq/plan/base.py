@@ -22,6 +22,16 @@ from .prompt import entity_names
 
 Entities = Sequence[str] | Sequence[tuple[str, str]] | Mapping[str, str]
 
+BACKENDS = ("llamacpp", "transformers")
+DEFAULT_BACKEND = "llamacpp"  # answering; training runs on transformers
+
+
+def check_backend(backend: object) -> str:
+    """``backend`` if it names an LLM backend, else a MemQError naming it."""
+    if backend not in BACKENDS:
+        raise MemQError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
+    return backend  # type: ignore[return-value]
+
 
 @runtime_checkable
 class Planner(Protocol):
@@ -35,6 +45,11 @@ class BatchPlanner:
 
     name = "planner"
     max_new_tokens = 160
+
+    @property
+    def backend_used(self) -> str | None:
+        """The backend that runs the model ("llamacpp", "transformers"), None for an endpoint."""
+        return getattr(self.llm, "backend", None)
 
     @property
     def llm(self):  # pragma: no cover - overridden

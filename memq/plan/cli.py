@@ -76,6 +76,8 @@ def _planner_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="cpu")
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--threads", type=int, help="torch CPU threads")
+    p.add_argument("--backend", choices=("llamacpp", "transformers"), default="llamacpp",
+                   help="the LLM runtime (transformers when llama-cpp-python is missing, with a warning)")
 
 
 def _progress(args, **kw):
@@ -125,7 +127,8 @@ def _train(args) -> int:
         from .planner import FineTunedPlanner
 
         dev = load_split(datasets[0], "dev")[:args.eval_limit]
-        metrics, _ = evaluate(FineTunedPlanner(out, device=args.device, batch_size=args.batch_size), dev,
+        planner = FineTunedPlanner(out, device=args.device, batch_size=args.batch_size, backend="transformers")
+        metrics, _ = evaluate(planner, dev,
                               _progress(args, desc="dev eval"))
         metrics["split"] = f"{datasets[0]}/dev (first {len(dev)})"
         update_manifest(out, dev_metrics=metrics)
@@ -142,7 +145,8 @@ def make_planner(args):
 
     return planner.make_planner("fewshot" if args.fewshot else "finetuned", model=getattr(args, "llm", None) or
                                 "qwen2.5-coder-0.5b", adapter=args.adapter, device=args.device,
-                                dataset=args.dataset, k=getattr(args, "k", 4), batch_size=args.batch_size)
+                                dataset=args.dataset, k=getattr(args, "k", 4), batch_size=args.batch_size,
+                                backend=getattr(args, "backend", "llamacpp"))
 
 
 def _eval(args) -> int:
@@ -156,7 +160,8 @@ def _eval(args) -> int:
     planner = make_planner(args)
     metrics, scores = evaluate(planner, golds, _progress(args, desc=f"planning {args.split}"))
     metrics.update({"planner": planner.name, "dataset": args.dataset, "split": args.split,
-                    "llm_calls": getattr(planner, "calls", None)})
+                    "llm_calls": getattr(planner, "calls", None), "backend": planner.backend_used,
+                    "fallbacks": list(getattr(planner, "fallbacks", ()))})
     if args.out:
         with open(args.out, "w", encoding="utf-8") as fh:
             for g, s in zip(golds, scores, strict=True):

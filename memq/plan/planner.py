@@ -18,7 +18,7 @@ from pathlib import Path
 from memq.errors import MemQError
 from memq.types import Plan
 
-from .base import BatchPlanner, Entities, Planner
+from .base import DEFAULT_BACKEND, BatchPlanner, Entities, Planner, check_backend
 from .format import parse_plan
 from .prompt import entity_names, planner_prompt
 
@@ -42,11 +42,15 @@ class FineTunedPlanner(BatchPlanner):
     """A base model + the LoRA adapter of ``memq planner train``; greedy, batched decoding.
 
     ``base`` defaults to the one named in the adapter's manifest; a base model
-    whose sha256 differs from the manifest's is refused.
+    whose sha256 differs from the manifest's is refused. ``backend``:
+    ``"llamacpp"`` (default: the base GGUF + the adapter converted to a GGUF
+    LoRA adapter, :mod:`memq.llamacpp`) or ``"transformers"`` (training, and the
+    fallback when llama.cpp cannot run; ``fallbacks`` then says why and
+    ``backend_used`` names the backend that plans).
     """
 
     def __init__(self, adapter: str | Path, base: str | None = None, device: str = "cpu",
-                 batch_size: int = 8, max_new_tokens: int = 160) -> None:
+                 batch_size: int = 8, max_new_tokens: int = 160, backend: str = DEFAULT_BACKEND) -> None:
         self.adapter = Path(adapter)
         if not (self.adapter / "adapter_config.json").exists() and not (self.adapter / "config.json").exists():
             raise MemQError(f"{adapter} is not a planner adapter (no adapter_config.json) nor a fine-tuned model")
@@ -55,23 +59,31 @@ class FineTunedPlanner(BatchPlanner):
         self.device = device
         self.batch_size = batch_size
         self.max_new_tokens = max_new_tokens
+        self.backend = check_backend(backend)
+        self.fallbacks: list[str] = []
         self.name = f"finetuned:{self.base}+{self.adapter.name}"
         self._llm = None
 
     @property
     def llm(self):
         if self._llm is None:
-            from memq.llm import LocalLLM, resolve_model
+            from memq.llamacpp import make_llm
+            from memq.llm import gguf_source, resolve_model
 
             if self.manifest.get("kind") == "full-planner":  # every weight fine-tuned: the directory is the model
-                self._llm = LocalLLM(str(self.adapter), device=self.device, batch_size=self.batch_size)
-                return self._llm
-            want = self.manifest["base_model"].get("sha256")
-            have = resolve_model(self.base).sha256
-            if want and have != want:
-                raise MemQError(f"adapter {self.adapter} was trained on base sha256 {want[:12]}..., "
-                                f"but {self.base!r} has {have[:12]}...")
-            self._llm = LocalLLM(self.base, device=self.device, adapter=str(self.adapter), batch_size=self.batch_size)
+                self._llm, note = make_llm(self.backend, str(self.adapter), device=self.device,
+                                           batch_size=self.batch_size)
+            else:
+                want = self.manifest["base_model"].get("sha256")
+                found = gguf_source(self.base)
+                have = found[2] if found else resolve_model(self.base).sha256
+                if want and have != want:
+                    raise MemQError(f"adapter {self.adapter} was trained on base sha256 {want[:12]}..., "
+                                    f"but {self.base!r} has {have[:12]}...")
+                self._llm, note = make_llm(self.backend, self.base, adapter=str(self.adapter), device=self.device,
+                                           batch_size=self.batch_size)
+            if note:
+                self.fallbacks.append(note)
         return self._llm
 
     def prompt(self, question: str, entities: Entities) -> str:
@@ -108,17 +120,23 @@ def default_adapter(dataset: str = "webqsp") -> Path:
 
 
 def make_planner(kind: str = "fewshot", *, model: str = "qwen2.5-coder-0.5b", adapter: str | Path | None = None,
-                 device: str = "cpu", dataset: str = "webqsp", k: int = 4, batch_size: int = 8):
-    """A planner by name: ``"fewshot"`` (``model`` + k retrieved examples) or ``"finetuned"`` (``adapter``)."""
+                 device: str = "cpu", dataset: str = "webqsp", k: int = 4, batch_size: int = 8,
+                 backend: str = DEFAULT_BACKEND):
+    """A planner by name: ``"fewshot"`` (``model`` + k retrieved examples) or ``"finetuned"`` (``adapter``),
+    run by ``backend`` (``"llamacpp"`` or ``"transformers"``)."""
+    check_backend(backend)
     if kind == "fewshot":
-        from memq.llm import LocalLLM
+        from memq.llamacpp import make_llm
 
         from .fewshot import FewShotPlanner
 
-        return FewShotPlanner(LocalLLM(model, device=device, batch_size=batch_size), dataset=dataset, k=k)
+        llm, note = make_llm(backend, model, device=device, batch_size=batch_size)
+        planner = FewShotPlanner(llm, dataset=dataset, k=k)
+        planner.fallbacks = [note] if note else []
+        return planner
     if kind == "finetuned":
         path = Path(adapter) if adapter else default_adapter(dataset)
         if not (path / "adapter_config.json").exists():
             raise MemQError(f"no planner adapter at {path}; train one with `memq planner train` or pass an adapter")
-        return FineTunedPlanner(path, device=device, batch_size=batch_size)
+        return FineTunedPlanner(path, device=device, batch_size=batch_size, backend=backend)
     raise MemQError(f"unknown planner {kind!r}; expected 'fewshot' or 'finetuned'")

@@ -1,0 +1,362 @@
+"""The llama.cpp backend: greedy generation and log-likelihood scoring with llama-cpp-python, LoRA adapter included.
+
+    llm = LlamaCppLLM("qwen2.5-coder-0.5b", adapter="memory_bank/webqsp/planner")
+    llm.generate(["..."], max_new_tokens=160)            # same contract as memq.llm.LocalLLM
+    llm.score("prompt", ["continuation a", "b"])         # log p(continuation | prompt), summed over its tokens
+
+The model sees exactly what :class:`~memq.llm.LocalLLM` feeds transformers:
+the prompt in the tokenizer's chat template (:func:`memq.llm.chat_text`),
+tokenized by the same transformers tokenizer (built once from the GGUF file
+and cached under ``$MEMQ_CACHE/tokenizers/``, or the converted model's own).
+The token ids go to llama.cpp; the new ids are decoded by that tokenizer.
+Greedy decoding takes the argmax of llama.cpp's logits and stops, as
+transformers does, at the model's EOS id, at ``max_new_tokens``, or once a stop
+string appears (the text is then cut at its first occurrence).
+
+The base GGUF file is used as it is (quantised); a peft LoRA adapter is
+converted once to a GGUF LoRA adapter (:mod:`memq.lora_gguf`) that llama.cpp
+applies at run time. Models load on first use and are shared per process by
+(GGUF, adapter GGUF, threads, context size). The KV cache keeps the last
+prompt, so prompts that share a prefix (the planner's instructions) only
+evaluate what differs.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .llm import LLMError, _cut, _validate, cache_root, chat_text, gguf_source
+
+logger = logging.getLogger(__name__)
+
+LLAMA_CPP_VERSION = "0.3.36"  # the version memq is tested with (pyproject extra "llamacpp")
+INSTALL_HINT = f"pip install llama-cpp-python=={LLAMA_CPP_VERSION} (or `make install`; it compiles llama.cpp)"
+
+
+def unavailable() -> str | None:
+    """Why the llama.cpp backend cannot run here, or None when llama-cpp-python imports."""
+    try:
+        import llama_cpp  # noqa: F401
+    except (ImportError, OSError) as exc:  # OSError: the compiled library does not load
+        return f"llama-cpp-python is not importable ({exc}); {INSTALL_HINT}"
+    return None
+
+
+def tokenizer_dir(name: str, gguf: Path, digest: str) -> tuple[Path, float]:
+    """A transformers tokenizer directory for ``gguf`` and the seconds spent building it (0 when cached).
+
+    The converted transformers model's directory when there is one (the tokenizer LocalLLM uses), else
+    a tokenizer-only copy under ``$MEMQ_CACHE/tokenizers/``, built by the same call."""
+    target = cache_root() / "tokenizers" / f"{name}-{digest[:8]}"
+    for known in (cache_root() / "models" / f"{name}-{digest[:8]}", target):
+        try:
+            if json.loads((known / "memq_source.json").read_text()).get("sha256") == digest:
+                return known, 0.0
+        except (OSError, ValueError):
+            continue
+    from transformers import AutoTokenizer
+
+    logger.warning("first use of %s with llama.cpp: saving its tokenizer in %s (once)", gguf.name, target)
+    start = time.perf_counter()
+    tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name).save_pretrained(str(tmp))
+    (tmp / "memq_source.json").write_text(json.dumps({"name": name, "gguf": gguf.name, "sha256": digest}, indent=2))
+    shutil.rmtree(target, ignore_errors=True)
+    os.replace(tmp, target)
+    return target, time.perf_counter() - start
+
+
+class _Runner:
+    """One llama.cpp context, sequence 0, and the token ids its KV cache holds."""
+
+    def __init__(self, llama, n_batch: int) -> None:
+        import llama_cpp
+
+        self.lib = llama_cpp
+        self.llama = llama
+        self.n_vocab = llama.n_vocab()
+        self.n_ctx = llama.n_ctx()
+        self.n_batch = n_batch
+        self.eos = int(llama.token_eos())
+        self.batch = llama_cpp.llama_batch_init(n_batch, 0, 1)
+        self.memory = llama_cpp.llama_get_memory(llama.ctx)
+        self.ids: list[int] = []
+        self.lock = threading.Lock()
+
+    def __del__(self) -> None:
+        batch, self.batch = getattr(self, "batch", None), None
+        if batch is not None:
+            self.lib.llama_batch_free(batch)
+
+    def logits(self, ids: list[int], first: int) -> np.ndarray:
+        """Logits after each of ``ids[first - 1:]`` (rows), keeping the cached prefix that ``ids`` shares."""
+        if not 1 <= first <= len(ids):
+            raise LLMError(f"first must be in 1..{len(ids)}, got {first}")
+        if len(ids) > self.n_ctx:
+            raise LLMError(f"{len(ids)} tokens do not fit the llama.cpp context of {self.n_ctx}")
+        common = 0
+        for a, b in zip(self.ids, ids, strict=False):
+            if a != b:
+                break
+            common += 1
+        start = min(common, first - 1)
+        self.lib.llama_memory_seq_rm(self.memory, 0, start, -1)
+        self.ids = list(ids[:start])
+        rows = []
+        for i in range(start, len(ids), self.n_batch):
+            chunk = ids[i:i + self.n_batch]
+            want = [i + j >= first - 1 for j in range(len(chunk))]
+            self._decode(chunk, i, want)
+            rows.extend(self._row(j) for j, w in enumerate(want) if w)
+        return np.stack(rows)
+
+    def step(self, token: int) -> np.ndarray:
+        """Append one token; the logits after it (a view, valid until the next decode)."""
+        if len(self.ids) >= self.n_ctx:
+            raise LLMError(f"generation ran past the llama.cpp context of {self.n_ctx} tokens")
+        self._decode([token], len(self.ids), [True])
+        return self._row(0, copy=False)
+
+    def _decode(self, tokens: list[int], pos: int, want: list[bool]) -> None:
+        b = self.batch
+        b.n_tokens = len(tokens)
+        for j, t in enumerate(tokens):
+            b.token[j] = t
+            b.pos[j] = pos + j
+            b.n_seq_id[j] = 1
+            b.seq_id[j][0] = 0
+            b.logits[j] = want[j]
+        code = self.lib.llama_decode(self.llama.ctx, b)
+        if code != 0:
+            self.ids = self.ids[:pos]
+            raise LLMError(f"llama_decode returned {code} at position {pos}")
+        self.ids.extend(tokens)
+
+    def _row(self, j: int, copy: bool = True) -> np.ndarray:
+        ptr = self.lib.llama_get_logits_ith(self.llama.ctx, j)
+        row = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
+        return row.copy() if copy else row
+
+
+_LOCK = threading.Lock()
+_LOADED: dict[tuple, _Runner] = {}
+_NATIVE = logging.getLogger(__name__ + ".native")
+_LOG_CALLBACK = None  # kept alive while llama.cpp may call it
+
+
+def _route_native_logs() -> None:
+    """llama.cpp's own messages to the ``memq.llamacpp.native`` logger instead of stderr.
+
+    Its errors stay errors; its warnings (buffer placement, context size) become INFO, the rest DEBUG.
+    (llama-cpp-python 0.3.36 maps ggml's log levels off by one and prints warnings even when not verbose.)"""
+    global _LOG_CALLBACK
+    if _LOG_CALLBACK is not None:
+        return
+    import ctypes
+
+    import llama_cpp
+
+    levels = {4: logging.ERROR, 3: logging.INFO}  # ggml: 1 debug, 2 info, 3 warn, 4 error, 5 continue
+    last = [logging.DEBUG]
+
+    @llama_cpp.llama_log_callback
+    def callback(level, text, user_data):  # noqa: ARG001 - the C signature
+        if level != 5:
+            last[0] = levels.get(level, logging.DEBUG)
+        if _NATIVE.isEnabledFor(last[0]):
+            _NATIVE.log(last[0], "%s", text.decode("utf-8", "replace").rstrip("\n"))
+
+    _LOG_CALLBACK = callback
+    llama_cpp.llama_log_set(callback, ctypes.c_void_p(0))
+
+
+@dataclass
+class Loaded:
+    runner: _Runner
+    tokenizer: object
+    gguf: Path
+    adapter_gguf: Path | None
+    prepared: list[tuple[str, float]] = field(default_factory=list)  # (what was built on this load, seconds)
+
+
+class LlamaCppLLM:
+    """A GGUF model (+ a peft LoRA adapter) run by llama.cpp; greedy, one prompt at a time.
+
+    ``model``: ``"qwen2.5-coder-0.5b"``, ``"smollm2"`` or a ``.gguf`` file; ``adapter``: a peft LoRA
+    directory. ``threads`` defaults to the CPU count. ``batch_size`` is only how many prompts a
+    batched caller hands over at once. ``calls`` counts prompts answered, ``tokens`` new tokens.
+    """
+
+    backend = "llamacpp"
+
+    def __init__(self, model: str = "qwen2.5-coder-0.5b", adapter: str | Path | None = None, batch_size: int = 8,
+                 system: str | None = None, threads: int | None = None, n_ctx: int = 4096) -> None:
+        if not isinstance(model, str) or not model:
+            raise LLMError(f"model must be a non-empty str, got {model!r}")
+        if batch_size < 1:
+            raise LLMError(f"batch_size must be >= 1, got {batch_size}")
+        if threads is not None and threads < 1:
+            raise LLMError(f"threads must be >= 1, got {threads}")
+        if n_ctx < 64:
+            raise LLMError(f"n_ctx must be >= 64, got {n_ctx}")
+        self.model = model
+        self.adapter = str(adapter) if adapter is not None else None
+        self.batch_size = batch_size
+        self.system = system
+        self.threads = threads or os.cpu_count() or 1
+        self.n_ctx = n_ctx
+        self.calls = 0
+        self.tokens = 0
+        self._loaded: Loaded | None = None
+
+    @property
+    def name(self) -> str:
+        return self.model if self.adapter is None else f"{self.model}+{Path(self.adapter).name}"
+
+    def load(self) -> Loaded:
+        """Locate the GGUF, build the adapter GGUF and the tokenizer if not cached, load llama.cpp (once)."""
+        if self._loaded is not None:
+            return self._loaded
+        reason = unavailable()
+        if reason:
+            raise LLMError(reason)
+        prepared: list[tuple[str, float]] = []
+        t0 = time.perf_counter()
+        found = gguf_source(self.model)
+        if found is None:
+            raise LLMError(f"the llama.cpp backend needs a GGUF model: 'qwen2.5-coder-0.5b', 'smollm2' or a .gguf "
+                           f"file, got {self.model!r}")
+        name, gguf, digest = found
+        if time.perf_counter() - t0 > 0.5:
+            prepared.append((f"base GGUF {gguf.name} (assembled or hashed once)", time.perf_counter() - t0))
+        adapter_path = None
+        if self.adapter is not None:
+            from .lora_gguf import adapter_gguf
+
+            built = adapter_gguf(self.adapter, gguf, digest)
+            adapter_path = built.path
+            if built.built:
+                prepared.append((f"GGUF LoRA adapter from {self.adapter} ({built.reason})", built.seconds))
+        tok_dir, seconds = tokenizer_dir(name, gguf, digest)
+        if seconds:
+            prepared.append((f"tokenizer of {gguf.name} under {tok_dir.parent.name}/", seconds))
+        from transformers import AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(str(tok_dir))
+        if tok.pad_token is None:
+            tok.pad_token = tok.eos_token
+        self._loaded = Loaded(self._runner(gguf, adapter_path), tok, gguf, adapter_path, prepared)
+        return self._loaded
+
+    def _runner(self, gguf: Path, adapter: Path | None) -> _Runner:
+        key = (str(gguf), str(adapter), self.threads, self.n_ctx)
+        with _LOCK:
+            if key not in _LOADED:
+                from llama_cpp import Llama
+
+                _route_native_logs()
+                start = time.perf_counter()
+                llama = Llama(model_path=str(gguf), lora_path=str(adapter) if adapter else None, n_ctx=self.n_ctx,
+                              n_batch=512, n_ubatch=512, n_threads=self.threads, n_threads_batch=self.threads,
+                              verbose=False)
+                _LOADED[key] = _Runner(llama, llama.n_batch)  # n_batch: min(512, n_ctx)
+                logger.info("llama.cpp loaded %s%s in %.1f s", gguf.name, f" + {adapter}" if adapter else "",
+                            time.perf_counter() - start)
+            return _LOADED[key]
+
+    def format(self, prompt: str, chat: bool = True) -> str:
+        """The text the model sees for ``prompt`` (chat template applied when ``chat``), as LocalLLM builds it."""
+        return chat_text(self.load().tokenizer, prompt, self.system) if chat else prompt
+
+    def _ids(self, text: str, chat: bool) -> list[int]:
+        return list(self.load().tokenizer(text, add_special_tokens=not chat)["input_ids"])
+
+    def generate(self, prompts: list[str], max_new_tokens: int = 64,
+                 stop: list[str] | None = None, chat: bool = True) -> list[str]:
+        _validate(prompts, max_new_tokens)
+        if not prompts:
+            return []
+        loaded = self.load()
+        tok, runner = loaded.tokenizer, loaded.runner
+        out = []
+        for prompt in prompts:
+            ids = self._ids(self.format(prompt, chat), chat)
+            if len(ids) + max_new_tokens > runner.n_ctx:
+                raise LLMError(f"prompt of {len(ids)} tokens + max_new_tokens {max_new_tokens} exceeds the llama.cpp "
+                               f"context of {runner.n_ctx}; pass a larger n_ctx")
+            with runner.lock:
+                new = self._greedy(runner, tok, ids, max_new_tokens, stop)
+            kept = [t for t in new if t != tok.pad_token_id]
+            self.tokens += len(kept)
+            out.append(_cut(tok.decode(kept, skip_special_tokens=True), stop).strip())
+        self.calls += len(prompts)
+        return out
+
+    @staticmethod
+    def _greedy(runner: _Runner, tok, ids: list[int], max_new_tokens: int, stop: list[str] | None) -> list[int]:
+        logits = runner.logits(ids, len(ids))[-1]
+        new: list[int] = []
+        while True:
+            token = int(np.argmax(logits))
+            new.append(token)
+            if token == runner.eos or len(new) >= max_new_tokens:
+                return new
+            if stop and any(s in tok.decode(new, skip_special_tokens=True) for s in stop if s):
+                return new
+            logits = runner.step(token)
+
+    def score(self, prompt: str, continuations: list[str], chat: bool = True) -> list[float]:
+        """Log-likelihood (natural log, summed over tokens) of each continuation after ``prompt``.
+
+        The prompt is formatted as for :meth:`generate`; each continuation is tokenized on its own (no special
+        tokens) and appended to the prompt's tokens. The prompt is evaluated once and kept in the KV cache."""
+        if not isinstance(continuations, list) or not all(isinstance(c, str) and c for c in continuations):
+            raise LLMError(f"continuations must be a list of non-empty str, got {continuations!r}")
+        loaded = self.load()
+        prompt_ids = self._ids(self.format(prompt, chat), chat)
+        scores = []
+        for text in continuations:
+            cont = list(loaded.tokenizer(text, add_special_tokens=False)["input_ids"])
+            with loaded.runner.lock:
+                rows = loaded.runner.logits(prompt_ids + cont, len(prompt_ids))[:-1]
+            rows = rows.astype(np.float64)
+            top = rows.max(axis=1, keepdims=True)
+            logz = (top + np.log(np.exp(rows - top).sum(axis=1, keepdims=True)))[:, 0]
+            scores.append(float(sum(rows[i, t] - logz[i] for i, t in enumerate(cont))))
+        self.calls += 1
+        return scores
+
+
+def make_llm(backend: str, model: str, *, adapter: str | None = None, device: str = "cpu", batch_size: int = 8,
+             system: str | None = None):
+    """``(llm, fallback)``: a LlamaCppLLM for ``backend="llamacpp"``, a LocalLLM for ``"transformers"``.
+
+    When llama.cpp cannot run ``model`` here (llama-cpp-python not importable, a device other than the CPU,
+    a model that is not a GGUF file), the LocalLLM comes back with ``fallback`` saying why; else it is None."""
+    from .llm import LocalLLM
+
+    if backend not in ("llamacpp", "transformers"):
+        raise LLMError(f"unknown backend {backend!r}; expected llamacpp or transformers")
+    note = None
+    if backend == "llamacpp":
+        if device != "cpu":
+            why = f"device {device!r}: memq runs llama.cpp on the CPU only"
+        elif not (model in ("qwen2.5-coder-0.5b", "qwen", "smollm2") or model.endswith(".gguf")):
+            why = f"model {model!r} is not a GGUF file"
+        else:
+            why = unavailable()
+        if why is None:
+            return LlamaCppLLM(model, adapter=adapter, batch_size=batch_size, system=system), None
+        note = f"backend llamacpp -> transformers: {why}"
+        logger.warning(note)
+    return LocalLLM(model, device=device, adapter=adapter, batch_size=batch_size, system=system), note

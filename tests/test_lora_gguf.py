@@ -1,0 +1,133 @@
+"""memq.lora_gguf: a peft LoRA adapter -> a GGUF LoRA adapter (layout, scale, q/k row order), its verified cache,
+and the errors that name what cannot be converted. No llama.cpp needed: a tiny base GGUF is written here."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from tiny_gguf import (
+    GGUF_NAMES,
+    N_BLOCK,
+    N_FF,
+    N_HEAD,
+    N_HEAD_KV,
+    SHAPES,
+    permute_rows,
+    read,
+    write_adapter,
+    write_base,
+)
+
+from memq.llm import LLMError
+from memq.lora_gguf import adapter_gguf, convert
+
+
+def test_layout_scale_and_llama_qk_rows(tmp_path):
+    base = write_base(tmp_path / "base.gguf")
+    adapter, tensors = write_adapter(tmp_path / "planner", r=2, alpha=8)
+    assert convert(adapter, base, tmp_path / "a.gguf") == N_BLOCK * len(SHAPES)
+    fields, got = read(tmp_path / "a.gguf")
+    assert fields["general.type"] == "adapter" and fields["adapter.type"] == "lora"
+    assert fields["general.architecture"] == "llama"
+    assert fields["adapter.lora.alpha"] == 0.0  # llama.cpp: scale 1, peft's alpha / r is inside lora_b
+    assert len(got) == 2 * N_BLOCK * len(SHAPES)
+    for b in range(N_BLOCK):
+        for module, name in GGUF_NAMES.items():
+            a = tensors[f"base_model.model.model.layers.{b}.{module}.lora_A.weight"]
+            bb = tensors[f"base_model.model.model.layers.{b}.{module}.lora_B.weight"] * (8 / 2)
+            if name == "attn_q":
+                bb = permute_rows(bb, N_HEAD)
+            elif name == "attn_k":
+                bb = permute_rows(bb, N_HEAD_KV)
+            np.testing.assert_array_equal(got[f"blk.{b}.{name}.weight.lora_a"], a)
+            np.testing.assert_allclose(got[f"blk.{b}.{name}.weight.lora_b"], bb, rtol=1e-6)
+
+
+def test_qwen2_keeps_row_order_and_rslora_scales_by_sqrt_r(tmp_path):
+    base = write_base(tmp_path / "base.gguf", arch="qwen2")
+    adapter, tensors = write_adapter(tmp_path / "planner", r=4, alpha=8, use_rslora=True)
+    convert(adapter, base, tmp_path / "a.gguf")
+    _, got = read(tmp_path / "a.gguf")
+    want = tensors["base_model.model.model.layers.1.self_attn.q_proj.lora_B.weight"] * (8 / 4 ** 0.5)
+    np.testing.assert_allclose(got["blk.1.attn_q.weight.lora_b"], want, rtol=1e-6)
+
+
+def test_cache_is_keyed_verified_and_rebuilt(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMQ_CACHE", str(tmp_path / "cache"))
+    base = write_base(tmp_path / "base.gguf")
+    adapter, _ = write_adapter(tmp_path / "planner")
+    first = adapter_gguf(adapter, base, "b" * 64)
+    assert first.built and first.reason == "not built yet" and first.path.is_file()
+    manifest = json.loads((first.path.parent / "manifest.json").read_text())
+    assert manifest["base_sha256"] == "b" * 64 and set(manifest["adapter_sha256"]) == {
+        "adapter_config.json", "adapter_model.safetensors"}
+    again = adapter_gguf(adapter, base, "b" * 64)
+    assert not again.built and again.path == first.path
+
+    with open(first.path, "ab") as fh:  # corrupt the cached file: rebuilt, never used
+        fh.write(b"\0")
+    fixed = adapter_gguf(adapter, base, "b" * 64)
+    assert fixed.built and "sha256" in fixed.reason and fixed.path == first.path
+    assert not adapter_gguf(adapter, base, "b" * 64).built
+
+    other_base = adapter_gguf(adapter, base, "c" * 64)  # another base: another key
+    assert other_base.built and other_base.path != first.path
+    write_adapter(adapter, seed=1)  # the adapter retrained in place: another key
+    retrained = adapter_gguf(adapter, base, "b" * 64)
+    assert retrained.built and retrained.path.parent != first.path.parent
+
+    path = retrained.path.parent / "manifest.json"  # a manifest that lies about its adapter is rebuilt
+    bad = json.loads(path.read_text())
+    bad["format"] = 0
+    path.write_text(json.dumps(bad))
+    assert "format" in adapter_gguf(adapter, base, "b" * 64).reason
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"use_dora": True}, "use_dora"),
+    ({"bias": "all"}, "bias is 'all'"),
+    ({"modules_to_save": ["lm_head"]}, "modules_to_save"),
+    ({"peft_type": "IA3"}, "peft_type is 'IA3'"),
+    ({"alpha_pattern": {"q_proj": 32}}, "alpha_pattern"),
+])
+def test_unsupported_adapters_are_named(tmp_path, change, message):
+    base = write_base(tmp_path / "base.gguf")
+    adapter, _ = write_adapter(tmp_path / "planner", **change)
+    with pytest.raises(LLMError, match=message):
+        convert(adapter, base, tmp_path / "a.gguf")
+
+
+def test_tensors_that_do_not_fit_are_named(tmp_path):
+    from safetensors.numpy import save_file
+
+    base = write_base(tmp_path / "base.gguf")
+    adapter, tensors = write_adapter(tmp_path / "planner")
+    embed = dict(tensors)
+    embed["base_model.model.model.embed_tokens.lora_embedding_A"] = np.zeros((2, 8), dtype=np.float32)
+    save_file(embed, str(adapter / "adapter_model.safetensors"))
+    with pytest.raises(LLMError, match="lora_embedding_A"):
+        convert(adapter, base, tmp_path / "a.gguf")
+
+    wrong = dict(tensors)
+    wrong["base_model.model.model.layers.0.mlp.up_proj.lora_B.weight"] = np.zeros((N_FF + 1, 2), dtype=np.float32)
+    save_file(wrong, str(adapter / "adapter_model.safetensors"))
+    with pytest.raises(LLMError, match=r"'model.layers.0.mlp.up_proj'.*blk.0.ffn_up.weight"):
+        convert(adapter, base, tmp_path / "a.gguf")
+
+    extra = dict(tensors)
+    extra["base_model.model.model.layers.0.self_attn.rotary.lora_A.weight"] = np.zeros((2, 8), dtype=np.float32)
+    extra["base_model.model.model.layers.0.self_attn.rotary.lora_B.weight"] = np.zeros((8, 2), dtype=np.float32)
+    save_file(extra, str(adapter / "adapter_model.safetensors"))
+    with pytest.raises(LLMError, match="'model.layers.0.self_attn.rotary' has no tensor"):
+        convert(adapter, base, tmp_path / "a.gguf")
+
+
+def test_bad_base_and_missing_files_are_named(tmp_path):
+    adapter, _ = write_adapter(tmp_path / "planner")
+    with pytest.raises(LLMError, match="architecture 'gpt2'"):
+        convert(adapter, write_base(tmp_path / "gpt2.gguf", arch="gpt2"), tmp_path / "a.gguf")
+    (adapter / "adapter_model.safetensors").unlink()
+    with pytest.raises(LLMError, match="has no adapter_model.safetensors"):
+        adapter_gguf(adapter, tmp_path / "gpt2.gguf", "b" * 64)
