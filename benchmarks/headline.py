@@ -19,11 +19,12 @@ from pathlib import Path
 # ablation answered in the same run (its metrics sit under the summary's "ablation" key).
 ROWS = (
     # the memq run that answered beside the ablation (the fine-tuned planner's plans, re-scored)
-    ("WebQSP test", "memq, fine-tuned planner", "webqsp_test_direct_sparql.json", "run"),
-    ("WebQSP test", "direct SPARQL (w/o PE, QRM)", "webqsp_test_direct_sparql.json", "ablation"),
+    ("WebQSP test", "memq, fine-tuned planner", "webqsp_test_finetuned.json", "run"),
+    ("WebQSP test", "direct SPARQL (w/o PE, QRM)", "webqsp_test_finetuned.json", "ablation"),
     ("WebQSP test", "oracle plans", "webqsp_test_oracle.json", "run"),
+    ("CWQ test", "memq, fine-tuned planner", "cwq_test_finetuned.json", "run"),
     ("CWQ test", "memq, few-shot planner (first 96)", "cwq_test_fewshot96.json", "run"),
-    ("CWQ test", "direct SPARQL (w/o PE, QRM; first 96)", "cwq_test_fewshot96.json", "ablation"),
+    ("CWQ test", "direct SPARQL (w/o PE, QRM; 100 CPU steps; first 96)", "cwq_test_fewshot96.json", "ablation"),
     ("CWQ test", "oracle plans", "cwq_test_oracle.json", "run"),
 )
 

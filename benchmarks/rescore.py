@@ -34,12 +34,10 @@ ROWS: dict[str, list[str]] = {
     "webqsp_test_oracle": [*WEBQSP, "--planner", "oracle"],
     "webqsp_test_oracle_schema": [*WEBQSP, "--planner", "oracle", "--memory", "memory_bank/webqsp+schema"],
     "webqsp_test_oracle_schema_base": [*WEBQSP, "--planner", "oracle", "--memory", "memory_bank/webqsp+schema+base"],
-    "webqsp_test_finetuned": [*WEBQSP, "--planner", "finetuned",
+    "webqsp_test_finetuned": [*WEBQSP, "--planner", "finetuned", *WEBQSP_ABLATION,
                               "--plans", f"{RESULTS}/webqsp_test_finetuned.planned.jsonl.gz"],
     "webqsp_test_finetuned_schema": [*WEBQSP, "--planner", "finetuned", "--memory", "memory_bank/webqsp+schema",
                                      "--plans", f"{RESULTS}/webqsp_test_finetuned.planned.jsonl.gz"],
-    "webqsp_test_direct_sparql": [*WEBQSP, "--planner", "finetuned", *WEBQSP_ABLATION,
-                                  "--plans", f"{RESULTS}/webqsp_test_direct_sparql.generated.jsonl.gz"],
     "webqsp_test_fewshot60": [*WEBQSP, "--planner", "fewshot", "--limit", "60",
                               "--plans", f"{RESULTS}/webqsp_test_fewshot60.planned.jsonl.gz"],
     "cwq_test_oracle": [*CWQ, "--planner", "oracle"],
@@ -50,8 +48,8 @@ ROWS: dict[str, list[str]] = {
     "cwq_test_finetuned_webqsp24": [*CWQ, "--planner", "finetuned", "--adapter", "memory_bank/webqsp/planner",
                                     "--limit", "24",
                                     "--plans", f"{RESULTS}/cwq_test_finetuned_webqsp24.planned.jsonl.gz"],
-    "cwq_test_finetuned": [*CWQ, "--planner", "finetuned", "--limit", "384", *CWQ_ABLATION,
-                           "--plans", f"{RESULTS}/cwq_test_finetuned.generated.jsonl.gz"],
+    "cwq_test_finetuned": [*CWQ, "--planner", "finetuned",
+                           "--plans", f"{RESULTS}/cwq_test_finetuned.planned.jsonl.gz"],
 }
 
 

@@ -1,23 +1,33 @@
 """Train and evaluate the planners on a lent GPU, in resumable pieces that fit a short lease.
 
-The GPU machine has no network and takes a small working tree, so the work is in two halves:
+The GPU machine has no network, and each call to it carries at most 64 MiB of working tree, so the
+work is in two halves:
 
-    .venv/bin/python benchmarks/train_gpu.py prepare --work .gpu   # here: data, wheels, model parts
-    python3 benchmarks/train_gpu.py run --work .gpu --out $OUT JOB ...  # there, carrying .gpu
+    .venv/bin/python benchmarks/train_gpu.py prepare --work .gpu      # here: data, wheels, model parts
+
+then, on the GPU machine, from a checkout without data/, memory_bank/ and benchmarks/results/ (they
+are larger than one call may carry):
+
+    1. one call carrying .gpu/data, .gpu/whl and .gpu/model/sha256 copies them to /tmp/gpu and installs
+       the wheels into /tmp/site (only carried paths reach the machine, but /tmp stays while it is warm);
+    2. eight calls each carrying one .gpu/model/partNN copy it to /tmp/gpu/model;
+    3. PYTHONPATH=/tmp/site:. MEMQ_CACHE=/tmp/gpu/cache TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 \
+       python3 benchmarks/train_gpu.py run --work /tmp/gpu --out $OUT JOB ...
 
 ``prepare`` writes into WORK (ignored by git) everything ``run`` needs: the derived training and dev
 plans, the direct-SPARQL training examples, the test questions with their topic entities, the
-base model's GGUF cut into parts below the transfer limit, and wheels of the pinned transformers,
-peft, gguf and tokenizers. ``run`` assembles the model (checking its sha256), then works through the
-JOBs in order until ``--deadline`` seconds have passed: a training job stops with a checkpoint and
-the next ``run`` resumes it; a finished job is skipped. After each job its results (adapter,
-manifest with device, time, steps and losses, dev metrics, plans) are packed into OUT in parts of at
-most 15 MiB, each part once: files already sent are not sent again.
+base model's GGUF cut into 60 MiB parts, and wheels of the pinned transformers, peft, gguf and
+tokenizers. ``run`` assembles the model (checking its sha256), then works through the JOBs in order
+until ``--deadline`` seconds have passed: a training job stops with a checkpoint and the next
+``run`` resumes it; a finished job is skipped. At the end its results (adapter, manifest with
+device, time, steps and losses, dev metrics, plans) are packed into OUT in parts of at most 15 MiB,
+each file once: files already sent are not sent again.
 
 Jobs: ``train:NAME`` trains the configuration NAME of CONFIGS and scores its plans on dev (all of
 them for WebQSP, the first ``DEV_LIMIT`` for CWQ); ``test:NAME`` writes the plans (and, with
 ``+ABLATION``, the direct-SPARQL outputs) for every test question in the form ``memq evaluate
---plans`` re-scores with no model call.
+--plans`` re-scores with no model call; ``test:best-webqsp`` takes the best configuration on dev.
+``--dry-run`` runs the same path on the CPU with the tiny test model.
 """
 
 from __future__ import annotations
@@ -42,6 +52,7 @@ OUT_BYTES = 60 * 1024 * 1024  # what one run sends back (the limit is 64 MiB in 
 DEV_LIMIT = 500  # CWQ dev questions scored after training (WebQSP: all of its dev split)
 # ``--dry-run``: the whole path on the CPU with the tiny test model, 2 steps and 4 questions a job
 DRY: dict = {}
+PRECISION = ["fp32"]  # --precision; the committed adapters are fp32 (TF32 products): bf16 autocast gave NaN losses
 WHEELS = ("transformers==5.23.0", "peft==0.21.2", "gguf==0.19.0", "tokenizers==0.23.3")
 GGUF_NAME = "qwen2.5-coder-0.5b-instruct.gguf"
 
@@ -56,6 +67,7 @@ CONFIGS: dict[str, tuple[str, str, dict]] = {
     "cwq-r8": ("planner", "cwq", CWQ_LORA),
     "cwq-direct-r8": ("direct", "cwq", CWQ_LORA),
     "joint-r8": ("planner", "webqsp+cwq", CWQ_LORA),
+    "cwq-r8-350": ("planner", "cwq", {**CWQ_LORA, "max_steps": 350}),
 }
 
 
@@ -162,7 +174,7 @@ def train_job(work: Path, name: str, stop_at: float) -> bool:
     out = work / "runs" / name
     if (out / "dev_metrics.json").exists():
         return True
-    cfg = TrainConfig(**{"checkpoint_every": 100, **fields, "device": "cuda", "precision": "bf16", **DRY.get("cfg", {})})
+    cfg = TrainConfig(**{"checkpoint_every": 100, **fields, "device": "cuda", "precision": PRECISION[0], **DRY.get("cfg", {})})
     info = {"datasets": data.split("+"), "split": "train (memq.plan.data.split_of, dev held out)",
             "excluded_webqsp_test_ids": data == "webqsp+cwq", "limit": None,
             "trained_by": "benchmarks/train_gpu.py " + name}
@@ -341,9 +353,12 @@ def main() -> int:
     r.add_argument("--work", default=".gpu")
     r.add_argument("--out", required=True)
     r.add_argument("--deadline", type=float, default=540, help="seconds before no new work starts")
+    r.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
     r.add_argument("--dry-run", action="store_true", help="CPU, tiny model, 2 steps and 4 questions a job")
     r.add_argument("jobs", nargs="*")
     args = ap.parse_args()
+    if args.command == "run":
+        PRECISION[0] = args.precision
     if getattr(args, "dry_run", False):
         DRY.update(device="cpu", limit=4, cfg={"device": "cpu", "precision": "fp32", "base": "smollm2",
                                                "max_steps": 2, "batch_size": 2})

@@ -7,14 +7,25 @@
 
 The memory bank, the knowledge graph and the planner load once per process
 (per :class:`~memq.pipeline.Config`) and are reused by later calls.
+
+:func:`answer` and ``memq serve`` check their input with :func:`check_request`:
+the checks of :func:`memq.pipeline.validate` plus the limits of one public
+request (:data:`MAX_QUESTION_CHARS`, :data:`MAX_ENTITIES`). ``Pipeline.answer``
+keeps the wider limits because the gold datasets need them (one WebQSP test
+question has 86 topic entities).
 """
 
 from __future__ import annotations
 
 import threading
 
-from .pipeline import Config, Pipeline
+from .pipeline import Config, Pipeline, validate
 from .types import Answer, Plan
+
+__all__ = ["MAX_ENTITIES", "MAX_QUESTION_CHARS", "answer", "check_request", "pipeline"]
+
+MAX_QUESTION_CHARS = 1000
+MAX_ENTITIES = 20
 
 _PIPELINES: dict[Config, Pipeline] = {}
 _LOCK = threading.Lock()
@@ -39,4 +50,23 @@ def answer(question: str, entities: dict[str, str] | list[tuple[str, str]], *, c
     the time spent in each stage. Raises ValueError for bad input (naming the
     value) and :class:`~memq.errors.MemQError` when a stage fails.
     """
+    question, entities = check_request(question, entities)
     return pipeline(config).answer(question, entities, plan=plan)
+
+
+def check_request(question: object, entities: object) -> tuple[str, dict[str, str]]:
+    """The question and the entities of one request, checked; raises ValueError naming the bad value.
+
+    At most :data:`MAX_QUESTION_CHARS` characters of question and :data:`MAX_ENTITIES` topic entities,
+    then everything :func:`memq.pipeline.validate` checks (ids are Freebase ids; names are non-empty, at most
+    200 characters, without control characters or any of ``" { } < > \\``). Names never enter a SPARQL query
+    (entities reach the KG by id only), so a name that merely reads like SPARQL, or holds an apostrophe, is
+    accepted.
+    """
+    if isinstance(question, str) and len(question) > MAX_QUESTION_CHARS:
+        raise ValueError(f"question is {len(question)} characters long; at most {MAX_QUESTION_CHARS} are accepted "
+                         f"(it starts {question[:40]!r})")
+    if isinstance(entities, (dict, list, tuple)) and len(entities) > MAX_ENTITIES:
+        raise ValueError(f"{len(entities)} topic entities given; at most {MAX_ENTITIES} are accepted "
+                         f"(the first: {list(entities)[:3]!r})")
+    return validate(question, entities)

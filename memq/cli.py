@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "memq.plan.cli",
     "memq.demo",
     "memq.ask",
+    "memq.serve.cli",
     "memq.evaluate.cli",
     "memq.evaluate.direct_cli",
 )

@@ -152,6 +152,27 @@ def test_bad_input_is_rejected_before_anything_reaches_the_kg(setup, question, e
     assert str(err.value)
 
 
+def test_memq_answer_has_the_request_limits_and_the_pipeline_keeps_the_dataset_ones(setup, monkeypatch):
+    import memq
+    from memq import api
+    from memq.pipeline import validate
+
+    pipe, kg, _, _ = setup
+    monkeypatch.setitem(api._PIPELINES, pipe.config, pipe)  # memq.answer(config=pipe.config) uses this pipeline
+    many = [(f"m.0{i:02d}", f"Thing {i}") for i in range(21)]
+    before = len(kg.queries)
+    with pytest.raises(ValueError, match="question is 1001 characters long; at most 1000 are accepted"):
+        memq.answer("q" * 1001, {"m.03_r3": "Jamaica"}, config=pipe.config, plan=Plan(steps=[]))
+    with pytest.raises(ValueError, match="21 topic entities given; at most 20 are accepted"):
+        memq.answer("who?", many, config=pipe.config, plan=Plan(steps=[]))
+    with pytest.raises(ValueError, match="21 topic entities given"):
+        memq.answer("who?", dict(many), config=pipe.config, plan=Plan(steps=[]))
+    assert len(kg.queries) == before
+    assert api.check_request("q" * 1000, many[:20]) == ("q" * 1000, dict(many[:20]))  # the limits themselves pass
+    # evaluation calls Pipeline.answer, with the wider limits: one WebQSP test question has 86 topic entities
+    assert len(validate("q" * 1500, {f"m.0{i:02d}": "x" for i in range(86)})[1]) == 86
+
+
 def test_unknown_entity_id_is_a_clear_error_and_only_escaped_queries_ran(setup):
     pipe, kg, _, _ = setup
     before = len(kg.queries)

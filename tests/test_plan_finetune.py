@@ -166,17 +166,14 @@ def test_stop_at_leaves_a_checkpoint_that_resumes_to_the_same_run(tiny_base, pla
     stopped = train(plans, out, cfg, stop_at=0.0)  # the deadline has passed: stop before the first step
     assert not stopped.finished and stopped.steps == 0 and (out / "checkpoint" / "state.json").exists()
     assert not (out / "manifest.json").exists()
-    calls = iter([False, False, True])  # two steps, then the deadline
-
-    class Clock:
-        @staticmethod
-        def time():
-            return 1.0 if next(calls, True) else 0.0
+    import time as real_time
+    from types import SimpleNamespace
 
     import memq.plan.finetune as ft
-    monkeypatch.setattr(ft, "time", type("T", (), {"time": Clock.time, "perf_counter": staticmethod(
-        __import__("time").perf_counter), "strftime": staticmethod(__import__("time").strftime),
-        "gmtime": staticmethod(__import__("time").gmtime)}))
+
+    clock = iter([0.0, 0.0, 1.0])  # the deadline (0.5) passes after two steps
+    monkeypatch.setattr(ft, "time", SimpleNamespace(time=lambda: next(clock, 1.0), perf_counter=real_time.perf_counter,
+                                                    strftime=real_time.strftime, gmtime=real_time.gmtime))
     part = train(plans, out, cfg, resume=True, stop_at=0.5)
     monkeypatch.undo()
     assert not part.finished and part.steps == 2
@@ -205,6 +202,17 @@ def test_full_fine_tune_writes_a_model_the_planner_loads(tiny_base, plans, tmp_p
     except PlanParseError:
         pass  # a random tiny model writes garbage; what matters is that the fine-tuned weights load
     assert planner.calls == 1
+
+
+def test_a_nan_loss_stops_training_with_a_clear_error(tiny_base, plans, tmp_path, monkeypatch):
+    import memq.plan.finetune as ft
+
+    monkeypatch.setenv("MEMQ_CACHE", str(tmp_path / "cache"))
+    path, _ = tiny_base
+    monkeypatch.setattr(ft, "shared_prefix_loss", lambda *a: torch.tensor(float("nan"), requires_grad=True))
+    cfg = TrainConfig(base=str(path), max_steps=3, batch_size=4, max_length=4096, lora_r=4, lora_alpha=8)
+    with pytest.raises(MemQError, match="loss is nan at step 1"):
+        train(plans, tmp_path / "nan", cfg)
 
 
 @pytest.mark.slow

@@ -102,3 +102,74 @@ def test_malformed_sparql_names_where(bad, where):
 def test_non_string_is_a_parse_error():
     with pytest.raises(SparqlParseError):
         parse_query(None)  # type: ignore[arg-type]
+
+
+# -- found by the fuzz (tests/test_sparql_corpus.py): each once escaped as something other than SparqlParseError
+@pytest.mark.parametrize("modifier", ["LIMIT", "OFFSET"])
+@pytest.mark.parametrize("digits", ["9" * 4301, "9" * 20, "9223372036854775808"])
+def test_a_limit_beyond_64_bits_is_a_parse_error(modifier, digits):
+    # int() of more than 4,300 digits raised ValueError; engines take LIMIT and OFFSET as 64-bit integers
+    with pytest.raises(SparqlParseError, match=r"integer over 9223372036854775807 \(2\^63 - 1\), found '9{20}"
+                                               r"|found '9223372036854775808'") as err:
+        parse_query(f"SELECT ?x WHERE {{ ?x ?p ?o }} {modifier} {digits}")
+    assert len(str(err.value)) < 200 and (err.value.line, err.value.column) == (1, 29 + len(modifier) + 2)
+    assert parse_query(f"SELECT ?x WHERE {{ ?x ?p ?o }} {modifier} 9223372036854775807")
+
+
+_CHAINS = {op: f"SELECT ?x WHERE {{ FILTER({f' {op} '.join(['?x'] * 400)}) }}" for op in ("||", "&&", "+", "*")}
+
+
+@pytest.mark.parametrize("op", list(_CHAINS))
+def test_a_chain_too_long_to_recurse_on_is_a_parse_error(op):
+    # The parser reads a chain with a loop, but writing, comparing and hashing the left-nested model recursed
+    # once per operator: a few hundred of them raised RecursionError there.
+    with pytest.raises(SparqlParseError, match="query is nested too deeply: 402 levels .*at most 128"):
+        parse_query(_CHAINS[op])
+
+
+@pytest.mark.parametrize("text", [
+    "SELECT ?x WHERE " + "{ " * 200 + "?x ?p ?o" + " }" * 200,
+    "SELECT ?x WHERE { FILTER(" + "!" * 300 + "?x) }",
+    "SELECT ?x WHERE { FILTER(" + "(" * 2000 + "?x" + ")" * 2000 + ") }",
+])
+def test_deep_nesting_is_a_parse_error(text):
+    with pytest.raises(SparqlParseError, match="nested too deeply"):
+        parse_query(text)
+
+
+def _deep_stack(frames: int, fn):
+    return fn() if frames == 0 else _deep_stack(frames - 1, fn)
+
+
+@pytest.mark.parametrize("op", ["||", "&&", "+", "-", "*", "/"])
+def test_a_query_at_the_depth_limit_is_written_read_back_and_hashed_even_from_a_deep_stack(op):
+    from memq.sparql.model import depth
+    from memq.sparql.parser import MAX_DEPTH
+
+    # the query, its group, 125 calls and their operands: 128 levels
+    text = f"SELECT ?x WHERE {{ FILTER({f' {op} '.join(['?x'] * (MAX_DEPTH - 2))}) }}"
+
+    def everything():
+        q = parse_query(text)
+        standard = to_standard(q)
+        return depth(q), parse_query(standard) == q, to_standard(parse_query(standard)) == standard, hash(q)
+
+    assert _deep_stack(300, everything)[:3] == (MAX_DEPTH, True, True)
+    with pytest.raises(SparqlParseError, match="129 levels"):
+        parse_query(text.replace("?x)", f"?x {op} ?x)"))
+
+
+def test_arithmetic_chains_are_written_flat_and_read_back_the_same():
+    q = parse_query("SELECT ?x WHERE { FILTER(?a - ?b + ?c * ?d / ?e - -3 > ?f - (?g + ?h)) }")
+    standard = to_standard(q)
+    assert "(?a - ?b + (?c * ?d / ?e) - " in standard and "?f - (?g + ?h)" in standard
+    assert parse_query(standard) == q
+
+
+def test_the_deepest_gold_query_is_within_the_depth_limit():
+    from memq import datasets
+    from memq.sparql.model import depth
+    from memq.sparql.parser import MAX_DEPTH
+
+    gold = next(p for q in datasets.load("webqsp", "test") if q.id == "WebQTest-1127" for p in q.parses)
+    assert depth(parse_query(gold.sparql)) == 87 < MAX_DEPTH

@@ -321,6 +321,10 @@ def train(plans: Sequence[DerivedPlan], out_dir: str | Path, cfg: TrainConfig = 
         start = time.perf_counter()
         with autocast:
             loss = shared_prefix_loss(model, ids, mask, labels)
+        if not torch.isfinite(loss):
+            raise MemQError(f"training loss is {float(loss)} at step {step + 1} (precision {cfg.precision}, "
+                            f"lr {optimizer.param_groups[0]['lr']:.2e}); {out_dir} keeps its last checkpoint, "
+                            "if any: lower --lr or train in fp32")
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         optimizer.step()

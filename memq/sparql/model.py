@@ -179,6 +179,31 @@ MIRRORED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "!=": "!="}
 """Each comparison with its operands swapped: ``a < b`` is ``b > a``."""
 
 
+def depth(node: Query | Group | Expr) -> int:
+    """How deeply ``node`` nests: one level for each query, group, expression call, EXISTS and operand on the
+    way down (triples and VALUES rows are not counted). Iterative, so a tree too deep to recurse on is measured
+    too; a chain ``a || b || c`` is left-nested, so it counts one level per operator."""
+    stack: list[tuple[object, int]] = [(node, 1)]
+    deepest = 0
+    while stack:
+        item, level = stack.pop()
+        deepest = max(deepest, level)
+        if isinstance(item, Call):
+            children: tuple = item.args
+        elif isinstance(item, Exists):
+            children = (item.pattern,)
+        elif isinstance(item, Group):
+            children = (*item.filters, *item.optionals, *item.minus, *item.subqueries,
+                        *(b.expr for b in item.binds), *(g for alts in item.unions for g in alts))
+        elif isinstance(item, Query):
+            children = (item.where, *(p.expr for p in item.projection if p.expr is not None), *item.group_by,
+                        *item.having, *(k.expr for k in item.order_by))
+        else:
+            continue
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
 def walk_exprs(expr: Expr, into_exists: bool = False):
     """Yield ``expr`` and every sub-expression; with ``into_exists``, also those of EXISTS patterns' filters."""
     yield expr

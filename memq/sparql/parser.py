@@ -25,7 +25,12 @@ from functools import lru_cache
 
 from ..errors import SparqlParseError
 from .expressions import AGGREGATES, ExpressionParser, has_aggregate
-from .model import Bind, Expr, Group, OrderKey, Projection, Query, Term, Triple, Values, Var
+from .model import Bind, Expr, Group, OrderKey, Projection, Query, Term, Triple, Values, Var, depth
+
+MAX_DEPTH = 128
+"""The deepest query model :func:`parse_query` returns (:func:`~memq.sparql.model.depth`); the deepest gold
+query, WebQTest-1127 with a FILTER of 86 alternatives joined by ``||``, has 87 levels."""
+MAX_INTEGER = 2**63 - 1
 
 
 class _Parser(ExpressionParser):
@@ -162,9 +167,12 @@ class _Parser(ExpressionParser):
         return Var(var.text[1:])
 
     def integer(self) -> int:
+        """A LIMIT or OFFSET: a non-negative integer that fits the 64 bits the SPARQL engines use."""
         tok = self.next()
         if tok.kind != "number" or not tok.text.isdigit():
             raise self.error("expected a non-negative integer", tok)
+        if len(tok.text) > 19 or int(tok.text) > MAX_INTEGER:  # int() of over 4,300 digits raises ValueError
+            raise self.error(f"integer over {MAX_INTEGER} (2^63 - 1)", tok)
         return int(tok.text)
 
     # -- graph patterns ------------------------------------------------
@@ -281,6 +289,13 @@ def parse_query(text: str) -> Query:
     if not isinstance(text, str):
         raise SparqlParseError(f"query must be a string, got {type(text).__name__}")
     try:
-        return _Parser(text).query()
+        query = _Parser(text).query()
     except RecursionError:
         raise SparqlParseError("query is nested too deeply", query=text) from None
+    levels = depth(query)
+    if levels > MAX_DEPTH:
+        # Whatever reads the model recurses on it (writing, comparing, hashing, decomposing): a tree the
+        # parser built with loops (a long chain of || or +) could still overflow Python's stack there.
+        raise SparqlParseError(f"query is nested too deeply: {levels} levels of groups, brackets, calls and "
+                               f"chained operators, at most {MAX_DEPTH}", query=text)
+    return query

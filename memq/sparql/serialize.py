@@ -79,6 +79,11 @@ class Writer:
             # (rdflib's pyparsing grammar) cannot read at depth. Reading back gives the same left-nested model.
             text = f" {op} ".join(self.expr(a) for a in _chain(e, op))
             return text if top else f"({text})"
+        if op in _SAME_LEVEL and len(args) == 2:
+            # a - b + c reads back as ((a - b) + c): written flat for the same reason as || and &&
+            first, rest = _level_chain(e, _SAME_LEVEL[op])
+            text = self.expr(first) + "".join(f" {o} {self.expr(a)}" for o, a in rest)
+            return text if top else f"({text})"
         if op in _BINARY and len(args) == 2:
             text = f"{self.expr(args[0])} {op} {self.expr(args[1])}"
             return text if top else f"({text})"
@@ -170,6 +175,19 @@ def _chain(e: Expr, op: str) -> list[Expr]:
         e = e.args[0]
     out.append(e)
     return out[::-1]
+
+
+_SAME_LEVEL = {"+": ("+", "-"), "-": ("+", "-"), "*": ("*", "/"), "/": ("*", "/")}
+
+
+def _level_chain(e: Expr, ops: tuple[str, ...]) -> tuple[Expr, list[tuple[str, Expr]]]:
+    """A left-nested chain of operators of one precedence level (``+ -`` or ``* /``): its first operand and
+    the (operator, right operand) pairs after it, in order; right operands are not unfolded."""
+    rest: list[tuple[str, Expr]] = []
+    while isinstance(e, Call) and e.op in ops and len(e.args) == 2:
+        rest.append((e.op, e.args[1]))
+        e = e.args[0]
+    return e, rest[::-1]
 
 
 def _escape(value: str) -> str:
