@@ -255,6 +255,12 @@ def test_line_search_finds_the_exact_k_best_lines(seed):
     assert [s.logprob for s in found] == pytest.approx([s for s, _ in brute[:4]])
 
 
+def test_max_passes_bounds_each_search_not_the_sum_of_searches():
+    cost = SearchCost(passes=1000)  # spent by earlier searches of the same question
+    found = best_lines(TableLM(0), [9], [[2, 3], [2, 4]], 1, max_passes=5, cost=cost)
+    assert len(found) == 1 and cost.passes > 1000
+
+
 def test_bad_search_settings_are_refused_by_name():
     with pytest.raises(ValueError, match="beam"):
         GroundedConfig(beam=0)

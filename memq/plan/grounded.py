@@ -86,7 +86,7 @@ class GroundedConfig:
     beam: int = 3  # partial plans kept after each step
     lines: int = 2  # best lines searched per partial plan and step
     norm: str = "sum"  # how partial plans are ranked: summed log-probability or its mean per token
-    max_candidates: int = 64  # path statements offered per step, by MiniLM similarity to the question
+    max_candidates: int = 400  # path statements offered per step, by MiniLM similarity to the question
     prune: float = 5.0  # nats below the best complete line where the line search stops expanding
     max_steps: int = 8
     max_passes: int = 48  # forward passes per line search
@@ -333,12 +333,15 @@ class GroundedPlanner:
             complete.extend(h for h in grown if h.done)
             live = sorted((h for h in grown if not h.done), key=lambda h: -h.score(cfg.norm))[:cfg.beam]
             complete.sort(key=lambda h: -h.score(cfg.norm))
-            if not live or (complete and live[0].score(cfg.norm) < complete[0].score(cfg.norm)):
+            if not live:
+                break
+            if cfg.norm == "sum" and complete and live[0].score("sum") < complete[0].score("sum"):
                 break  # summed log-probabilities only fall: no partial plan can overtake the best complete one
+            if len(complete) >= cfg.beam and live[0].score(cfg.norm) < complete[cfg.beam - 1].score(cfg.norm):
+                break  # a mean can rise again; stop once the beam's worth of complete plans leads every partial one
             beams = live
         if not complete:
-            return self._free(question, entities, f"the beam ended with no complete plan after {cfg.max_steps} "
-                                                  "steps")
+            return self._free(question, entities, "the beam ended with no complete plan")
         complete = complete[:cfg.beam]
         best = complete[0]
         plan = parse_plan("\n".join(best.lines), names)

@@ -95,7 +95,8 @@ def best_lines(model: LineModel, prefix: list[int], candidates: Sequence[Sequenc
     # entries: (-score, tick, a trie node with its path and the path's log-probs | a complete line)
     heap: list = [(0.0, next(tick), (root, [], []))]
     best = None
-    while heap and len(found) < k and cost.passes < max_passes:
+    passes_before = cost.passes  # ``cost`` may add up several searches; ``max_passes`` is for this one
+    while heap and len(found) < k and cost.passes - passes_before < max_passes:
         neg, _, item = heapq.heappop(heap)
         if best is not None and -neg < best - prune:
             break
