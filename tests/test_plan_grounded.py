@@ -269,3 +269,26 @@ def test_bad_search_settings_are_refused_by_name():
     with pytest.raises(ValueError, match="unknown planner 'grounding'"):
         Config(planner="grounding")
     assert list(itertools.islice(iter(GroundedConfig().__dict__), 1)) == ["beam"]
+
+
+def test_make_planner_grounded_needs_the_kg_and_the_memory(kg, bank):
+    from memq.errors import MemQError
+    from memq.plan.planner import make_planner
+
+    with pytest.raises(MemQError, match="needs the KG and the memory bank"):
+        make_planner("grounded")
+    made = make_planner("grounded", kg=kg, bank=bank, search=GroundedConfig(beam=4))
+    assert isinstance(made, GroundedPlanner) and made.config.beam == 4 and made.calls == 0
+
+
+def test_search_flags_reach_the_config():
+    import argparse
+
+    from memq.ask import add_search_args, config_from
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--planner")
+    add_search_args(parser)
+    config = config_from(parser.parse_args(["--planner", "grounded", "--beam", "5", "--norm", "mean"]))
+    assert config.planner == "grounded" and config.search.beam == 5 and config.search.norm == "mean"
+    assert config.search.lines == GroundedConfig().lines
