@@ -36,6 +36,8 @@ ROWS: dict[str, list[str]] = {
     "webqsp_test_oracle_schema_base": [*WEBQSP, "--planner", "oracle", "--memory", "memory_bank/webqsp+schema+base"],
     "webqsp_test_finetuned": [*WEBQSP, "--planner", "finetuned", *WEBQSP_ABLATION,
                               "--plans", f"{RESULTS}/webqsp_test_finetuned.planned.jsonl.gz"],
+    "webqsp_test_grounded": [*WEBQSP, "--planner", "grounded", "--limit", "200",  # a prefix: see docs/planner.md
+                             "--plans", f"{RESULTS}/webqsp_test_grounded.planned.jsonl.gz"],
     "webqsp_test_finetuned_schema": [*WEBQSP, "--planner", "finetuned", "--memory", "memory_bank/webqsp+schema",
                                      "--plans", f"{RESULTS}/webqsp_test_finetuned.planned.jsonl.gz"],
     "webqsp_test_fewshot60": [*WEBQSP, "--planner", "fewshot", "--limit", "60",

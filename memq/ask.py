@@ -19,9 +19,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     ask.add_argument("--memory", help="memory bank directory (default: memory_bank/webqsp)")
     ask.add_argument("--kg", help="RDF file for the embedded store (default: the benchmark KG)")
     ask.add_argument("--endpoint", help="SPARQL endpoint URL instead of the embedded store")
-    ask.add_argument("--planner", choices=("fewshot", "finetuned"), default=None)
-    ask.add_argument("--adapter", help="LoRA adapter directory for --planner finetuned")
+    ask.add_argument("--planner", choices=("fewshot", "finetuned", "grounded"), default=None)
+    ask.add_argument("--adapter", help="LoRA adapter directory for --planner finetuned or grounded")
     add_backend_arg(ask)
+    add_search_args(ask)
     ask.add_argument("--no-ground", action="store_true", help="turn grounded choice off")
     ask.add_argument("--no-repair", action="store_true", help="turn self-repair off")
     ask.add_argument("--json", action="store_true", help="print the Answer as JSON")
@@ -32,6 +33,15 @@ def add_backend_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", choices=("llamacpp", "transformers"), default=None,
                         help="the planner's LLM runtime (default llamacpp; transformers when llama-cpp-python is "
                              "missing, which the trace records)")
+
+
+def add_search_args(parser: argparse.ArgumentParser) -> None:
+    """The grounded planner's search settings (:class:`memq.plan.grounded.GroundedConfig`)."""
+    parser.add_argument("--beam", type=int, help="--planner grounded: partial plans kept per step")
+    parser.add_argument("--lines", type=int, help="--planner grounded: best lines searched per partial plan")
+    parser.add_argument("--norm", choices=("sum", "mean"), help="--planner grounded: how partial plans are ranked")
+    parser.add_argument("--max-candidates", type=int, help="--planner grounded: path statements offered per step")
+    parser.add_argument("--prune", type=float, help="--planner grounded: nats below the best line not expanded")
 
 
 def parse_entities(items: list[str]) -> dict[str, str]:
@@ -59,6 +69,8 @@ def answer_json(a: Answer) -> dict:
         "timings": {k: round(v, 4) for k, v in a.trace.timings.items()},
         "llm_calls": a.trace.llm_calls,
         "backend": a.trace.backend,
+        "planning_cost": a.trace.cost,
+        "plans_tried": a.trace.plans,
     }
 
 
@@ -76,6 +88,11 @@ def show(a: Answer, gold: list[tuple[str, str]] | None = None) -> str:
     if a.trace.fallbacks:
         lines.append("fallbacks:")
         lines += [f"  - {f}" for f in a.trace.fallbacks]
+    if a.trace.plans:
+        lines.append("plans tried (execution-guided choice):")
+        lines += [f"  score {p['score']}  rows {p['rows']}  " + p["plan"].replace("\n", " / ") for p in a.trace.plans]
+    if a.trace.cost:
+        lines.append("planning cost: " + "  ".join(f"{k} {v}" for k, v in a.trace.cost.items()))
     lines.append("answers: " + (", ".join(f"{n} ({i})" for i, n in a.answers) or "(none)"))
     if gold is not None:
         lines.append("gold:    " + ", ".join(f"{n} ({i})" for i, n in gold))
@@ -100,6 +117,10 @@ def config_from(args: argparse.Namespace):
         changes["grounded"] = False
     if getattr(args, "no_repair", False):
         changes["repair"] = False
+    search = {k: getattr(args, k) for k in ("beam", "lines", "norm", "max_candidates", "prune")
+              if getattr(args, k, None) is not None}
+    if search:
+        changes["search"] = replace(config.search, **search)
     return replace(config, **changes)
 
 

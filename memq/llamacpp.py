@@ -94,6 +94,8 @@ class _Runner:
         self.memory = llama_cpp.llama_get_memory(llama.ctx)
         self.ids: list[int] = []
         self.lock = threading.Lock()
+        self.decodes = 0  # llama_decode calls (forward passes) so far
+        self.decoded = 0  # tokens evaluated by them
 
     def __del__(self) -> None:
         batch, self.batch = getattr(self, "batch", None), None
@@ -149,6 +151,8 @@ class _Runner:
             b.seq_id[j][0] = 0
             b.logits[j] = want[j]
         code = self.lib.llama_decode(self.llama.ctx, b)
+        self.decodes += 1
+        self.decoded += len(tokens)
         if code != 0:
             self.ids = self.ids[:pos]
             raise LLMError(f"llama_decode returned {code} at position {pos}")
@@ -214,8 +218,8 @@ class LlamaCppLLM:
     """A GGUF model (+ a peft LoRA adapter) run by llama.cpp; greedy, one prompt at a time.
 
     ``model``: ``"qwen2.5-coder-0.5b"``, ``"smollm2"`` or a ``.gguf`` file; ``adapter``: a peft LoRA
-    directory. ``threads`` defaults to :func:`default_threads`. ``batch_size`` is only how many prompts a
-    batched caller hands over at once. ``calls`` counts prompts answered, ``tokens`` new tokens.
+    directory. ``threads`` defaults to ``$MEMQ_LLAMA_THREADS``, else :func:`default_threads`. ``batch_size`` is
+    only how many prompts a batched caller hands over at once. ``calls`` counts prompts answered, ``tokens`` new tokens.
     """
 
     backend = "llamacpp"
@@ -234,7 +238,7 @@ class LlamaCppLLM:
         self.adapter = str(adapter) if adapter is not None else None
         self.batch_size = batch_size
         self.system = system
-        self.threads = threads or default_threads()
+        self.threads = threads or _env_threads() or default_threads()
         self.n_ctx = n_ctx
         self.calls = 0
         self.tokens = 0
@@ -358,6 +362,77 @@ class LlamaCppLLM:
             scores.append(float(sum(rows[i, t] - logz[i] for i, t in enumerate(cont))))
         self.calls += 1
         return scores
+
+    # -- token-level access for the grounded planner (memq.plan.grounded) ---------------------------------
+    def prompt_ids(self, prompt: str, chat: bool = True) -> list[int]:
+        """The token ids the model sees for ``prompt`` (as :meth:`generate` and :meth:`score` feed it)."""
+        return self._ids(self.format(prompt, chat), chat)
+
+    def token_ids(self, text: str) -> list[int]:
+        """``text`` tokenized on its own, without special tokens."""
+        return list(self.load().tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def decode(self, ids: list[int]) -> str:
+        return self.load().tokenizer.decode(ids, skip_special_tokens=True)
+
+    @property
+    def eos_id(self) -> int:
+        return self.load().runner.eos
+
+    @property
+    def counters(self) -> tuple[int, int]:
+        """(forward passes, tokens evaluated) of this model's llama.cpp context so far (shared per process)."""
+        runner = self.load().runner
+        return runner.decodes, runner.decoded
+
+    def expand(self, ids: list[int], first: int, children) -> tuple[np.ndarray, np.ndarray]:
+        """(log p of each of ``ids[first:]`` given the tokens before it, log p of each token of ``children``
+        after all of ``ids``), from one forward pass over what ``ids`` does not share with the KV cache
+        (the :class:`~memq.plan.linesearch.LineModel` role)."""
+        runner = self.load().runner
+        with runner.lock:
+            rows = runner.logits(ids, first)
+        chain = _log_softmax_at(rows[:-1], ids[first:]) if len(rows) > 1 else np.zeros(0)
+        nxt = _log_softmax_at(rows[-1:].repeat(len(children), axis=0), list(children)) if children else np.zeros(0)
+        self.calls += 1
+        return chain, nxt
+
+    def greedy(self, ids: list[int], max_new_tokens: int) -> tuple[list[int], list[float]]:
+        """Greedy continuation of ``ids`` up to the end of the line: a token holding a newline, EOS, or
+        ``max_new_tokens``; the new tokens and the log-probability of each."""
+        loaded = self.load()
+        runner, tok = loaded.runner, loaded.tokenizer
+        new: list[int] = []
+        lps: list[float] = []
+        with runner.lock:
+            row = runner.logits(ids, len(ids))[-1]
+            while True:
+                token = int(np.argmax(row))
+                lps.append(float(_log_softmax_at(row[None, :], [token])[0]))
+                new.append(token)
+                if token == runner.eos or len(new) >= max_new_tokens or "\n" in tok.decode([token]):
+                    break
+                row = runner.step(token)
+        self.tokens += len(new)
+        self.calls += 1
+        return new, lps
+
+
+def _env_threads() -> int | None:
+    """``$MEMQ_LLAMA_THREADS`` as a thread count (None when unset); a value that is not a positive int is refused."""
+    value = os.environ.get("MEMQ_LLAMA_THREADS")
+    if not value:
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise LLMError(f"MEMQ_LLAMA_THREADS must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _log_softmax_at(rows: np.ndarray, ids: list[int]) -> np.ndarray:
+    rows = rows.astype(np.float64)
+    top = rows.max(axis=1, keepdims=True)
+    logz = (top + np.log(np.exp(rows - top).sum(axis=1, keepdims=True)))[:, 0]
+    return np.array([rows[i, t] - logz[i] for i, t in enumerate(ids)])
 
 
 def make_llm(backend: str, model: str, *, adapter: str | None = None, device: str = "cpu", batch_size: int = 8,

@@ -26,6 +26,7 @@ from pathlib import Path
 from .assemble import answer_variable, build_query, distinct_values, named_answers
 from .errors import KnowledgeGraphError, MemQError, ReconstructionError
 from .ground import ground, recall_steps
+from .plan.grounded import GroundedConfig
 from .recall import RecallConfig
 from .reconstruct import Reconstructor
 from .repair import repair
@@ -37,6 +38,7 @@ __all__ = ["ROOT", "Config", "Pipeline", "open_kg", "validate"]
 
 log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parent.parent
+PLANNERS = ("auto", "fewshot", "finetuned", "grounded", "given")
 
 
 @dataclass(frozen=True)
@@ -57,14 +59,15 @@ class Config:
     planner_batch_size: int = 8  # prompts per generate call (batched evaluation)
     backend: str = "llamacpp"  # the planner's LLM: "llamacpp", or "transformers" (also the traced fallback)
     recall: RecallConfig = field(default_factory=RecallConfig)
+    search: GroundedConfig = field(default_factory=GroundedConfig)  # the grounded planner's search
     grounded: bool = True
     repair: bool = True
     max_repairs: int = 4
     timeout: float = 20.0
 
     def __post_init__(self) -> None:
-        if self.planner not in ("auto", "fewshot", "finetuned", "given"):
-            raise ValueError(f"unknown planner {self.planner!r}; expected auto, fewshot, finetuned or given")
+        if self.planner not in PLANNERS:
+            raise ValueError(f"unknown planner {self.planner!r}; expected one of {', '.join(PLANNERS)}")
         if self.backend not in ("llamacpp", "transformers"):
             raise ValueError(f"unknown backend {self.backend!r}; expected llamacpp or transformers")
         if self.planner_batch_size < 1:
@@ -105,9 +108,13 @@ class Pipeline:
             kind, adapter = self._planner_choice()
             if self.config.planner == "auto":
                 log.info("planner auto -> %s", kind)
+            extra = {}
+            if kind == "grounded":
+                extra = {"kg": self.kg, "bank": self.bank, "search": self.config.search,
+                         "timeout": self.config.timeout}
             self._planner = make_planner(kind, model=self.config.planner_model, adapter=adapter,
                                          batch_size=self.config.planner_batch_size,
-                                         dataset=self.config.planner_dataset, backend=self.config.backend)
+                                         dataset=self.config.planner_dataset, backend=self.config.backend, **extra)
         return self._planner
 
     @property
@@ -116,7 +123,7 @@ class Pipeline:
         if self._planner is not None:
             return getattr(self._planner, "adapter", None)
         kind, adapter = self._planner_choice()
-        return adapter if kind == "finetuned" else None
+        return adapter if kind in ("finetuned", "grounded") else None
 
     def _planner_choice(self) -> tuple[str, Path]:
         """(planner kind, fine-tuned adapter path); ``auto`` picks the committed or cached adapter if there is one,
@@ -131,7 +138,10 @@ class Pipeline:
 
     # -- answering -----------------------------------------------------------
     def answer(self, question: str, entities: dict[str, str], plan: Plan | None = None) -> Answer:
-        """Answer one question about the topic ``entities`` (id -> name); a given ``plan`` skips the planner."""
+        """Answer one question about the topic ``entities`` (id -> name); a given ``plan`` skips the planner.
+
+        A plan with a ``beam`` (the grounded planner's complete plans) is chosen by execution: its plans run
+        in order and the first whose query returns rows is kept (``Trace.plans`` lists each one tried)."""
         question, entities = validate(question, entities)
         trace = Trace()
         clock = time.perf_counter()
@@ -144,12 +154,54 @@ class Pipeline:
             trace.llm_calls += getattr(self.planner, "calls", 0) - calls_before
             trace.backend = getattr(self.planner, "backend_used", None)
             trace.fallbacks.extend(getattr(self.planner, "fallbacks", ()))
+        trace.fallbacks.extend(f"planner: {note}" for note in plan.notes)
+        trace.cost = dict(plan.cost)
+        if len(plan.beam) > 1:
+            plan, (query, rows, choices, rec) = self._choose(plan, entities, trace)
+        else:
+            query, rows, choices, rec = self._execute(plan, entities, trace, self.config.repair)
+        t0 = time.perf_counter()
+        answers = named_answers(self.kg, rows, ordered=bool(query.order_by))
+        trace.timings["names"] = time.perf_counter() - t0
+        trace.timings["total"] = time.perf_counter() - clock
+        recalled = [r for c in choices for r in c.kept] + [c.filter_statement for c in choices
+                                                            if c.filter_statement is not None]
+        return Answer(question, answers, to_standard(query), plan, recalled, trace)
+
+    def _choose(self, plan: Plan, entities: dict[str, str], trace: Trace):
+        """Execution-guided choice among ``plan.beam``: the first plan whose query returns rows (no self-repair),
+        else the first plan with self-repair. Each plan tried is listed in ``trace.plans``."""
+        from .plan.format import parse_plan
+
+        names = list(entities.values())
+        for i, (text, score) in enumerate(plan.beam):
+            try:
+                candidate = plan if i == 0 else parse_plan(text, names)
+            except MemQError as exc:
+                trace.plans.append({"plan": text, "score": score, "rows": 0, "error": str(exc)[:160]})
+                continue
+            sub = Trace(timings=trace.timings)
+            result = self._execute(candidate, entities, sub, False)
+            trace.plans.append({"plan": text, "score": score, "rows": len(result[1])})
+            if result[1]:
+                trace.fallbacks.extend(sub.fallbacks)
+                trace.attempts.extend(sub.attempts)
+                if i:
+                    trace.fallbacks.append(f"execution-guided choice: plan {i + 1} of {len(plan.beam)} in the beam "
+                                           "is the first that answers")
+                return candidate, result
+        trace.fallbacks.append(f"execution-guided choice: none of the {len(plan.beam)} plans in the beam "
+                               "answers; the first one goes on with self-repair")
+        return plan, self._execute(plan, entities, trace, self.config.repair)
+
+    def _execute(self, plan: Plan, entities: dict[str, str], trace: Trace, repair_on: bool):
+        """Recall, grounding, assembly and execution of one plan: ``(query, rows, choices, reconstructor)``."""
         for line, reason in plan.dropped:
             trace.fallbacks.append(f"plan-line-dropped: {line!r} ({reason})")
         rec = Reconstructor(entities)
         t0 = time.perf_counter()
         choices = recall_steps(self.bank, plan, self.config.recall, trace)
-        trace.timings["recall"] = time.perf_counter() - t0
+        trace.timings["recall"] = trace.timings.get("recall", 0.0) + time.perf_counter() - t0
         t0 = time.perf_counter()
 
         def probe(query: Query, var: Var) -> list:
@@ -159,26 +211,20 @@ class Pipeline:
             ground(choices, rec, probe, trace)
         answer_var = answer_variable(plan, trace)
         query = build_query(choices, rec, answer_var, trace)
-        trace.timings["reconstruct"] = time.perf_counter() - t0
+        trace.timings["reconstruct"] = trace.timings.get("reconstruct", 0.0) + time.perf_counter() - t0
         t0 = time.perf_counter()
         rows = self.select(query, answer_var, trace)
-        if not rows and self.config.repair:
+        if not rows and repair_on:
             repaired = repair(choices, lambda skip: build_query(choices, rec, answer_var, None, skip),
                               lambda q: probe(q, answer_var), trace, self.config.max_repairs)
             query, rows = repaired or (query, [])
-        trace.timings["execute"] = time.perf_counter() - t0
+        trace.timings["execute"] = trace.timings.get("execute", 0.0) + time.perf_counter() - t0
         for name, mids in rec.ambiguous.items():
             trace.fallbacks.append(f"entity name {name!r} matches {len(mids)} given ids ({', '.join(mids)}); "
                                    "each reading tried as a UNION")
         for text, note in rec.notes.items():
             trace.fallbacks.append(f"step {next(i for i, s in enumerate(plan.steps) if s.text == text) + 1}: {note}")
-        t0 = time.perf_counter()
-        answers = named_answers(self.kg, rows, ordered=bool(query.order_by))
-        trace.timings["names"] = time.perf_counter() - t0
-        trace.timings["total"] = time.perf_counter() - clock
-        recalled = [r for c in choices for r in c.kept] + [c.filter_statement for c in choices
-                                                            if c.filter_statement is not None]
-        return Answer(question, answers, to_standard(query), plan, recalled, trace)
+        return query, rows, choices, rec
 
     def select(self, query: Query, var: Var, trace: Trace, quiet: bool = False) -> list:
         """The distinct values of ``var`` in the rows of ``query`` on the KG.

@@ -102,11 +102,18 @@ class PlanStep:
 
 @dataclass
 class Plan:
-    """The parsed steps and what the tolerant parser dropped (with reasons)."""
+    """The parsed steps and what the tolerant parser dropped (with reasons).
+
+    A grounded planner also gives ``beam``: the complete plans it found, as ``(text, score)``, best first
+    (the first is this plan); the pipeline runs them in order and keeps the first that answers.
+    """
 
     steps: list[PlanStep]
     raw: str = ""
     dropped: list[tuple[str, str]] = field(default_factory=list)
+    beam: list[tuple[str, float]] = field(default_factory=list)  # a grounded planner's complete plans, best first
+    notes: list[str] = field(default_factory=list)  # what the planner did that the trace must show
+    cost: dict = field(default_factory=dict)  # the planner's cost for this plan (forward passes, tokens, ...)
 
 
 @dataclass(frozen=True)
@@ -127,6 +134,8 @@ class Trace:
     attempts: list[dict] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     llm_calls: int = 0
+    plans: list[dict] = field(default_factory=list)  # execution-guided choice: {"plan", "score", "rows"} per plan tried
+    cost: dict = field(default_factory=dict)  # the planner's cost: forward passes, tokens scored, candidates, ...
     backend: str | None = None  # the planner's LLM backend ("llamacpp", "transformers"); None without a model call
 
 

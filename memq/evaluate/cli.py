@@ -8,19 +8,20 @@ from dataclasses import replace
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ..ask import add_backend_arg
+    from ..ask import add_backend_arg, add_search_args
 
     ev = sub.add_parser("evaluate", help="score memq on a dataset split (resumable)")
     ev.add_argument("--dataset", choices=("webqsp", "cwq"), required=True)
     ev.add_argument("--split", choices=("dev", "test"), required=True)
-    ev.add_argument("--planner", choices=("oracle", "fewshot", "finetuned"), required=True)
+    ev.add_argument("--planner", choices=("oracle", "fewshot", "finetuned", "grounded"), required=True)
     ev.add_argument("--limit", type=int, help="only the first N questions")
     ev.add_argument("--json", metavar="FILE", help="write the summary here")
     ev.add_argument("--per-question", metavar="FILE.jsonl", help="per-question records; a rerun resumes from it")
     ev.add_argument("--memory", help="memory bank directory")
     ev.add_argument("--kg", help="RDF file for the embedded store")
     ev.add_argument("--endpoint", help="SPARQL endpoint URL")
-    ev.add_argument("--adapter", help="LoRA adapter for --planner finetuned")
+    ev.add_argument("--adapter", help="LoRA adapter for --planner finetuned or grounded")
+    add_search_args(ev)
     add_backend_arg(ev)
     ev.add_argument("--rule", choices=("adaptive", "memq-code"), default=None)
     ev.add_argument("--gamma1", type=float)

@@ -18,7 +18,7 @@ import statistics
 import sys
 import time
 from collections import Counter
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from .. import datasets
@@ -31,7 +31,7 @@ from .scoring import error_stage, score
 
 log = logging.getLogger(__name__)
 
-PLANNERS = ("oracle", "fewshot", "finetuned")
+PLANNERS = ("oracle", "fewshot", "finetuned", "grounded")
 SOURCE_NOTE = ("answers: benchmark KG synthesised from gold annotations (not comparable to full Freebase); "
                "EHR/GED: against the gold queries")
 
@@ -75,6 +75,13 @@ def evaluate_question(pipeline, question, planner: str, describe=None, planned=N
             if isinstance(plan, Exception):
                 raise plan
             record["plan_raw"] = plan.raw  # kept even if a later stage fails (``--plans`` re-scores it)
+            if plan.beam:  # a grounded planner's complete plans: --plans re-runs the execution-guided choice
+                record["plan_beam"] = [list(b) for b in plan.beam]
+            if plan.cost:
+                record["plan_cost"] = dict(plan.cost)
+                record["llm_calls"] = plan.cost.get("llm_calls", 1)
+                if "seconds" in plan.cost and "plan_from" not in plan.cost:  # this question's own time
+                    record["plan_s"] = round(plan.cost["seconds"], 4)
         elif planner == "oracle":
             try:
                 plan, entities = _oracle(question, describe)
@@ -89,6 +96,8 @@ def evaluate_question(pipeline, question, planner: str, describe=None, planned=N
                       llm_calls=record.get("llm_calls", 0) + answer.trace.llm_calls,
                       timings={k: round(v, 4) for k, v in answer.trace.timings.items()},
                       recalled=[[r.step_index, r.statement.id, round(r.score, 4)] for r in answer.recalled])
+        if answer.trace.plans:
+            record["plans_tried"] = answer.trace.plans
         error = None
     except Exception as exc:  # noqa: BLE001 - every failure is scored 0 and recorded with its stage
         predicted = []
@@ -131,9 +140,13 @@ def saved_plan(record: dict, entities: dict[str, str]) -> tuple[Plan | MemQError
         why = record.get("exception", "no plan recorded")
         return PlanParseError(f"the saved run has no plan for {record['id']}: {why}"), seconds
     try:
-        return parse_plan(text, entity_names(entities)), seconds
+        plan = parse_plan(text, entity_names(entities))
     except MemQError as exc:
         return exc, seconds
+    plan.beam = [(str(t), float(sc)) for t, sc in record.get("plan_beam") or []]
+    if record.get("plan_cost"):
+        plan.cost = {**record["plan_cost"], "plan_from": "saved"}
+    return plan, seconds
 
 
 def fallback_kind(text: str) -> str:
@@ -170,9 +183,29 @@ def summarise(records: list[dict], *, dataset: str, split: str, planner: str, kg
         "p50_s": round(statistics.median(latencies), 4) if latencies else 0.0,
         "p95_s": round(latencies[int(0.95 * (len(latencies) - 1))], 4) if latencies else 0.0,
         "llm_calls_per_question": round(mean(r.get("llm_calls", 0) for r in records), 3),
+        **planning_cost(records),
         "errors": dict(Counter(r["error"] for r in records if r["error"])),
         "fallbacks": dict(Counter(fallback_kind(f) for r in records for f in r.get("fallbacks", []))),
     }
+
+
+def planning_cost(records: list[dict]) -> dict:
+    """Planning time (p50, p95, mean of ``plan_s``) and, for a grounded planner, the mean cost per question:
+    forward passes, tokens scored, candidate lines offered, KG queries; {} when nothing was planned."""
+    times = sorted(r["plan_s"] for r in records if r.get("plan_s") is not None)
+    if not times:
+        return {}
+    out = {"plan_p50_s": round(statistics.median(times), 4),
+           "plan_p95_s": round(times[int(0.95 * (len(times) - 1))], 4),
+           "plan_mean_s": round(mean(times), 4)}
+    costs = [r["plan_cost"] for r in records if r.get("plan_cost")]
+    if costs:
+        out["planning_cost_per_question"] = {
+            k: round(mean(c.get(k, 0) for c in costs), 2)
+            for k in ("forward_passes", "tokens_scored", "candidates", "kg_queries")}
+        out["planning_cost_per_question"]["free_generation_fallbacks"] = sum(
+            1 for c in costs if c.get("free_generation"))
+    return out
 
 
 ABLATION_KEYS = ("questions", "answered_questions", "hits@1", "f1", "ehr", "ged", "p50_s", "p95_s",
@@ -325,7 +358,9 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
     if backends:  # the planner's LLM backend(s) for the questions planned in this run
         names = sorted(map(str, backends))
         summary["backend"] = names[0] if len(names) == 1 else names
-    if planner == "finetuned":
+    if planner == "grounded":
+        summary["search"] = asdict(config.search)
+    if planner in ("finetuned", "grounded"):
         adapter = pipeline.planner_adapter
         summary["adapter"] = _relative(adapter) if adapter is not None else None
     if saved:

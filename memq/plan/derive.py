@@ -196,6 +196,34 @@ def _with_text(step: PlanStep) -> PlanStep:
     return replace(step, text=render_step(step))
 
 
+def find_step(description: str, structure: str, mentions: dict[str, str], target: str,
+              others: dict[str, str] | None = None) -> PlanStep:
+    """The Find step derivation writes for a path statement (structure 1-3) with this primary ``description``.
+
+    ``mentions`` maps the known placeholders (``?entity1``, and ``?entity2`` for structure 3) to how the
+    plan names them: a topic entity's name or a ``?var``; ``target`` is the ``?var`` the step assigns.
+    ``others``: how any other placeholder the description mentions is named (a gold query's ``?cvt``).
+    The grounded planner (:mod:`memq.plan.grounded`) renders its candidates with it, so they read as the
+    plans the fine-tuned planner was trained on.
+    """
+    phrase = _phrase(description)
+    missing = [k for k in mentions if k not in phrase]
+    names = {**(others or {}), **mentions}
+
+    def repl(m: re.Match) -> str:
+        key = "?" + m.group(1)
+        if key not in names:
+            raise DerivationError("unbound-placeholder", f"{key} in {phrase!r}")
+        return names[key]
+
+    phrase = _PLACEHOLDER.sub(repl, phrase)
+    if missing:  # the description does not name its known side: "... of <source>"
+        phrase += " of " + " and ".join(mentions[k] for k in missing)
+    second = mentions.get("?entity2") if structure == "3" else None
+    return _with_text(PlanStep("find", "", source=mentions.get("?entity1"), relation=phrase, target=target,
+                               value=second))
+
+
 def derive_steps(decomposition, names: dict[str, str], describe: Describe) -> tuple[list[PlanStep], list[str | None]]:
     """Bound statements of one query -> plan steps (+ the statement id behind each step)."""
     used = {v.name for v in _query_vars(decomposition.query)}
@@ -212,16 +240,11 @@ def derive_steps(decomposition, names: dict[str, str], describe: Describe) -> tu
             if not isinstance(target, Var):
                 check_value = term_name(target, names)
                 binding[assigned] = Var(_fresh(st, used)[1:])
-            phrase = _phrase(describe(st))
-            known = [k for k in ("?entity1", "?entity2") if k != assigned and k in binding]
-            missing = [k for k in known if k not in phrase]
-            phrase = _substitute(phrase, binding, names)
-            if missing:  # the description does not name its known side: "... of <source>"
-                phrase += " of " + " and ".join(term_name(binding[k], names) for k in missing)
+            mentions = {k: term_name(binding[k], names) for k in ("?entity1", "?entity2")
+                        if k != assigned and k in binding}
             var = term_name(binding[assigned], names)
-            source = term_name(binding["?entity1"], names)
-            second = term_name(binding["?entity2"], names) if st.structure == "3" else None
-            steps.append(_with_text(PlanStep("find", "", source=source, relation=phrase, target=var, value=second)))
+            others = {k: term_name(v, names) for k, v in binding.items() if _PLACEHOLDER.fullmatch(k)}
+            steps.append(find_step(describe(st), st.structure, mentions, var, others))
             ids.append(st.id)
             if check_value is not None:
                 steps.append(_with_text(PlanStep("check", "", target=var, op="=", value=check_value)))

@@ -121,9 +121,10 @@ def default_adapter(dataset: str = "webqsp") -> Path:
 
 def make_planner(kind: str = "fewshot", *, model: str = "qwen2.5-coder-0.5b", adapter: str | Path | None = None,
                  device: str = "cpu", dataset: str = "webqsp", k: int = 4, batch_size: int = 8,
-                 backend: str = DEFAULT_BACKEND):
-    """A planner by name: ``"fewshot"`` (``model`` + k retrieved examples) or ``"finetuned"`` (``adapter``),
-    run by ``backend`` (``"llamacpp"`` or ``"transformers"``)."""
+                 backend: str = DEFAULT_BACKEND, kg=None, bank=None, search=None, timeout: float | None = 20.0):
+    """A planner by name: ``"fewshot"`` (``model`` + k retrieved examples), ``"finetuned"`` (``adapter``), or
+    ``"grounded"`` (``adapter`` choosing lines grounded in ``kg`` from the memory ``bank``; ``search`` is its
+    :class:`~memq.plan.grounded.GroundedConfig`), run by ``backend`` (``"llamacpp"`` or ``"transformers"``)."""
     check_backend(backend)
     if kind == "fewshot":
         from memq.llamacpp import make_llm
@@ -134,9 +135,16 @@ def make_planner(kind: str = "fewshot", *, model: str = "qwen2.5-coder-0.5b", ad
         planner = FewShotPlanner(llm, dataset=dataset, k=k)
         planner.fallbacks = [note] if note else []
         return planner
-    if kind == "finetuned":
+    if kind in ("finetuned", "grounded"):
         path = Path(adapter) if adapter else default_adapter(dataset)
         if not (path / "adapter_config.json").exists():
             raise MemQError(f"no planner adapter at {path}; train one with `memq planner train` or pass an adapter")
-        return FineTunedPlanner(path, device=device, batch_size=batch_size, backend=backend)
-    raise MemQError(f"unknown planner {kind!r}; expected 'fewshot' or 'finetuned'")
+        free = FineTunedPlanner(path, device=device, batch_size=batch_size, backend=backend)
+        if kind == "finetuned":
+            return free
+        if kg is None or bank is None:
+            raise MemQError("the grounded planner needs the KG and the memory bank (kg=, bank=)")
+        from .grounded import GroundedPlanner
+
+        return GroundedPlanner(free, kg=kg, bank=bank, config=search, timeout=timeout)
+    raise MemQError(f"unknown planner {kind!r}; expected 'fewshot', 'finetuned' or 'grounded'")

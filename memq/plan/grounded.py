@@ -1,0 +1,439 @@
+"""The grounded planner (``--planner grounded``): each Find step is chosen among memory statements that bind in the KG.
+
+Free generation (``--planner finetuned``) writes near-miss wording: "Find the
+actor of the performance with film Coronation Street" for a TV programme, a
+relation the entity does not have. Choosing is easier than writing, so this
+planner lets the same fine-tuned model (the committed adapter) choose, one
+plan line at a time, among lines that exist:
+
+* **Find steps.** The candidates are the memory's path statements (structures
+  1-3) whose edge from a known node exists in the KG. The known nodes are the
+  topic entities and the ``?variables`` the plan assigned. The predicates at a
+  node come from one KG query per node (both directions; cached per question);
+  a ``?variable``'s are those of the values the plan so far binds to it. A
+  structure-3 statement also needs its second known node to carry its edge to
+  the CVT. Every candidate that passes is probed once: instantiated as the
+  pipeline would (:meth:`memq.reconstruct.Reconstructor.find`) after the plan so
+  far, it must return a row, which checks the CVT's second edge. Each candidate
+  is rendered as plan derivation writes it (:func:`memq.plan.derive.find_step`,
+  from its primary description), with each target variable the training plans
+  use: ``?x``, ``?y`` and the relation-named one (``?gender``).
+* **Finally** ``the answer is ?v`` for each assigned ``?v`` (then EOS).
+* **Make sure / Sort** lines are *open*: the line start is a candidate, and
+  when the search reaches it the model writes the rest greedily. A line that
+  does not parse, or checks or sorts a variable the plan has not assigned, is
+  dropped. A check's constant is traced as *copied* (it occurs in the question)
+  or *generated*.
+
+**How the lines are scored (measured, then chosen).** Scoring every candidate
+in full with llama.cpp took 10.2 s for 20 candidates (317 tokens, one forward
+pass each) on one thread of the 2-core CPU; free generation of a whole plan
+takes about 2.6-3.8 s. So the candidates of a step go into a prefix tree of
+their token ids and :func:`memq.plan.linesearch.best_lines` searches it
+best-first (constrained decoding with a beam): forward passes are spent only
+where candidates branch, and the search returns the exact ``lines`` best
+lines by summed log-probability, not expanding branches more than ``prune``
+nats below the best complete line. Each partial plan keeps its best lines;
+the ``beam`` best partial plans (by ``norm``: summed log-probability, or its
+mean per token) go on until they end with *Finally*. The MiniLM similarity
+of a statement's description to the question only caps how many statements
+enter a step (``max_candidates``).
+
+**Execution-guided choice.** :class:`~memq.types.Plan` carries the complete
+plans (``Plan.beam``, text and score, best first); the pipeline runs them in
+order and keeps the first whose query returns rows (``Trace.plans`` lists each
+one tried with its score and row count).
+
+**Fallbacks, all traced** (``Plan.notes``): when no topic entity has a
+predicate that a memory statement starts with, when the beam ends with no
+complete plan, or when the KG fails (an endpoint timeout: the note names the
+KG and the query), the plan comes from free generation. When llama.cpp is not
+the backend (the transformers fallback), planning is free generation.
+
+**Cost** (``Plan.cost``): forward passes, tokens scored, candidates (lines
+offered to the model, over all steps and partial plans), KG queries, seconds.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import time
+from dataclasses import dataclass, field
+
+from memq.errors import KnowledgeGraphError, MemQError, ReconstructionError
+from memq.sparql.model import FB, Group, Iri, Projection, Query, Triple, Var
+from memq.types import Plan, PlanStep
+
+from .base import Entities
+from .derive import DerivationError, _fresh, find_step
+from .format import VAR, parse_plan, parse_step
+from .linesearch import SearchCost, best_lines
+from .prompt import entity_names
+
+__all__ = ["GroundedConfig", "GroundedPlanner", "NORMS", "Neighbourhood"]
+
+logger = logging.getLogger(__name__)
+
+NORMS = ("sum", "mean")
+OPEN_STARTS = ("Make sure", "Sort")
+
+
+@dataclass(frozen=True)
+class GroundedConfig:
+    """Search settings; the defaults were chosen on WebQSP dev (docs/planner.md)."""
+
+    beam: int = 3  # partial plans kept after each step
+    lines: int = 2  # best lines searched per partial plan and step
+    norm: str = "sum"  # how partial plans are ranked: summed log-probability or its mean per token
+    max_candidates: int = 400  # path statements offered per step, by MiniLM similarity to the question
+    prune: float = 5.0  # nats below the best complete line where the line search stops expanding
+    max_steps: int = 8
+    max_passes: int = 48  # forward passes per line search
+
+    def __post_init__(self) -> None:
+        for name in ("beam", "lines", "max_candidates", "max_steps", "max_passes"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ValueError(f"{name} must be an int >= 1, got {getattr(self, name)!r}")
+        if self.norm not in NORMS:
+            raise ValueError(f"unknown norm {self.norm!r}; expected one of {', '.join(NORMS)}")
+        if not self.prune > 0:
+            raise ValueError(f"prune must be > 0, got {self.prune!r}")
+
+
+# --------------------------------------------------------------------------- the KG side
+
+Edge = tuple[str, str]  # (relation id, "out" | "in") seen from a node
+
+
+def statement_edges(statement, placeholder: str = "entity1") -> set[Edge]:
+    """The edges a path statement has at ``?<placeholder>``: ``?entity1 ns:r ?x`` is (r, "out")."""
+    from memq.decompose.assemble import fragment
+
+    var = Var(placeholder)
+    out: set[Edge] = set()
+    for t in fragment(statement.sparql, statement.structure).where.all_triples():
+        if not isinstance(t.p, Iri) or not t.p.is_freebase:
+            continue
+        if t.s == var:
+            out.add((t.p.local, "out"))
+        if t.o == var:
+            out.add((t.p.local, "in"))
+    return out
+
+
+class Neighbourhood:
+    """The KG predicates at a node (one query per node, cached for one question) and binding probes."""
+
+    def __init__(self, kg, timeout: float | None = None) -> None:
+        self.kg = kg
+        self.timeout = timeout
+        self.queries = 0
+        self.seconds = 0.0
+        self._cache: dict[str, set[Edge]] = {}
+
+    def _select(self, query: Query) -> list:
+        from memq.sparql import to_standard
+
+        self.queries += 1
+        t0 = time.perf_counter()
+        try:
+            return self.kg.select(to_standard(query), timeout=self.timeout)
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+    def predicates(self, node, draft) -> set[Edge]:
+        """Edges at ``node``: an entity :class:`Iri`, or a :class:`Var` bound by ``draft`` (the plan so far)."""
+        p, q = Var("memq_p"), Var("memq_q")
+        probe = Group(unions=((Group(triples=(Triple(node, p, Var("memq_o")),)),
+                               Group(triples=(Triple(Var("memq_s"), q, node),))),))
+        if isinstance(node, Var):
+            where = Group(triples=tuple(draft.triples), unions=tuple(draft.unions) + probe.unions,
+                          filters=tuple(draft.filters))
+        else:
+            where = probe
+        query = Query(where=where, projection=(Projection(p), Projection(q)), distinct=True)
+        from memq.sparql import to_standard
+
+        key = to_standard(query)
+        if key not in self._cache:
+            found: set[Edge] = set()
+            for row in self._select(query):
+                for name, way in (("memq_p", "out"), ("memq_q", "in")):
+                    term = row.get(name)
+                    if isinstance(term, Iri) and term.is_freebase:
+                        found.add((term.local, way))
+            self._cache[key] = found
+        return self._cache[key]
+
+    def binds(self, draft, group: Group, target: Var) -> bool:
+        probe = draft.copy()
+        probe.add_alternatives([group])
+        return bool(self._select(probe.probe(target)))
+
+
+# --------------------------------------------------------------------------- partial plans
+
+@dataclass
+class _Hyp:
+    lines: list[str] = field(default_factory=list)
+    ids: list[int] = field(default_factory=list)  # the response so far, newlines included
+    logprob: float = 0.0
+    tokens: int = 0
+    draft: object = None
+    rec: object = None
+    assigned: list[str] = field(default_factory=list)
+    done: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    def score(self, norm: str) -> float:
+        return self.logprob if norm == "sum" else self.logprob / max(1, self.tokens)
+
+
+@dataclass(frozen=True)
+class _Line:
+    kind: str  # "find", "answer" or "open"
+    text: str
+    ids: tuple[int, ...]
+    step: PlanStep | None = None
+    statement: object = None
+    group: Group | None = None
+
+
+class GroundedPlanner:
+    """The fine-tuned planner ``free`` choosing each step among lines grounded in ``kg`` (see the module docstring).
+
+    ``free`` (a :class:`~memq.plan.planner.FineTunedPlanner`) holds the model and is the free generation
+    that the traced fallbacks use. ``kg`` and ``bank`` are the pipeline's KG and memory bank; ``lm``
+    replaces the model (tests).
+    """
+
+    def __init__(self, free, *, kg, bank, config: GroundedConfig | None = None, timeout: float | None = 20.0,
+                 lm=None) -> None:
+        self.free = free
+        self.adapter = getattr(free, "adapter", None)
+        self.kg, self.bank = kg, bank
+        self.config = config or GroundedConfig()
+        self.timeout = timeout
+        self.name = "grounded:" + getattr(free, "name", "planner")
+        self._lm = lm
+        self._edges: dict[str, tuple[set[Edge], set[Edge]]] = {}
+        self._lm_calls = 0
+
+    @property
+    def fallbacks(self) -> list[str]:
+        return getattr(self.free, "fallbacks", [])
+
+    @property
+    def backend_used(self) -> str | None:
+        return getattr(self._lm, "backend", None) if self._lm is not None else self.free.backend_used
+
+    @property
+    def calls(self) -> int:
+        """Model calls: line searches (each a constrained decode over one step's candidates) and free generations."""
+        return self._lm_calls
+
+    @property
+    def lm(self):
+        """The model as a :class:`~memq.plan.linesearch.LineModel`, or None when the backend cannot score."""
+        if self._lm is not None:
+            return self._lm
+        llm = self.free.llm
+        return llm if hasattr(llm, "expand") else None
+
+    def prompt(self, question: str, entities: Entities) -> str:
+        return self.free.prompt(question, entities)
+
+    def _statement_edges(self, statement) -> tuple[set[Edge], set[Edge]]:
+        if statement.id not in self._edges:
+            self._edges[statement.id] = (statement_edges(statement, "entity1"),
+                                         statement_edges(statement, "entity2") if statement.structure == "3"
+                                         else set())
+        return self._edges[statement.id]
+
+    # ------------------------------------------------------------------ planning
+    def plan_many(self, items, progress=None) -> list[Plan | MemQError]:
+        out: list[Plan | MemQError] = []
+        for q, e in (progress(items) if progress else items):
+            try:
+                out.append(self.plan(q, e))
+            except MemQError as exc:
+                out.append(exc)
+        return out
+
+    def plan(self, question: str, entities: Entities) -> Plan:
+        if not isinstance(entities, dict):
+            raise MemQError("the grounded planner needs the topic entities as {id: name}, "
+                            f"got {type(entities).__name__}")
+        t0 = time.perf_counter()
+        lm = self.lm
+        if lm is None:
+            plan = self._free(question, entities, "grounded planning needs a backend that scores tokens "
+                                                  f"(llama.cpp); {self.backend_used} generates freely")
+        else:
+            neigh = Neighbourhood(self.kg, self.timeout)
+            cost = SearchCost()
+            calls = self._lm_calls
+            before = lm.counters if hasattr(lm, "counters") else None
+            try:
+                plan = self._search(question, entities, lm, neigh, cost)
+            except KnowledgeGraphError as exc:
+                where = getattr(self.kg, "url", None) or type(self.kg).__name__
+                plan = self._free(question, entities, f"the KG {where} failed while grounding ({exc})")
+            if before is not None:
+                after = lm.counters
+                passes, tokens = after[0] - before[0], after[1] - before[1]
+            else:
+                passes, tokens = cost.passes, cost.tokens
+            plan.cost.update(forward_passes=passes, tokens_scored=tokens, kg_queries=neigh.queries,
+                             kg_seconds=round(neigh.seconds, 4), llm_calls=self._lm_calls - calls)
+        plan.cost["seconds"] = round(time.perf_counter() - t0, 4)
+        return plan
+
+    def _free(self, question: str, entities: Entities, why: str) -> Plan:
+        llm = self._lm if self._lm is not None and hasattr(self._lm, "generate") else self.free.llm
+        raw = llm.generate([self.prompt(question, entities)], max_new_tokens=self.free.max_new_tokens)[0]
+        self._lm_calls += 1
+        plan = parse_plan(raw, entity_names(entities))
+        plan.notes.append(f"grounded planner -> free generation: {why}")
+        plan.cost.update(candidates=0, free_generation=True)
+        return plan
+
+    def _search(self, question: str, entities: dict[str, str], lm, neigh: Neighbourhood, cost: SearchCost) -> Plan:
+        from memq.reconstruct import Draft, Reconstructor
+
+        cfg = self.config
+        names = entity_names(entities)
+        prefix = lm.prompt_ids(self.prompt(question, entities))
+        sims = {rec.statement.id: score for rec, _, score in self.bank.search(question, k=len(self.bank))}
+        root = _Hyp(draft=Draft(), rec=Reconstructor(entities))
+        beams, complete = [root], []
+        offered = 0
+        first = True
+        for _ in range(cfg.max_steps):
+            grown: list[_Hyp] = []
+            for h in beams:
+                lines = self._lines(h, entities, names, lm, neigh, sims)
+                if first and not any(line.kind == "find" for line in lines):
+                    return self._free(question, entities, "no memory statement starts from an edge of the "
+                                                          f"topic entities {', '.join(entities)} in the KG")
+                offered += len(lines)
+                opened = sum(1 for line in lines if line.kind == "open")  # may complete into unusable lines
+                found = best_lines(lm, prefix + h.ids, [list(line.ids) for line in lines], cfg.lines + opened,
+                                   open_ends=[line.kind == "open" for line in lines], prune=cfg.prune,
+                                   max_passes=cfg.max_passes, cost=cost)
+                self._lm_calls += 1
+                kept = 0
+                for scored in found:
+                    new = self._extend(h, lines[scored.index], scored, lm, question, names)
+                    if new is not None and kept < cfg.lines:
+                        grown.append(new)
+                        kept += 1
+            first = False
+            complete.extend(h for h in grown if h.done)
+            live = sorted((h for h in grown if not h.done), key=lambda h: -h.score(cfg.norm))[:cfg.beam]
+            complete.sort(key=lambda h: -h.score(cfg.norm))
+            if not live:
+                break
+            if cfg.norm == "sum" and complete and live[0].score("sum") < complete[0].score("sum"):
+                break  # summed log-probabilities only fall: no partial plan can overtake the best complete one
+            if len(complete) >= cfg.beam and live[0].score(cfg.norm) < complete[cfg.beam - 1].score(cfg.norm):
+                break  # a mean can rise again; stop once the beam's worth of complete plans leads every partial one
+            beams = live
+        if not complete:
+            return self._free(question, entities, "the beam ended with no complete plan")
+        complete = complete[:cfg.beam]
+        best = complete[0]
+        plan = parse_plan("\n".join(best.lines), names)
+        plan.beam = [("\n".join(h.lines), round(h.score(cfg.norm), 4)) for h in complete]
+        plan.notes.extend(best.notes)
+        plan.cost.update(candidates=offered)
+        return plan
+
+    def _lines(self, h: _Hyp, entities: dict[str, str], names, lm, neigh: Neighbourhood, sims) -> list[_Line]:
+        """Every line the partial plan ``h`` may continue with."""
+        cfg = self.config
+        nodes = [(Iri(FB + mid), name) for mid, name in entities.items()]
+        nodes += [(Var(v[1:]), v) for v in h.assigned]
+        edges = {label: neigh.predicates(term, h.draft) for term, label in nodes}
+        options: list[tuple[object, dict[str, str]]] = []
+        for record in self.bank.records:
+            st = record.statement
+            if st.structure not in ("1", "2", "3"):
+                continue
+            first, second = self._statement_edges(st)
+            for _, label in nodes:
+                if not first & edges[label]:
+                    continue
+                if st.structure != "3":
+                    options.append((record, {"?entity1": label}))
+                    continue
+                for _, label2 in nodes:
+                    if label2 != label and second & edges[label2]:
+                        options.append((record, {"?entity1": label, "?entity2": label2}))
+        options.sort(key=lambda o: -sims.get(o[0].statement.id, -1.0))
+        seen: set[str] = set()
+        kept = []
+        for record, mentions in options:
+            if record.statement.id not in seen and len(seen) >= cfg.max_candidates:
+                continue
+            seen.add(record.statement.id)
+            kept.append((record, mentions))
+        lines: list[_Line] = []
+        probe_rec = copy.deepcopy(h.rec)
+        for record, mentions in kept:
+            st = record.statement
+            try:
+                probe = find_step(record.descriptions[0], st.structure, mentions, "?memq_t")
+                group = probe_rec.find(probe, st)
+            except (DerivationError, ReconstructionError):
+                continue
+            if not neigh.binds(h.draft, group, Var("memq_t")):
+                continue
+            used = set(h.assigned)
+            targets = [v for v in ("?x", "?y") if v not in used]
+            fresh = _fresh(st, {v[1:] for v in used})
+            if fresh not in targets:
+                targets.append(fresh)
+            for target in targets:
+                step = find_step(record.descriptions[0], st.structure, mentions, target)
+                lines.append(_Line("find", step.text, tuple(lm.token_ids(step.text + "\n")), step, st))
+        for v in h.assigned:
+            text = f"Finally the answer is {v}."
+            lines.append(_Line("answer", text, tuple(lm.token_ids(text)) + (lm.eos_id,)))
+        if h.assigned:
+            for start in OPEN_STARTS:
+                lines.append(_Line("open", start, tuple(lm.token_ids(start))))
+        return lines
+
+    def _extend(self, h: _Hyp, line: _Line, scored, lm, question: str, names) -> _Hyp | None:
+        """``h`` continued with one scored line, or None when the line cannot be used."""
+        new = _Hyp(list(h.lines), h.ids + list(scored.ids), h.logprob + scored.logprob,
+                   h.tokens + len(scored.ids), h.draft.copy(), copy.deepcopy(h.rec), list(h.assigned),
+                   False, list(h.notes))
+        if line.kind == "find":
+            try:
+                group = new.rec.find(line.step, line.statement)
+            except ReconstructionError:
+                return None
+            new.draft.add_alternatives([group])
+            new.assigned.append(line.step.target)
+            new.lines.append(line.text)
+        elif line.kind == "answer":
+            new.lines.append(line.text)
+            new.done = True
+        else:  # an open line the model completed
+            text = " ".join(lm.decode(list(scored.ids)).split())
+            try:
+                step = parse_step(text, names)
+            except MemQError:
+                return None
+            if step.kind not in ("check", "sort") or not set(VAR.findall(text)) <= set(new.assigned) \
+                    or not VAR.findall(text):
+                return None
+            if step.kind == "check" and step.value:
+                origin = "copied from the question" if step.value.lower() in question.lower() else "generated"
+                new.notes.append(f"step {len(new.lines) + 1}: constant {step.value!r} {origin}")
+            new.lines.append(text)
+            new.done = scored.ids[-1] == lm.eos_id
+        return new

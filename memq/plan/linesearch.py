@@ -1,0 +1,136 @@
+"""Best-first search over a prefix tree of candidate lines: the k likeliest lines under a language model.
+
+The grounded planner (:mod:`memq.plan.grounded`) offers the model a set of
+candidate step lines (token ids). Scoring each one in full costs one forward
+pass over all of its tokens, which on a 2-core CPU is about 0.5 s per
+candidate; a step can have a hundred. Instead the candidates are put in a
+prefix tree (trie) and searched best-first:
+
+* a partial line's score is the sum of its tokens' log-probabilities. Each
+  token's log-probability is <= 0, so a partial line's score bounds every line
+  below it and the search finds the exact k best lines (summed log-probability);
+* one forward pass evaluates a whole chain of tokens with one child each and
+  then gives the log-probabilities of every child of the node where the chain
+  branches; a forward pass is spent only where the lines differ;
+* branches more than ``prune`` nats below the best complete line (not an open
+  one, which the caller may find unusable) are not expanded (the beam threshold of speech decoders), and at most ``max_passes``
+  forward passes are spent.
+
+A candidate may be *open*: a line start (``Make sure``) whose rest the model
+writes greedily (:meth:`LineModel.greedy`); it is completed when the search
+reaches it.
+
+The model is anything with the small :class:`LineModel` protocol
+(:class:`memq.llamacpp.LlamaCppLLM` has it).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+
+class LineModel(Protocol):
+    def expand(self, ids: list[int], first: int, children: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """(log p of ``ids[first:]`` each given what precedes it, log p of each of ``children`` after ``ids``)."""
+        ...
+
+    def greedy(self, ids: list[int], max_new_tokens: int) -> tuple[list[int], list[float]]:
+        """Greedy continuation of ``ids`` to the end of the line (newline or EOS included), with log p of each token."""
+        ...
+
+
+@dataclass
+class _Node:
+    children: dict[int, _Node] = field(default_factory=dict)
+    ends: list[int] = field(default_factory=list)  # indexes of candidates that end here
+
+
+@dataclass(frozen=True)
+class Scored:
+    """One candidate line as found: its index, the tokens of the whole line, and the log-probability of each."""
+
+    index: int
+    ids: tuple[int, ...]
+    logprobs: tuple[float, ...]
+
+    @property
+    def logprob(self) -> float:
+        return float(sum(self.logprobs))
+
+
+@dataclass
+class SearchCost:
+    passes: int = 0  # forward passes (one per expand / greedy token)
+    tokens: int = 0  # tokens whose log-probability was computed
+
+
+def best_lines(model: LineModel, prefix: list[int], candidates: Sequence[Sequence[int]], k: int, *,
+               open_ends: Sequence[bool] = (), prune: float = 8.0, max_passes: int = 64,
+               max_new_tokens: int = 48, cost: SearchCost | None = None) -> list[Scored]:
+    """The ``k`` candidate lines with the highest summed log-probability after ``prefix``, best first.
+
+    ``open_ends[i]``: candidate ``i`` is a line start the model completes greedily (its score then includes
+    the greedy tokens). Candidates must be non-empty; duplicates count once.
+    """
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    cost = cost if cost is not None else SearchCost()
+    opens = list(open_ends) + [False] * (len(candidates) - len(open_ends))
+    root = _Node()
+    for i, cand in enumerate(candidates):
+        if not cand:
+            raise ValueError(f"candidate {i} is empty")
+        node = root
+        for t in cand:
+            node = node.children.setdefault(int(t), _Node())
+        node.ends.append(i)
+    found: list[Scored] = []
+    tick = itertools.count()
+    # entries: (-score, tick, a trie node with its path and the path's log-probs | a complete line)
+    heap: list = [(0.0, next(tick), (root, [], []))]
+    best = None
+    passes_before = cost.passes  # ``cost`` may add up several searches; ``max_passes`` is for this one
+    while heap and len(found) < k and cost.passes - passes_before < max_passes:
+        neg, _, item = heapq.heappop(heap)
+        if best is not None and -neg < best - prune:
+            break
+        if isinstance(item, Scored):  # complete, and no entry left scores higher: it is the next best line
+            found.append(item)
+            if best is None and not opens[item.index]:  # an open line may yet prove unusable: it sets no bound
+                best = item.logprob
+            continue
+        node, path, lps = item
+        # walk the chain of single children: one forward pass scores it and branches at its end
+        chain_start = len(path)
+        while len(node.children) == 1 and not node.ends:
+            (t, node), = node.children.items()
+            path = path + [t]
+        children = sorted(node.children)
+        ids = prefix + path
+        if chain_start < len(path) or children:  # the token into the popped node was scored at its parent
+            chain_lp, child_lp = model.expand(ids, len(prefix) + chain_start, children)
+            cost.passes += 1
+            cost.tokens += len(chain_lp) + len(children)
+            lps = lps + [float(x) for x in chain_lp]
+        else:
+            child_lp = np.zeros(0)
+        score = float(sum(lps))
+        for i in node.ends:
+            if opens[i]:
+                new, new_lp = model.greedy(ids, max_new_tokens)
+                cost.passes += len(new)
+                cost.tokens += len(new)
+                line = Scored(i, tuple(path + new), tuple(lps + list(new_lp)))
+            else:
+                line = Scored(i, tuple(path), tuple(lps))
+            heapq.heappush(heap, (-line.logprob, next(tick), line))
+        for t, lp in zip(children, child_lp, strict=True):
+            heapq.heappush(heap, (-(score + float(lp)), next(tick), (node.children[t], path + [t], lps + [float(lp)])))
+    found.sort(key=lambda s: -s.logprob)
+    return found[:k]

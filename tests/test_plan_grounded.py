@@ -1,0 +1,294 @@
+"""The grounded planner on a tiny KG and memory, with a scripted character-level model (no real LLM)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+
+import numpy as np
+import pytest
+
+from memq.errors import KnowledgeGraphError
+from memq.kg.oxigraph import OxigraphStore
+from memq.memory.bank import MemoryBank
+from memq.memory.embed import HashingEmbedder
+from memq.pipeline import Config, Pipeline
+from memq.plan.grounded import GroundedConfig, GroundedPlanner, Neighbourhood, _Hyp
+from memq.plan.linesearch import SearchCost, best_lines
+from memq.plan.planner import REPO_ADAPTER, FineTunedPlanner
+from memq.reconstruct import Draft, Reconstructor
+from memq.types import MemoryRecord, Plan, Statement
+
+FB = "http://rdf.freebase.com/ns/"
+NAME = f"<{FB}type.object.name>"
+TRIPLES = f"""
+<{FB}m.03_r3> {NAME} "Jamaica"@en .
+<{FB}m.03_r3> <{FB}location.country.languages_spoken> <{FB}m.01428y> .
+<{FB}m.03_r3> <{FB}location.country.languages_spoken> <{FB}m.04ygk0> .
+<{FB}m.03_r3> <{FB}location.country.official_language> <{FB}m.01428y> .
+<{FB}m.01428y> {NAME} "Jamaican English"@en .
+<{FB}m.04ygk0> {NAME} "Jamaican Creole English Language"@en .
+<{FB}m.06w2sn5> {NAME} "Justin Bieber"@en .
+<{FB}m.06w2sn5> <{FB}people.person.sibling_s> <http://memq.dev/synthetic/cvt1> .
+<http://memq.dev/synthetic/cvt1> <{FB}people.sibling_relationship.sibling> <{FB}m.0gxnnwq> .
+<{FB}m.06w2sn5> <{FB}people.person.sibling_s> <http://memq.dev/synthetic/cvt2> .
+<http://memq.dev/synthetic/cvt2> <{FB}people.sibling_relationship.sibling> <{FB}m.0jazz01> .
+<{FB}m.0gxnnwq> {NAME} "Jaxon Bieber"@en .
+<{FB}m.0gxnnwq> <{FB}people.person.gender> <{FB}m.05zppz> .
+<{FB}m.0jazz01> {NAME} "Jazmyn Bieber"@en .
+<{FB}m.0jazz01> <{FB}people.person.gender> <{FB}m.02zsn> .
+<{FB}m.05zppz> {NAME} "Male"@en .
+<{FB}m.02zsn> {NAME} "Female"@en .
+"""
+JAMAICA = {"m.03_r3": "Jamaica"}
+BIEBER = {"m.06w2sn5": "Justin Bieber"}
+STATEMENTS = [  # (id, structure, sparql, primary description)
+    ("spoken", "1", "?entity1 ns:location.country.languages_spoken ?entity2 .",
+     "?entity2 is the languages spoken of the country ?entity1"),
+    ("official", "1", "?entity1 ns:location.country.official_language ?entity2 .",
+     "?entity2 is the official language of the country ?entity1"),
+    ("currency", "1", "?entity1 ns:location.country.currency_used ?entity2 .",
+     "?entity2 is the currency used of the country ?entity1"),
+    ("sibling", "2", "?entity1 ns:people.person.sibling_s ?cvt .\n?cvt ns:people.sibling_relationship.sibling ?entity2 .",
+     "?entity2 is the sibling of the siblings of the person ?entity1"),
+    ("nosecond", "2", "?entity1 ns:people.person.sibling_s ?cvt .\n?cvt ns:people.sibling_relationship.pet ?entity2 .",
+     "?entity2 is the pet of the siblings of the person ?entity1"),
+    ("gender", "1", "?entity1 ns:people.person.gender ?entity2 .", "?entity2 is the gender of the person ?entity1"),
+]
+BROTHER = ("Find the sibling of the siblings of the person Justin Bieber, assign it to ?x.\n"
+           "Find the gender of the person ?x, assign it to ?gender.\nMake sure ?gender is Male.\n"
+           "Finally the answer is ?x.")
+
+
+class ScriptedLM:
+    """Characters are tokens (EOS = 0). The model likes the scripted ``target`` response: a token that continues it
+    has probability 0.9, any other 0.001. ``generate`` returns the target (free generation)."""
+
+    eos_id = 0
+
+    def __init__(self, target: str) -> None:
+        self.target = [ord(c) for c in target] + [0]
+        self.calls = 0
+
+    def prompt_ids(self, prompt: str) -> list[int]:
+        return [1]
+
+    def token_ids(self, text: str) -> list[int]:
+        return [ord(c) for c in text]
+
+    def decode(self, ids) -> str:
+        return "".join(chr(i) for i in ids if i)
+
+    def _lp(self, response: list[int], token: int) -> float:
+        i = len(response)
+        on = response == self.target[:i] and i < len(self.target) and self.target[i] == token
+        return math.log(0.9) if on else math.log(0.001)
+
+    def expand(self, ids, first, children):
+        response = list(ids[1:])
+        chain = [self._lp(response[:j - 1], ids[j]) for j in range(first, len(ids))]
+        return np.array(chain), np.array([self._lp(response, c) for c in children])
+
+    def greedy(self, ids, max_new_tokens):
+        response = list(ids[1:])
+        new, lps = [], []
+        while len(new) < max_new_tokens:
+            i = len(response)
+            token = self.target[i] if response == self.target[:i] and i < len(self.target) else ord("\n")
+            lps.append(self._lp(response, token))
+            new.append(token)
+            response.append(token)
+            if token in (0, ord("\n")):
+                break
+        return new, lps
+
+    def generate(self, prompts, max_new_tokens=64):
+        self.calls += 1
+        return [self.decode(self.target)]
+
+
+class FailingKG:
+    url = "http://kg.invalid/sparql"
+
+    def select(self, query, timeout=None):
+        raise KnowledgeGraphError(f"timed out after {timeout} s at {self.url} | query: {query[:40]}")
+
+    def names(self, ids):
+        return {}
+
+
+@pytest.fixture(scope="module")
+def kg(tmp_path_factory):
+    path = tmp_path_factory.mktemp("kg") / "kg.nt"
+    path.write_text(TRIPLES, encoding="utf-8")
+    return OxigraphStore.from_file(path)
+
+
+@pytest.fixture(scope="module")
+def bank():
+    records = [MemoryRecord(Statement(i, s, q, tuple(re.findall(r"ns:(\S+)", q))), (d,), "template")
+               for i, s, q, d in STATEMENTS]
+    return MemoryBank.build(records, HashingEmbedder())
+
+
+def planner(kg, bank, target: str, **config) -> GroundedPlanner:
+    free = FineTunedPlanner(str(REPO_ADAPTER).format(dataset="webqsp"))
+    return GroundedPlanner(free, kg=kg, bank=bank, config=GroundedConfig(**config), lm=ScriptedLM(target))
+
+
+def test_find_lines_are_the_memory_statements_that_bind_at_the_node(kg, bank):
+    p = planner(kg, bank, "")
+    lines = p._lines(_Hyp(draft=Draft(), rec=Reconstructor(JAMAICA)), JAMAICA, ["Jamaica"], p.lm,
+                     Neighbourhood(kg), {})
+    finds = {line.text for line in lines if line.kind == "find"}
+    assert "Find the languages spoken of the country Jamaica, assign it to ?x." in finds
+    assert "Find the official language of the country Jamaica, assign it to ?y." in finds
+    assert not any("currency" in t for t in finds)  # Jamaica has no currency_used edge in this KG
+    assert not [line for line in lines if line.kind != "find"]  # nothing assigned yet: no answer, no check
+    lines = p._lines(_Hyp(draft=Draft(), rec=Reconstructor(BIEBER)), BIEBER, ["Justin Bieber"], p.lm,
+                     Neighbourhood(kg), {})
+    finds = {line.text for line in lines if line.kind == "find"}
+    assert "Find the sibling of the siblings of the person Justin Bieber, assign it to ?x." in finds
+    assert not any("pet" in t for t in finds)  # the first edge exists, the CVT's second does not
+
+
+def test_the_plan_follows_the_model_among_grounded_lines_and_reports_its_cost(kg, bank):
+    target = "Find the official language of the country Jamaica, assign it to ?x.\nFinally the answer is ?x."
+    plan = planner(kg, bank, target).plan("what is the official language of jamaica?", JAMAICA)
+    assert plan.raw == target
+    assert plan.beam[0] == (target, pytest.approx(plan.beam[0][1]))
+    assert all(b[1] <= plan.beam[0][1] for b in plan.beam)
+    assert plan.cost["candidates"] > 0 and plan.cost["forward_passes"] > 0 and plan.cost["kg_queries"] > 0
+    assert not plan.notes
+
+
+def test_a_relation_the_entity_lacks_is_never_written(kg, bank):
+    target = "Find the currency used of the country Jamaica, assign it to ?x.\nFinally the answer is ?x."
+    plan = planner(kg, bank, target).plan("what currency is used in jamaica?", JAMAICA)
+    assert "currency" not in plan.raw and not plan.notes
+    assert plan.steps[0].kind == "find" and plan.steps[-1].text == "Finally the answer is ?x."
+
+
+@pytest.mark.parametrize("question,origin", [("who is justin bieber's brother?", "generated"),
+                                             ("which male sibling does justin bieber have?", "copied")])
+def test_cvt_find_check_and_the_constant_s_origin_is_traced(kg, bank, question, origin):
+    plan = planner(kg, bank, BROTHER).plan(question, BIEBER)
+    assert plan.raw == BROTHER
+    assert [n for n in plan.notes if "constant 'Male'" in n and origin in n]
+
+
+def test_no_grounded_line_falls_back_to_free_generation_and_says_so(kg, bank):
+    p = planner(kg, bank, "Find the gender of the person Male, assign it to ?x.\nFinally the answer is ?x.")
+    plan = p.plan("what is male?", {"m.05zppz": "Male"})  # only a name: no statement starts there
+    assert plan.cost["free_generation"] is True
+    assert any("free generation" in n and "m.05zppz" in n for n in plan.notes)
+
+
+def test_a_failing_endpoint_falls_back_and_the_note_names_it(bank):
+    p = planner(FailingKG(), bank, "Find the languages spoken of the country Jamaica, assign it to ?x.")
+    plan = p.plan("what do they speak in jamaica?", JAMAICA)
+    assert any("http://kg.invalid/sparql" in n and "free generation" in n for n in plan.notes)
+    assert plan.steps[0].text.startswith("Find the languages spoken")
+
+
+def test_execution_guided_choice_takes_the_first_plan_that_answers(kg, bank):
+    pipe = Pipeline(Config(planner="given"), bank=bank, kg=kg)
+    empty = "Find the gender of the person Justin Bieber, assign it to ?x.\nFinally the answer is ?x."
+    good = ("Find the sibling of the siblings of the person Justin Bieber, assign it to ?x.\n"
+            "Finally the answer is ?x.")
+    from memq.plan.format import parse_plan
+
+    plan = parse_plan(empty, ["Justin Bieber"])
+    plan.beam = [(empty, -1.0), (good, -2.0)]
+    answer = pipe.answer("who are justin bieber's siblings?", BIEBER, plan=plan)
+    assert [p["rows"] for p in answer.trace.plans] == [0, 2]
+    assert [p["score"] for p in answer.trace.plans] == [-1.0, -2.0]
+    assert {i for i, _ in answer.answers} == {"m.0gxnnwq", "m.0jazz01"}
+    assert any("plan 2 of 2" in f for f in answer.trace.fallbacks)
+
+
+def test_saved_beam_is_read_back_for_rescoring():
+    from memq.evaluate.run import saved_plan
+
+    record = {"id": "q", "plan_raw": "Finally the answer is ?x.", "plan_s": 1.5,
+              "plan_beam": [["Finally the answer is ?x.", -0.5], ["Finally the answer is ?y.", -0.9]],
+              "plan_cost": {"forward_passes": 7}}
+    plan, seconds = saved_plan(record, JAMAICA)
+    assert isinstance(plan, Plan) and seconds == 1.5
+    assert plan.beam == [("Finally the answer is ?x.", -0.5), ("Finally the answer is ?y.", -0.9)]
+    assert plan.cost["forward_passes"] == 7 and plan.cost["plan_from"] == "saved"
+
+
+class TableLM:
+    """Token log-probabilities from a fixed random table of (position, previous token, token)."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.table: dict = {}
+        self.passes = 0
+
+    def _lp(self, pos, prev, tok) -> float:
+        key = (pos, prev, tok)
+        if key not in self.table:
+            self.table[key] = float(np.log(self.rng.uniform(0.01, 1.0)))
+        return self.table[key]
+
+    def expand(self, ids, first, children):
+        self.passes += 1
+        chain = [self._lp(j, ids[j - 1], ids[j]) for j in range(first, len(ids))]
+        return np.array(chain), np.array([self._lp(len(ids), ids[-1], c) for c in children])
+
+    def greedy(self, ids, max_new_tokens):  # pragma: no cover - no open candidates here
+        raise AssertionError
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_line_search_finds_the_exact_k_best_lines(seed):
+    rng = np.random.default_rng(100 + seed)
+    cands = sorted({tuple(int(t) for t in rng.integers(2, 5, size=rng.integers(1, 6))) for _ in range(30)})
+    lm = TableLM(seed)
+    brute = sorted(((sum(lm.expand([9] + list(c), 1, [])[0]), c) for c in cands), reverse=True)
+    lm.passes = 0
+    found = best_lines(lm, [9], [list(c) for c in cands], 4, prune=1e9, max_passes=10_000, cost=SearchCost())
+    assert [s.ids for s in found] == [c for _, c in brute[:4]]
+    assert [s.logprob for s in found] == pytest.approx([s for s, _ in brute[:4]])
+
+
+def test_max_passes_bounds_each_search_not_the_sum_of_searches():
+    cost = SearchCost(passes=1000)  # spent by earlier searches of the same question
+    found = best_lines(TableLM(0), [9], [[2, 3], [2, 4]], 1, max_passes=5, cost=cost)
+    assert len(found) == 1 and cost.passes > 1000
+
+
+def test_bad_search_settings_are_refused_by_name():
+    with pytest.raises(ValueError, match="beam"):
+        GroundedConfig(beam=0)
+    with pytest.raises(ValueError, match="norm 'max'"):
+        GroundedConfig(norm="max")
+    with pytest.raises(ValueError, match="unknown planner 'grounding'"):
+        Config(planner="grounding")
+    assert list(itertools.islice(iter(GroundedConfig().__dict__), 1)) == ["beam"]
+
+
+def test_make_planner_grounded_needs_the_kg_and_the_memory(kg, bank):
+    from memq.errors import MemQError
+    from memq.plan.planner import make_planner
+
+    with pytest.raises(MemQError, match="needs the KG and the memory bank"):
+        make_planner("grounded")
+    made = make_planner("grounded", kg=kg, bank=bank, search=GroundedConfig(beam=4))
+    assert isinstance(made, GroundedPlanner) and made.config.beam == 4 and made.calls == 0
+
+
+def test_search_flags_reach_the_config():
+    import argparse
+
+    from memq.ask import add_search_args, config_from
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--planner")
+    add_search_args(parser)
+    config = config_from(parser.parse_args(["--planner", "grounded", "--beam", "5", "--norm", "mean"]))
+    assert config.planner == "grounded" and config.search.beam == 5 and config.search.norm == "mean"
+    assert config.search.lines == GroundedConfig().lines
