@@ -1,4 +1,5 @@
-"""The llama.cpp KV cache of a prompt, kept in the memq cache so that a new process skips the shared prefix.
+"""The llama.cpp KV cache: :class:`Runner` (one context and the tokens it holds), and the first prompt's
+state kept in the memq cache so that a new process skips the shared prefix.
 
 Every planner prompt begins with the same chat header and instructions (about 120 of its 140 tokens). A
 process that evaluates a prompt with an empty cache saves the prompt's KV state; the next process loads
@@ -19,9 +20,12 @@ import hashlib
 import json
 import logging
 import os
+import threading
 from pathlib import Path
 
-from .llm import cache_root
+import numpy as np
+
+from .llm import LLMError, cache_root
 
 logger = logging.getLogger(__name__)
 
@@ -74,3 +78,87 @@ def save(lib, ctx, directory: Path, tokens: list[int]) -> None:
     tmp = directory / f"state.json.tmp-{os.getpid()}"
     tmp.write_text(json.dumps({"format": FORMAT, "sha256": hashlib.sha256(data).hexdigest(), "tokens": tokens}))
     os.replace(tmp, directory / "state.json")
+
+
+class Runner:
+    """One llama.cpp context, sequence 0, and the token ids its KV cache holds."""
+
+    def __init__(self, llama, n_batch: int, state: Path | None = None) -> None:
+        import llama_cpp
+
+        self.lib = llama_cpp
+        self.state = state  # where the first prompt's KV state is kept between processes (memq.kv_state)
+        self._save_state = False
+        self.llama = llama
+        self.n_vocab = llama.n_vocab()
+        self.n_ctx = llama.n_ctx()
+        self.n_batch = n_batch
+        self.eos = int(llama.token_eos())
+        self.batch = llama_cpp.llama_batch_init(n_batch, 0, 1)
+        self.memory = llama_cpp.llama_get_memory(llama.ctx)
+        self.ids: list[int] = []
+        self.lock = threading.Lock()
+        self.decodes = 0  # llama_decode calls (forward passes) so far
+        self.decoded = 0  # tokens evaluated by them
+
+    def __del__(self) -> None:
+        batch, self.batch = getattr(self, "batch", None), None
+        if batch is not None:
+            self.lib.llama_batch_free(batch)
+
+    def logits(self, ids: list[int], first: int) -> np.ndarray:
+        """Logits after each of ``ids[first - 1:]`` (rows), keeping the cached prefix that ``ids`` shares."""
+        if not 1 <= first <= len(ids):
+            raise LLMError(f"first must be in 1..{len(ids)}, got {first}")
+        if len(ids) > self.n_ctx:
+            raise LLMError(f"{len(ids)} tokens do not fit the llama.cpp context of {self.n_ctx}")
+        if not self.ids and self.state is not None:  # a new context: start from the saved prompt, once
+            self.ids = restore(self.lib, self.llama.ctx, self.state)
+            self._save_state, self.state = not self.ids, None if self.ids else self.state
+        common = 0
+        for a, b in zip(self.ids, ids, strict=False):
+            if a != b:
+                break
+            common += 1
+        start = min(common, first - 1)
+        self.lib.llama_memory_seq_rm(self.memory, 0, start, -1)
+        self.ids = list(ids[:start])
+        rows = []
+        for i in range(start, len(ids), self.n_batch):
+            chunk = ids[i:i + self.n_batch]
+            want = [i + j >= first - 1 for j in range(len(chunk))]
+            self._decode(chunk, i, want)
+            rows.extend(self._row(j) for j, w in enumerate(want) if w)
+        if self._save_state:
+            save(self.lib, self.llama.ctx, self.state, self.ids)
+            self._save_state, self.state = False, None
+        return np.stack(rows)
+
+    def step(self, token: int) -> np.ndarray:
+        """Append one token; the logits after it (a view, valid until the next decode)."""
+        if len(self.ids) >= self.n_ctx:
+            raise LLMError(f"generation ran past the llama.cpp context of {self.n_ctx} tokens")
+        self._decode([token], len(self.ids), [True])
+        return self._row(0, copy=False)
+
+    def _decode(self, tokens: list[int], pos: int, want: list[bool]) -> None:
+        b = self.batch
+        b.n_tokens = len(tokens)
+        for j, t in enumerate(tokens):
+            b.token[j] = t
+            b.pos[j] = pos + j
+            b.n_seq_id[j] = 1
+            b.seq_id[j][0] = 0
+            b.logits[j] = want[j]
+        code = self.lib.llama_decode(self.llama.ctx, b)
+        self.decodes += 1
+        self.decoded += len(tokens)
+        if code != 0:
+            self.ids = self.ids[:pos]
+            raise LLMError(f"llama_decode returned {code} at position {pos}")
+        self.ids.extend(tokens)
+
+    def _row(self, j: int, copy: bool = True) -> np.ndarray:
+        ptr = self.lib.llama_get_logits_ith(self.llama.ctx, j)
+        row = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
+        return row.copy() if copy else row

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .kv_state import Runner, state_dir
 from .llm import LLMError, _cut, _validate, cache_root, chat_text, gguf_source
 
 logger = logging.getLogger(__name__)
@@ -76,96 +77,8 @@ def tokenizer_dir(name: str, gguf: Path, digest: str) -> tuple[Path, float]:
     return target, time.perf_counter() - start
 
 
-class _Runner:
-    """One llama.cpp context, sequence 0, and the token ids its KV cache holds."""
-
-    def __init__(self, llama, n_batch: int, state: Path | None = None) -> None:
-        import llama_cpp
-
-        self.lib = llama_cpp
-        self.state = state  # where the first prompt's KV state is kept between processes (memq.kv_state)
-        self._save_state = False
-        self.llama = llama
-        self.n_vocab = llama.n_vocab()
-        self.n_ctx = llama.n_ctx()
-        self.n_batch = n_batch
-        self.eos = int(llama.token_eos())
-        self.batch = llama_cpp.llama_batch_init(n_batch, 0, 1)
-        self.memory = llama_cpp.llama_get_memory(llama.ctx)
-        self.ids: list[int] = []
-        self.lock = threading.Lock()
-        self.decodes = 0  # llama_decode calls (forward passes) so far
-        self.decoded = 0  # tokens evaluated by them
-
-    def __del__(self) -> None:
-        batch, self.batch = getattr(self, "batch", None), None
-        if batch is not None:
-            self.lib.llama_batch_free(batch)
-
-    def logits(self, ids: list[int], first: int) -> np.ndarray:
-        """Logits after each of ``ids[first - 1:]`` (rows), keeping the cached prefix that ``ids`` shares."""
-        if not 1 <= first <= len(ids):
-            raise LLMError(f"first must be in 1..{len(ids)}, got {first}")
-        if len(ids) > self.n_ctx:
-            raise LLMError(f"{len(ids)} tokens do not fit the llama.cpp context of {self.n_ctx}")
-        if not self.ids and self.state is not None:  # a new context: start from the saved prompt, once
-            from . import kv_state
-
-            self.ids = kv_state.restore(self.lib, self.llama.ctx, self.state)
-            self._save_state, self.state = not self.ids, None if self.ids else self.state
-        common = 0
-        for a, b in zip(self.ids, ids, strict=False):
-            if a != b:
-                break
-            common += 1
-        start = min(common, first - 1)
-        self.lib.llama_memory_seq_rm(self.memory, 0, start, -1)
-        self.ids = list(ids[:start])
-        rows = []
-        for i in range(start, len(ids), self.n_batch):
-            chunk = ids[i:i + self.n_batch]
-            want = [i + j >= first - 1 for j in range(len(chunk))]
-            self._decode(chunk, i, want)
-            rows.extend(self._row(j) for j, w in enumerate(want) if w)
-        if self._save_state:
-            from . import kv_state
-
-            kv_state.save(self.lib, self.llama.ctx, self.state, self.ids)
-            self._save_state, self.state = False, None
-        return np.stack(rows)
-
-    def step(self, token: int) -> np.ndarray:
-        """Append one token; the logits after it (a view, valid until the next decode)."""
-        if len(self.ids) >= self.n_ctx:
-            raise LLMError(f"generation ran past the llama.cpp context of {self.n_ctx} tokens")
-        self._decode([token], len(self.ids), [True])
-        return self._row(0, copy=False)
-
-    def _decode(self, tokens: list[int], pos: int, want: list[bool]) -> None:
-        b = self.batch
-        b.n_tokens = len(tokens)
-        for j, t in enumerate(tokens):
-            b.token[j] = t
-            b.pos[j] = pos + j
-            b.n_seq_id[j] = 1
-            b.seq_id[j][0] = 0
-            b.logits[j] = want[j]
-        code = self.lib.llama_decode(self.llama.ctx, b)
-        self.decodes += 1
-        self.decoded += len(tokens)
-        if code != 0:
-            self.ids = self.ids[:pos]
-            raise LLMError(f"llama_decode returned {code} at position {pos}")
-        self.ids.extend(tokens)
-
-    def _row(self, j: int, copy: bool = True) -> np.ndarray:
-        ptr = self.lib.llama_get_logits_ith(self.llama.ctx, j)
-        row = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
-        return row.copy() if copy else row
-
-
 _LOCK = threading.Lock()
-_LOADED: dict[tuple, _Runner] = {}
+_LOADED: dict[tuple, Runner] = {}
 _NATIVE = logging.getLogger(__name__ + ".native")
 _LOG_CALLBACK = None  # kept alive while llama.cpp may call it
 
@@ -198,7 +111,7 @@ def _route_native_logs() -> None:
 
 @dataclass
 class Loaded:
-    runner: _Runner
+    runner: Runner
     tokenizer: object
     gguf: Path
     adapter_gguf: Path | None
@@ -283,7 +196,7 @@ class LlamaCppLLM:
         self._loaded = Loaded(self._runner(gguf, digest, adapter_path), tok, gguf, adapter_path, prepared)
         return self._loaded
 
-    def _runner(self, gguf: Path, digest: str, adapter: Path | None) -> _Runner:
+    def _runner(self, gguf: Path, digest: str, adapter: Path | None) -> Runner:
         key = (str(gguf), str(adapter), self.threads, self.n_ctx)
         with _LOCK:
             if key not in _LOADED:
@@ -294,9 +207,7 @@ class LlamaCppLLM:
                 llama = Llama(model_path=str(gguf), lora_path=str(adapter) if adapter else None, n_ctx=self.n_ctx,
                               n_batch=512, n_ubatch=512, n_threads=self.threads, n_threads_batch=self.threads,
                               verbose=False)
-                from .kv_state import state_dir
-
-                _LOADED[key] = _Runner(llama, llama.n_batch, state_dir(digest, adapter, self.n_ctx))
+                _LOADED[key] = Runner(llama, llama.n_batch, state_dir(digest, adapter, self.n_ctx))
                 logger.info("llama.cpp loaded %s%s in %.1f s", gguf.name, f" + {adapter}" if adapter else "",
                             time.perf_counter() - start)
             return _LOADED[key]
@@ -330,7 +241,7 @@ class LlamaCppLLM:
         return out
 
     @staticmethod
-    def _greedy(runner: _Runner, tok, ids: list[int], max_new_tokens: int, stop: list[str] | None) -> list[int]:
+    def _greedy(runner: Runner, tok, ids: list[int], max_new_tokens: int, stop: list[str] | None) -> list[int]:
         logits = runner.logits(ids, len(ids))[-1]
         new: list[int] = []
         while True:
@@ -356,10 +267,7 @@ class LlamaCppLLM:
             cont = list(loaded.tokenizer(text, add_special_tokens=False)["input_ids"])
             with loaded.runner.lock:
                 rows = loaded.runner.logits(prompt_ids + cont, len(prompt_ids))[:-1]
-            rows = rows.astype(np.float64)
-            top = rows.max(axis=1, keepdims=True)
-            logz = (top + np.log(np.exp(rows - top).sum(axis=1, keepdims=True)))[:, 0]
-            scores.append(float(sum(rows[i, t] - logz[i] for i, t in enumerate(cont))))
+            scores.append(float(_log_softmax_at(rows, cont).sum()))
         self.calls += 1
         return scores
 
