@@ -330,8 +330,9 @@ def main(argv=None) -> int:
         out = Path(args.json)
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+        kg_shown = os.path.relpath(args.kg, ROOT) if Path(args.kg).is_absolute() else args.kg  # no machine paths
         tmp.write_text(json.dumps({"threads": torch.get_num_threads(), "cpus": os.cpu_count(), "loads_s": loads,
-                                   "settings": rows, "kg": args.kg, "store": args.store,
+                                   "settings": rows, "kg": kg_shown, "store": args.store,
                                    "transformers_over_llamacpp": ratios, "fresh_ask": fresh,
                                    "command": " ".join(sys.argv)}, indent=2) + "\n", encoding="utf-8")
         os.replace(tmp, out)
