@@ -8,6 +8,7 @@ import re
 
 import numpy as np
 import pytest
+from test_answer import TRIPLES  # the Jamaica / Bieber KG of the answer tests
 
 from memq.errors import KnowledgeGraphError
 from memq.kg.oxigraph import OxigraphStore
@@ -20,27 +21,6 @@ from memq.plan.planner import REPO_ADAPTER, FineTunedPlanner
 from memq.reconstruct import Draft, Reconstructor
 from memq.types import MemoryRecord, Plan, Statement
 
-FB = "http://rdf.freebase.com/ns/"
-NAME = f"<{FB}type.object.name>"
-TRIPLES = f"""
-<{FB}m.03_r3> {NAME} "Jamaica"@en .
-<{FB}m.03_r3> <{FB}location.country.languages_spoken> <{FB}m.01428y> .
-<{FB}m.03_r3> <{FB}location.country.languages_spoken> <{FB}m.04ygk0> .
-<{FB}m.03_r3> <{FB}location.country.official_language> <{FB}m.01428y> .
-<{FB}m.01428y> {NAME} "Jamaican English"@en .
-<{FB}m.04ygk0> {NAME} "Jamaican Creole English Language"@en .
-<{FB}m.06w2sn5> {NAME} "Justin Bieber"@en .
-<{FB}m.06w2sn5> <{FB}people.person.sibling_s> <http://memq.dev/synthetic/cvt1> .
-<http://memq.dev/synthetic/cvt1> <{FB}people.sibling_relationship.sibling> <{FB}m.0gxnnwq> .
-<{FB}m.06w2sn5> <{FB}people.person.sibling_s> <http://memq.dev/synthetic/cvt2> .
-<http://memq.dev/synthetic/cvt2> <{FB}people.sibling_relationship.sibling> <{FB}m.0jazz01> .
-<{FB}m.0gxnnwq> {NAME} "Jaxon Bieber"@en .
-<{FB}m.0gxnnwq> <{FB}people.person.gender> <{FB}m.05zppz> .
-<{FB}m.0jazz01> {NAME} "Jazmyn Bieber"@en .
-<{FB}m.0jazz01> <{FB}people.person.gender> <{FB}m.02zsn> .
-<{FB}m.05zppz> {NAME} "Male"@en .
-<{FB}m.02zsn> {NAME} "Female"@en .
-"""
 JAMAICA = {"m.03_r3": "Jamaica"}
 BIEBER = {"m.06w2sn5": "Justin Bieber"}
 STATEMENTS = [  # (id, structure, sparql, primary description)
