@@ -30,7 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def add_backend_arg(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--backend", choices=("llamacpp", "transformers"), default=None,
+    from .plan.base import BACKENDS
+
+    parser.add_argument("--backend", choices=BACKENDS, default=None,
                         help="the planner's LLM runtime (default llamacpp; transformers when llama-cpp-python is "
                              "missing, which the trace records)")
 

@@ -16,12 +16,14 @@ DEMO_QUESTIONS = ("WebQTest-0", "WebQTest-100", "WebQTest-21", "WebQTest-16", "W
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from .plan.base import BACKENDS, DEFAULT_BACKEND
+
     demo = sub.add_parser("demo", help="answer real WebQSP test questions on the embedded benchmark KG")
     demo.add_argument("--ids", nargs="*", default=list(DEMO_QUESTIONS), help="WebQSP test question ids")
     demo.add_argument("--planner", choices=("auto", "fewshot", "finetuned", "oracle"), default="auto",
                       help="auto: the committed fine-tuned adapter if there is one, else few-shot; "
                            "oracle: plans derived from the gold query (no LLM)")
-    demo.add_argument("--backend", choices=("llamacpp", "transformers"), default="llamacpp",
+    demo.add_argument("--backend", choices=BACKENDS, default=DEFAULT_BACKEND,
                       help="the planner's LLM runtime (transformers when llama-cpp-python is missing)")
     demo.set_defaults(handler=run)
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from .assemble import answer_variable, build_query, distinct_values, named_answers
 from .errors import KnowledgeGraphError, MemQError, ReconstructionError
 from .ground import ground, recall_steps
+from .plan.base import BACKENDS, DEFAULT_BACKEND
 from .plan.grounded import GroundedConfig
 from .recall import RecallConfig
 from .reconstruct import Reconstructor
@@ -57,7 +58,7 @@ class Config:
     adapter: str | None = None
     planner_dataset: str = "webqsp"
     planner_batch_size: int = 8  # prompts per generate call (batched evaluation)
-    backend: str = "llamacpp"  # the planner's LLM: "llamacpp", or "transformers" (also the traced fallback)
+    backend: str = DEFAULT_BACKEND  # the planner's LLM: "llamacpp", or "transformers" (also the traced fallback)
     recall: RecallConfig = field(default_factory=RecallConfig)
     search: GroundedConfig = field(default_factory=GroundedConfig)  # the grounded planner's search
     grounded: bool = True
@@ -68,8 +69,8 @@ class Config:
     def __post_init__(self) -> None:
         if self.planner not in PLANNERS:
             raise ValueError(f"unknown planner {self.planner!r}; expected one of {', '.join(PLANNERS)}")
-        if self.backend not in ("llamacpp", "transformers"):
-            raise ValueError(f"unknown backend {self.backend!r}; expected llamacpp or transformers")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"unknown backend {self.backend!r}; expected one of {', '.join(BACKENDS)}")
         if self.planner_batch_size < 1:
             raise ValueError(f"planner_batch_size must be >= 1, got {self.planner_batch_size}")
         if self.max_repairs < 0:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from memq.errors import MemQError
 
+from .base import BACKENDS, DEFAULT_BACKEND
 from .train_flags import (
     add_training_args,
     data_info,
@@ -76,7 +77,7 @@ def _planner_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="cpu")
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--threads", type=int, help="torch CPU threads")
-    p.add_argument("--backend", choices=("llamacpp", "transformers"), default="llamacpp",
+    p.add_argument("--backend", choices=BACKENDS, default=DEFAULT_BACKEND,
                    help="the LLM runtime (transformers when llama-cpp-python is missing, with a warning)")
 
 
@@ -146,7 +147,7 @@ def make_planner(args):
     return planner.make_planner("fewshot" if args.fewshot else "finetuned", model=getattr(args, "llm", None) or
                                 "qwen2.5-coder-0.5b", adapter=args.adapter, device=args.device,
                                 dataset=args.dataset, k=getattr(args, "k", 4), batch_size=args.batch_size,
-                                backend=getattr(args, "backend", "llamacpp"))
+                                backend=getattr(args, "backend", DEFAULT_BACKEND))
 
 
 def _eval(args) -> int:
