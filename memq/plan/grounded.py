@@ -62,6 +62,7 @@ import time
 from dataclasses import dataclass, field
 
 from memq.errors import KnowledgeGraphError, MemQError, ReconstructionError
+from memq.sparql import to_standard
 from memq.sparql.model import FB, Group, Iri, Projection, Query, Triple, Var
 from memq.types import Plan, PlanStep
 
@@ -132,13 +133,11 @@ class Neighbourhood:
         self.seconds = 0.0
         self._cache: dict[str, set[Edge]] = {}
 
-    def _select(self, query: Query) -> list:
-        from memq.sparql import to_standard
-
+    def _select(self, text: str) -> list:
         self.queries += 1
         t0 = time.perf_counter()
         try:
-            return self.kg.select(to_standard(query), timeout=self.timeout)
+            return self.kg.select(text, timeout=self.timeout)
         finally:
             self.seconds += time.perf_counter() - t0
 
@@ -152,13 +151,10 @@ class Neighbourhood:
                           filters=tuple(draft.filters))
         else:
             where = probe
-        query = Query(where=where, projection=(Projection(p), Projection(q)), distinct=True)
-        from memq.sparql import to_standard
-
-        key = to_standard(query)
+        key = to_standard(Query(where=where, projection=(Projection(p), Projection(q)), distinct=True))
         if key not in self._cache:
             found: set[Edge] = set()
-            for row in self._select(query):
+            for row in self._select(key):
                 for name, way in (("memq_p", "out"), ("memq_q", "in")):
                     term = row.get(name)
                     if isinstance(term, Iri) and term.is_freebase:
@@ -169,7 +165,7 @@ class Neighbourhood:
     def binds(self, draft, group: Group, target: Var) -> bool:
         probe = draft.copy()
         probe.add_alternatives([group])
-        return bool(self._select(probe.probe(target)))
+        return bool(self._select(to_standard(probe.probe(target))))
 
 
 # --------------------------------------------------------------------------- partial plans
