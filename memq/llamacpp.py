@@ -6,8 +6,9 @@
 
 The model sees exactly what :class:`~memq.llm.LocalLLM` feeds transformers:
 the prompt in the tokenizer's chat template (:func:`memq.llm.chat_text`),
-tokenized by the same transformers tokenizer (built once from the GGUF file
-and cached under ``$MEMQ_CACHE/tokenizers/``, or the converted model's own).
+tokenized by the same tokenizer transformers uses (saved once from the GGUF file
+under ``$MEMQ_CACHE/tokenizers/``, or the converted model's own), run by
+``tokenizers`` without importing transformers (:mod:`memq.chat_tokenizer`).
 The token ids go to llama.cpp; the new ids are decoded by that tokenizer.
 Greedy decoding takes the argmax of llama.cpp's logits and stops, as
 transformers does, at the model's EOS id, at ``max_new_tokens``, or once a stop
@@ -34,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .chat_tokenizer import ChatTokenizer
 from .kv_state import Runner, state_dir
 from .llm import LLMError, _cut, _validate, cache_root, chat_text, gguf_source
 
@@ -188,11 +190,7 @@ class LlamaCppLLM:
         tok_dir, seconds = tokenizer_dir(name, gguf, digest)
         if seconds:
             prepared.append((f"tokenizer of {gguf.name} under {tok_dir.parent.name}/", seconds))
-        from transformers import AutoTokenizer
-
-        tok = AutoTokenizer.from_pretrained(str(tok_dir))
-        if tok.pad_token is None:
-            tok.pad_token = tok.eos_token
+        tok = ChatTokenizer(tok_dir)  # transformers' tokenizer and chat template, without importing transformers
         self._loaded = Loaded(self._runner(gguf, digest, adapter_path), tok, gguf, adapter_path, prepared)
         return self._loaded
 

@@ -203,6 +203,9 @@ class Pipeline:
         t0 = time.perf_counter()
         choices = recall_steps(self.bank, plan, self.config.recall, trace)
         trace.timings["recall"] = trace.timings.get("recall", 0.0) + time.perf_counter() - t0
+        embedder_note = getattr(self.bank.embedder, "fallback", None)  # e.g. MiniLM on torch, not onnxruntime
+        if embedder_note and f"recall: {embedder_note}" not in trace.fallbacks:
+            trace.fallbacks.append(f"recall: {embedder_note}")
         t0 = time.perf_counter()
 
         def probe(query: Query, var: Var) -> list:

