@@ -88,6 +88,15 @@ def test_oracle_plan_answers_webqtest_0_with_its_gold_answers(setup):
     parse_query(a.sparql)
 
 
+def test_an_embedder_fallback_is_in_the_trace(setup, monkeypatch):
+    """MiniLM on torch instead of onnxruntime gives the same vectors, but the trace still says so."""
+    pipe, _, questions, describe = setup
+    monkeypatch.setattr(pipe.bank.embedder, "fallback", "MiniLM runs on torch: test", raising=False)
+    jamaica = questions[0]
+    a = pipe.answer(jamaica.question, dict(jamaica.parses[0].topic_entities), plan=_oracle(jamaica, describe))
+    assert a.answers and a.trace.fallbacks.count("recall: MiniLM runs on torch: test") == 1
+
+
 def test_cvt_and_check_steps_find_the_brother(setup):
     pipe, kg, (_, bieber), describe = setup
     a = pipe.answer(bieber.question, dict(bieber.parses[0].topic_entities), plan=_oracle(bieber, describe))
