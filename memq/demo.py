@@ -42,6 +42,8 @@ def load_parts(pipe, with_planner: bool) -> None:
           "later runs reuse them)")
     bank = _timed(f"memory bank {pipe.config.memory.rsplit('/', 1)[-1]}", lambda: pipe.bank)
     _timed("sentence embedder (MiniLM)", lambda: bank.search("the spouse of a person", 1))
+    if getattr(bank.embedder, "fallback", None):
+        print(f"  fallback: {bank.embedder.fallback}")
     _timed("knowledge graph (embedded Oxigraph)", lambda: pipe.kg)
     if not with_planner:
         return
