@@ -44,6 +44,8 @@ def add_search_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--norm", choices=("sum", "mean"), help="--planner grounded: how partial plans are ranked")
     parser.add_argument("--max-candidates", type=int, help="--planner grounded: path statements offered per step")
     parser.add_argument("--prune", type=float, help="--planner grounded: nats below the best line not expanded")
+    parser.add_argument("--budget", type=int, help="--planner grounded: forward passes per question after which "
+                                                   "the search goes on with a beam of 1 (0: no budget)")
 
 
 def parse_entities(items: list[str]) -> dict[str, str]:
@@ -119,7 +121,7 @@ def config_from(args: argparse.Namespace):
         changes["grounded"] = False
     if getattr(args, "no_repair", False):
         changes["repair"] = False
-    search = {k: getattr(args, k) for k in ("beam", "lines", "norm", "max_candidates", "prune")
+    search = {k: getattr(args, k) for k in ("beam", "lines", "norm", "max_candidates", "prune", "budget")
               if getattr(args, k, None) is not None}
     if search:
         changes["search"] = replace(config.search, **search)

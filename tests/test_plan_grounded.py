@@ -143,6 +143,21 @@ def test_the_plan_follows_the_model_among_grounded_lines_and_reports_its_cost(kg
     assert not plan.notes
 
 
+@pytest.mark.parametrize("question", ["which male sibling does justin bieber have?", "who is justin bieber's brother?"])
+def test_a_spent_pass_budget_narrows_the_beam_and_says_so(kg, bank, question):
+    """Past its budget of forward passes the search goes on with one partial plan; before it, nothing changes."""
+    wide = planner(kg, bank, BROTHER).plan(question, BIEBER)
+    roomy = planner(kg, bank, BROTHER, budget=10_000).plan(question, BIEBER)
+    assert (roomy.raw, roomy.beam, roomy.notes) == (wide.raw, wide.beam, wide.notes)
+    assert len(wide.beam) > 1 and not any("pass budget" in n for n in wide.notes)
+    tight = planner(kg, bank, BROTHER, budget=1).plan(question, BIEBER)
+    assert tight.raw == BROTHER and len(tight.beam) == 1
+    assert [n for n in tight.notes if n.startswith("pass budget:") and "budget of 1;" in n]
+    assert tight.cost["forward_passes"] <= wide.cost["forward_passes"]
+    with pytest.raises(ValueError, match="budget must be an int >= 0"):
+        GroundedConfig(budget=-1)
+
+
 def test_a_relation_the_entity_lacks_is_never_written(kg, bank):
     target = "Find the currency used of the country Jamaica, assign it to ?x.\nFinally the answer is ?x."
     plan = planner(kg, bank, target).plan("what currency is used in jamaica?", JAMAICA)
@@ -269,6 +284,7 @@ def test_search_flags_reach_the_config():
     parser = argparse.ArgumentParser()
     parser.add_argument("--planner")
     add_search_args(parser)
-    config = config_from(parser.parse_args(["--planner", "grounded", "--beam", "5", "--norm", "mean"]))
+    config = config_from(parser.parse_args(["--planner", "grounded", "--beam", "5", "--norm", "mean", "--budget", "90"]))
     assert config.planner == "grounded" and config.search.beam == 5 and config.search.norm == "mean"
+    assert config.search.budget == 90
     assert config.search.lines == GroundedConfig().lines

@@ -91,11 +91,14 @@ class GroundedConfig:
     prune: float = 5.0  # nats below the best complete line where the line search stops expanding
     max_steps: int = 8
     max_passes: int = 48  # forward passes per line search
+    budget: int = 0  # forward passes per question after which the search goes on greedily (beam 1, 1 line); 0: none
 
     def __post_init__(self) -> None:
         for name in ("beam", "lines", "max_candidates", "max_steps", "max_passes"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {getattr(self, name)!r}")
+        if not isinstance(self.budget, int) or self.budget < 0:
+            raise ValueError(f"budget must be an int >= 0 (0: no budget), got {self.budget!r}")
         if self.norm not in NORMS:
             raise ValueError(f"unknown norm {self.norm!r}; expected one of {', '.join(NORMS)}")
         if not self.prune > 0:
@@ -306,7 +309,17 @@ class GroundedPlanner:
         beams, complete = [root], []
         offered = 0
         first = True
-        for _ in range(cfg.max_steps):
+        width, lines_each = cfg.beam, cfg.lines
+        start = lm.counters[0] if hasattr(lm, "counters") else None
+        for step in range(cfg.max_steps):
+            spent = (lm.counters[0] - start) if start is not None else cost.passes
+            if cfg.budget and spent >= cfg.budget and width > 1:
+                width, lines_each = 1, 1
+                beams = beams[:1]
+                note = (f"pass budget: {spent} forward passes after {step} step(s) reached the budget of "
+                                f"{cfg.budget}; the rest of the plan is searched with a beam of 1")
+                for h in beams:
+                    h.notes.append(note)
             grown: list[_Hyp] = []
             for h in beams:
                 lines = self._lines(h, entities, names, lm, neigh, sims)
@@ -315,19 +328,19 @@ class GroundedPlanner:
                                                           f"topic entities {', '.join(entities)} in the KG")
                 offered += len(lines)
                 opened = sum(1 for line in lines if line.kind == "open")  # may complete into unusable lines
-                found = best_lines(lm, prefix + h.ids, [list(line.ids) for line in lines], cfg.lines + opened,
+                found = best_lines(lm, prefix + h.ids, [list(line.ids) for line in lines], lines_each + opened,
                                    open_ends=[line.kind == "open" for line in lines], prune=cfg.prune,
                                    max_passes=cfg.max_passes, cost=cost)
                 self._lm_calls += 1
                 kept = 0
                 for scored in found:
                     new = self._extend(h, lines[scored.index], scored, lm, question, names)
-                    if new is not None and kept < cfg.lines:
+                    if new is not None and kept < lines_each:
                         grown.append(new)
                         kept += 1
             first = False
             complete.extend(h for h in grown if h.done)
-            live = sorted((h for h in grown if not h.done), key=lambda h: -h.score(cfg.norm))[:cfg.beam]
+            live = sorted((h for h in grown if not h.done), key=lambda h: -h.score(cfg.norm))[:width]
             complete.sort(key=lambda h: -h.score(cfg.norm))
             if not live:
                 break
