@@ -14,7 +14,8 @@ Greedy decoding takes the argmax of llama.cpp's logits and stops, as
 transformers does, at the model's EOS id, at ``max_new_tokens``, or once a stop
 string appears (the text is then cut at its first occurrence).
 
-The base GGUF file is used as it is (quantised); a peft LoRA adapter is
+The base GGUF's weights are dequantised once to f16 (:mod:`memq.gguf_weights`;
+``$MEMQ_LLAMA_WEIGHTS=shipped`` runs them as shipped, quantised); a peft LoRA adapter is
 converted once to a GGUF LoRA adapter (:mod:`memq.lora_gguf`) that llama.cpp
 applies at run time. Models load on first use and are shared per process by
 (GGUF, adapter GGUF, threads, context size). The KV cache keeps the last
@@ -36,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from .chat_tokenizer import ChatTokenizer
+from .gguf_weights import WEIGHTS, f16_gguf, weights_from_env
 from .kv_state import Runner, state_dir
 from .llm import LLMError, _cut, _validate, cache_root, chat_text, gguf_source
 
@@ -133,14 +135,16 @@ class LlamaCppLLM:
     """A GGUF model (+ a peft LoRA adapter) run by llama.cpp; greedy, one prompt at a time.
 
     ``model``: ``"qwen2.5-coder-0.5b"``, ``"smollm2"`` or a ``.gguf`` file; ``adapter``: a peft LoRA
-    directory. ``threads`` defaults to ``$MEMQ_LLAMA_THREADS``, else :func:`default_threads`. ``batch_size`` is
+    directory. ``weights``: ``f16`` (the shipped weights dequantised once, :mod:`memq.gguf_weights`) or
+    ``shipped``; default ``$MEMQ_LLAMA_WEIGHTS``, else ``f16``. ``threads`` defaults to ``$MEMQ_LLAMA_THREADS``, else :func:`default_threads`. ``batch_size`` is
     only how many prompts a batched caller hands over at once. ``calls`` counts prompts answered, ``tokens`` new tokens.
     """
 
     backend = "llamacpp"
 
     def __init__(self, model: str = "qwen2.5-coder-0.5b", adapter: str | Path | None = None, batch_size: int = 8,
-                 system: str | None = None, threads: int | None = None, n_ctx: int = 4096) -> None:
+                 system: str | None = None, threads: int | None = None, n_ctx: int = 4096,
+                 weights: str | None = None) -> None:
         if not isinstance(model, str) or not model:
             raise LLMError(f"model must be a non-empty str, got {model!r}")
         if batch_size < 1:
@@ -149,6 +153,9 @@ class LlamaCppLLM:
             raise LLMError(f"threads must be >= 1, got {threads}")
         if n_ctx < 64:
             raise LLMError(f"n_ctx must be >= 64, got {n_ctx}")
+        if weights is not None and weights not in WEIGHTS:
+            raise LLMError(f"weights must be one of {', '.join(WEIGHTS)}, got {weights!r}")
+        self.weights = weights or weights_from_env()
         self.model = model
         self.adapter = str(adapter) if adapter is not None else None
         self.batch_size = batch_size
@@ -191,6 +198,11 @@ class LlamaCppLLM:
         if seconds:
             prepared.append((f"tokenizer of {gguf.name} under {tok_dir.parent.name}/", seconds))
         tok = ChatTokenizer(tok_dir)  # transformers' tokenizer and chat template, without importing transformers
+        if self.weights == "f16":  # the adapter and the tokenizer are the shipped file's; only the weights change
+            _route_native_logs()  # the quantizer's per-tensor lines go to logging, not the terminal
+            gguf, digest, seconds = f16_gguf(gguf, digest)
+            if seconds:
+                prepared.append((f"base GGUF with f16 weights ({gguf.name})", seconds))
         self._loaded = Loaded(self._runner(gguf, digest, adapter_path), tok, gguf, adapter_path, prepared)
         return self._loaded
 

@@ -1,0 +1,94 @@
+"""The base weights llama.cpp runs the planner on: the shipped GGUF dequantised to f16 (default), or as shipped.
+
+The bundled Qwen2.5-Coder-0.5B GGUF is quantised. transformers dequantises it to float32 and multiplies in
+float32; llama.cpp multiplies quantised weights by activations it rounds to 8 bits as well, so the two backends'
+log-probabilities differ by a few hundredths of a nat and greedy plans part where the model is unsure (185 of
+200 WebQSP dev plans identical). On f16 weights llama.cpp keeps activations in f16 and the plans agree
+(``benchmarks/backend_parity.py``; docs/backends.md), at the price of a larger file and slower tokens.
+
+``$MEMQ_LLAMA_WEIGHTS`` chooses: ``f16`` (default) or ``shipped``. The f16 file is written once by llama.cpp's
+own quantizer (``llama_model_quantize`` with ``allow_requantize``: every tensor dequantised, then stored as f16)
+into ``$MEMQ_CACHE/gguf/<name>-f16-<sha8>.gguf``, with a manifest holding the source's and its own sha256; a file
+that does not match its manifest is rebuilt (a warning says why), never used. A GGUF whose weights are already
+f32 or f16 is used as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from pathlib import Path
+
+from .llm import LLMError, _memo_sha256, cache_root
+
+logger = logging.getLogger(__name__)
+
+WEIGHTS = ("f16", "shipped")
+DEFAULT_WEIGHTS = "f16"
+
+
+def weights_from_env() -> str:
+    """``$MEMQ_LLAMA_WEIGHTS`` (default ``f16``); any other value is refused by name."""
+    value = os.environ.get("MEMQ_LLAMA_WEIGHTS", DEFAULT_WEIGHTS).strip() or DEFAULT_WEIGHTS
+    if value not in WEIGHTS:
+        raise LLMError(f"MEMQ_LLAMA_WEIGHTS must be one of {', '.join(WEIGHTS)}, got {value!r}")
+    return value
+
+
+def quantised_types(gguf: Path) -> list[str]:
+    """The quantised tensor types in ``gguf`` (``["Q5_0", "Q8_0", ...]``; empty when all are f32, f16 or bf16)."""
+    import gguf as gguf_lib
+
+    plain = {gguf_lib.GGMLQuantizationType.F32, gguf_lib.GGMLQuantizationType.F16, gguf_lib.GGMLQuantizationType.BF16}
+    return sorted({t.tensor_type.name for t in gguf_lib.GGUFReader(str(gguf)).tensors if t.tensor_type not in plain})
+
+
+def f16_gguf(gguf: Path, digest: str) -> tuple[Path, str, float]:
+    """``(path, sha256, seconds spent building)`` of ``gguf`` (sha256 ``digest``) with f16 weights; the file
+    itself (0 s) when its weights are not quantised."""
+    target = cache_root() / "gguf" / f"{gguf.stem}-f16-{digest[:8]}.gguf"
+    manifest_path = target.with_suffix(".json")
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except (OSError, ValueError):
+        manifest, reason = None, "not built yet"
+    if manifest is not None:
+        if manifest.get("unquantised_source"):
+            return gguf, digest, 0.0
+        if manifest.get("source_sha256") != digest:
+            reason = "built from another file"
+        elif not target.is_file() or _memo_sha256(target) != manifest.get("sha256"):
+            reason = "the file does not match its manifest's sha256"
+        else:
+            return target, manifest["sha256"], 0.0
+    kinds = quantised_types(gguf)
+    if not kinds:
+        manifest_path.parent.mkdir(parents=True, exist_ok=True)
+        manifest_path.write_text(json.dumps({"source": gguf.name, "source_sha256": digest,
+                                             "unquantised_source": True}, indent=2) + "\n")
+        return gguf, digest, 0.0
+    import llama_cpp
+
+    logger.warning("writing %s with f16 weights for llama.cpp in %s (%s; once, about half a minute)",
+                   gguf.name, target, reason)
+    start = time.perf_counter()
+    tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_F16
+    params.allow_requantize = True
+    params.nthread = max(1, (os.cpu_count() or 1) - 1)
+    try:
+        rc = llama_cpp.llama_model_quantize(str(gguf).encode(), str(tmp).encode(), params)
+        if rc != 0 or not tmp.is_file():
+            raise LLMError(f"llama.cpp could not write {gguf.name} with f16 weights (llama_model_quantize "
+                           f"returned {rc}); set MEMQ_LLAMA_WEIGHTS=shipped to run the shipped weights")
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    sha = _memo_sha256(target)
+    manifest_path.write_text(json.dumps({"source": gguf.name, "source_sha256": digest, "source_quantised": kinds,
+                                         "sha256": sha}, indent=2) + "\n")
+    return target, sha, time.perf_counter() - start

@@ -1,0 +1,49 @@
+"""memq.gguf_weights: the shipped GGUF's weights dequantised once to f16 for llama.cpp, cached and verified."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memq.gguf_weights import f16_gguf, quantised_types, weights_from_env
+from memq.llm import LLMError, gguf_source
+
+
+def test_the_weights_setting_is_checked_by_name(monkeypatch):
+    from memq.llamacpp import LlamaCppLLM
+
+    monkeypatch.delenv("MEMQ_LLAMA_WEIGHTS", raising=False)
+    assert weights_from_env() == "f16" and LlamaCppLLM("smollm2").weights == "f16"
+    monkeypatch.setenv("MEMQ_LLAMA_WEIGHTS", "shipped")
+    assert LlamaCppLLM("smollm2").weights == "shipped" and LlamaCppLLM("smollm2", weights="f16").weights == "f16"
+    monkeypatch.setenv("MEMQ_LLAMA_WEIGHTS", "q4")
+    with pytest.raises(LLMError, match="MEMQ_LLAMA_WEIGHTS must be one of f16, shipped, got 'q4'"):
+        weights_from_env()
+    with pytest.raises(LLMError, match="weights must be one of f16, shipped, got 'int8'"):
+        LlamaCppLLM("smollm2", weights="int8")
+
+
+def test_quantised_weights_are_written_once_as_f16_and_verified(tmp_path, monkeypatch, caplog):
+    pytest.importorskip("llama_cpp")
+    monkeypatch.setenv("MEMQ_CACHE", str(tmp_path))
+    _, shipped, digest = gguf_source("smollm2")  # SmolLM2-135M, mostly Q4_1
+    assert "Q4_1" in quantised_types(shipped)
+    path, sha, seconds = f16_gguf(shipped, digest)
+    assert seconds > 0 and path.parent == tmp_path / "gguf" and quantised_types(path) == []
+    manifest = json.loads(path.with_suffix(".json").read_text())
+    assert manifest["source_sha256"] == digest and manifest["sha256"] == sha
+    assert f16_gguf(shipped, digest) == (path, sha, 0.0)  # cached, verified
+    with path.open("r+b") as fh:  # a damaged file: another size, so its sha256 is read again
+        fh.truncate(path.stat().st_size - 1024)
+    with caplog.at_level("WARNING"):
+        again, sha2, seconds = f16_gguf(shipped, digest)
+    assert "does not match its manifest's sha256" in caplog.text and seconds > 0 and (again, sha2) == (path, sha)
+
+
+def test_unquantised_weights_are_used_as_they_are(tmp_path, monkeypatch):
+    from tiny_gguf import write_base
+
+    monkeypatch.setenv("MEMQ_CACHE", str(tmp_path / "cache"))
+    base = write_base(tmp_path / "tiny.gguf")  # float32 tensors
+    assert f16_gguf(base, "ab" * 32) == (base, "ab" * 32, 0.0)
