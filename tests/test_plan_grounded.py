@@ -146,7 +146,7 @@ def test_the_plan_follows_the_model_among_grounded_lines_and_reports_its_cost(kg
 @pytest.mark.parametrize("question", ["which male sibling does justin bieber have?", "who is justin bieber's brother?"])
 def test_a_spent_pass_budget_narrows_the_beam_and_says_so(kg, bank, question):
     """Past its budget of forward passes the search goes on with one partial plan; before it, nothing changes."""
-    wide = planner(kg, bank, BROTHER).plan(question, BIEBER)
+    wide = planner(kg, bank, BROTHER, budget=0).plan(question, BIEBER)
     roomy = planner(kg, bank, BROTHER, budget=10_000).plan(question, BIEBER)
     assert (roomy.raw, roomy.beam, roomy.notes) == (wide.raw, wide.beam, wide.notes)
     assert len(wide.beam) > 1 and not any("pass budget" in n for n in wide.notes)

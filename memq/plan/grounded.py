@@ -91,7 +91,7 @@ class GroundedConfig:
     prune: float = 5.0  # nats below the best complete line where the line search stops expanding
     max_steps: int = 8
     max_passes: int = 48  # forward passes per line search
-    budget: int = 0  # forward passes per question after which the search goes on greedily (beam 1, 1 line); 0: none
+    budget: int = 60  # forward passes per question after which the search goes on with a beam of 1; 0: none
 
     def __post_init__(self) -> None:
         for name in ("beam", "lines", "max_candidates", "max_steps", "max_passes"):
