@@ -173,6 +173,8 @@ def describe_loaded(pipe: Pipeline) -> dict:
     embedder = getattr(bank, "embedder", None)
     memory = {"path": shown_path(config.memory), "bytes": _bytes(config.memory), "statements": len(bank),
               "embedder": getattr(embedder, "name", None), "dim": getattr(embedder, "dim", None)}
+    if getattr(embedder, "fallback", None):
+        memory["embedder_fallback"] = embedder.fallback
     if config.endpoint:
         kg = {"endpoint": shown_url(config.endpoint)}
     else:
@@ -182,6 +184,9 @@ def describe_loaded(pipe: Pipeline) -> dict:
         adapter = getattr(pipe.planner, "adapter", None)
         planner.update(name=getattr(pipe.planner, "name", type(pipe.planner).__name__),
                        adapter=shown_path(adapter), adapter_bytes=_bytes(adapter))
+        weights = getattr(getattr(pipe.planner, "llm", None), "weights", None)  # llama.cpp: f16 or shipped
+        if weights:
+            planner["weights"] = weights
     else:
         planner["name"] = "none: each request sends its plan"
     if hasattr(config, "backend"):
