@@ -2,6 +2,7 @@
 
     nice .venv/bin/python benchmarks/backend_parity.py                       # first 200 WebQSP dev questions
     nice .venv/bin/python benchmarks/backend_parity.py --adapter DIR --out benchmarks/results/backend_parity.json
+    nice .venv/bin/python benchmarks/backend_parity.py --backends llamacpp --gguf F16.gguf --out /tmp/f16.json
 
 The fine-tuned planner (default: the committed adapter, memory_bank/<dataset>/planner, whatever it holds now)
 plans the first ``--limit`` questions of the dev split (memq.plan.data.load_split) twice with the same prompt:
@@ -13,6 +14,12 @@ cache) and with transformers (the dequantised base + the adapter merged by peft,
 * each backend's exact-plan match against the derived gold plan (memq.plan.evaluate) and their difference
   in points;
 * seconds per question of each backend (llama.cpp one prompt at a time, transformers in batches).
+
+Every per-question row holds the plan text of each backend that ran. ``--gguf`` runs llama.cpp on another GGUF
+file with the same adapter (say an F16 or F32 copy of the base made by llama.cpp's quantizer, to see what its
+quantised matrix products cost); the adapter manifest's base sha256 is then not checked, and the JSON records the
+file's name and sha256. ``--backends`` runs one backend only (no agreement is computed) and ``--ids`` plans only
+the named questions of the first ``--limit``.
 
 The targets (agreement >= 95%, exact-match difference <= 1 point) are checked and printed; the exit code is 0
 either way (the JSON records whether they held). A backend that falls back (llama-cpp-python missing) is an
@@ -45,11 +52,17 @@ def _relative(path: Path) -> str:
         return path.name
 
 
-def run_backend(backend: str, adapter: Path, golds, batch_size: int, progress: bool) -> dict:
+def run_backend(backend: str, adapter: Path, golds, batch_size: int, progress: bool,
+                gguf: Path | None = None) -> dict:
     from memq.plan.evaluate import evaluate
     from memq.plan.planner import FineTunedPlanner
 
     planner = FineTunedPlanner(adapter, backend=backend, batch_size=batch_size)
+    if gguf is not None and backend == "llamacpp":
+        from memq.llamacpp import LlamaCppLLM
+
+        # another file than the adapter's base on purpose (an F16/F32 copy): skip the planner's base-sha256 check
+        planner._llm = LlamaCppLLM(str(gguf), adapter=adapter, batch_size=batch_size)
     t0 = time.perf_counter()
     llm = planner.llm
     if planner.fallbacks:
@@ -78,11 +91,20 @@ def main(argv=None) -> int:
     p.add_argument("--adapter", help="fine-tuned planner adapter (default: memory_bank/<dataset>/planner)")
     p.add_argument("--batch-size", type=int, default=8, help="transformers prompts per generate call")
     p.add_argument("--threads", type=int, default=os.cpu_count(), help="torch CPU threads (llama.cpp uses every CPU)")
-    p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "backend_parity.json"))
+    p.add_argument("--backends", nargs="+", choices=("llamacpp", "transformers"), default=["llamacpp", "transformers"],
+                   help="backends to run (default both; with one, no agreement is computed)")
+    p.add_argument("--gguf", help="run llama.cpp on this GGUF file (e.g. an F16 copy of the base) with the adapter")
+    p.add_argument("--ids", nargs="+", help="plan only these question ids (of the first --limit)")
+    p.add_argument("--out", help="result JSON (default benchmarks/results/backend_parity.json; required with "
+                                 "--backends, --gguf or --ids, which do not make that measurement)")
     p.add_argument("--no-progress", action="store_true")
     args = p.parse_args(argv)
     if args.limit < 1:
         p.error(f"--limit must be >= 1, got {args.limit}")
+    partial = len(set(args.backends)) < 2 or args.gguf or args.ids
+    if partial and not args.out:
+        p.error("--backends, --gguf and --ids need --out (the default file holds the full two-backend measurement)")
+    out_path = Path(args.out) if args.out else ROOT / "benchmarks" / "results" / "backend_parity.json"
     import torch
 
     torch.set_num_threads(args.threads)
@@ -92,27 +114,42 @@ def main(argv=None) -> int:
     from memq.plan.planner import default_adapter, read_manifest
 
     adapter = Path(args.adapter) if args.adapter else default_adapter(args.dataset)
+    gguf = Path(args.gguf) if args.gguf else None
+    if gguf is not None and not (gguf.is_file() and gguf.suffix == ".gguf"):
+        p.error(f"--gguf must be a .gguf file, got {args.gguf}")
     golds = load_split(args.dataset, "dev")[:args.limit]
+    if args.ids:
+        missing = set(args.ids) - {g.question_id for g in golds}
+        if missing:
+            p.error(f"--ids not among the first {args.limit} dev questions: {', '.join(sorted(missing))}")
+        golds = [g for g in golds if g.question_id in set(args.ids)]
+    backends = [b for b in ("llamacpp", "transformers") if b in args.backends]
     runs = {}
-    for backend in ("llamacpp", "transformers"):
+    for backend in backends:
         print(f"{backend}: planning {len(golds)} {args.dataset} dev questions with {_relative(adapter)} ...",
               file=sys.stderr, flush=True)
         runs[backend] = run_backend(backend, adapter, golds, args.batch_size if backend == "transformers" else 1,
-                                    not args.no_progress)
+                                    not args.no_progress, gguf)
         print(f"{backend}: {runs[backend]['s_per_question']} s a question", file=sys.stderr, flush=True)
 
+    both = len(runs) == 2
     rows, same_raw, same_norm = [], 0, 0
-    for g, a, b in zip(golds, runs["llamacpp"]["scores"], runs["transformers"]["scores"], strict=True):
-        raw = a.predicted == b.predicted
-        norm = normalise(a.predicted, g.entity_names) == normalise(b.predicted, g.entity_names)
-        same_raw += raw
-        same_norm += norm
-        rows.append({"id": g.question_id, "same": raw, "same_normalised": norm, "exact_llamacpp": a.exact,
-                     "exact_transformers": b.exact, **({} if raw else {"llamacpp": a.predicted,
-                                                                        "transformers": b.predicted})})
+    for i, g in enumerate(golds):
+        row: dict = {"id": g.question_id}
+        if both:
+            a, b = runs["llamacpp"]["scores"][i].predicted, runs["transformers"]["scores"][i].predicted
+            row["same"] = a == b
+            row["same_normalised"] = normalise(a, g.entity_names) == normalise(b, g.entity_names)
+            same_raw += row["same"]
+            same_norm += row["same_normalised"]
+        for k, r in runs.items():
+            row[f"exact_{k}"] = r["scores"][i].exact
+        for k, r in runs.items():
+            row[k] = r["scores"][i].predicted
+        rows.append(row)
     n = len(golds)
     em = {k: runs[k]["metrics"]["exact_match"] for k in runs}
-    gap = round(100 * abs(em["llamacpp"] - em["transformers"]), 2)
+    gap = round(100 * abs(em["llamacpp"] - em["transformers"]), 2) if both else None
     manifest = read_manifest(adapter)
     out = {
         "command": " ".join(["python", *sys.argv]),
@@ -121,27 +158,32 @@ def main(argv=None) -> int:
         "adapter_sha256": {f: sha256_file(adapter / f)[:16] for f in ("adapter_config.json",
                                                                        "adapter_model.safetensors")},
         "base_model": manifest.get("base_model"),
+        **({"llamacpp_gguf": {"name": gguf.name, "sha256": sha256_file(gguf)}} if gguf is not None else {}),
         "threads": args.threads, "cpus": os.cpu_count(),
-        "agreement": round(same_raw / n, 4),
-        "agreement_normalised": round(same_norm / n, 4),
+        "agreement": round(same_raw / n, 4) if both else None,
+        "agreement_normalised": round(same_norm / n, 4) if both else None,
         "exact_match": em,
         "exact_match_gap_points": gap,
         "targets": {"agreement_min": AGREEMENT_TARGET, "exact_match_gap_max_points": EXACT_GAP_TARGET,
-                    "met": same_raw / n >= AGREEMENT_TARGET and gap <= EXACT_GAP_TARGET},
+                    "met": both and same_raw / n >= AGREEMENT_TARGET and gap <= EXACT_GAP_TARGET},
         "backends": {k: {key: v for key, v in r.items() if key != "scores"} for k, r in runs.items()},
-        "speedup_s_per_question": round(runs["transformers"]["s_per_question"] / runs["llamacpp"]["s_per_question"],
-                                        2),
+        "speedup_s_per_question": (round(runs["transformers"]["s_per_question"] / runs["llamacpp"]["s_per_question"],
+                                         2) if both else None),
         "per_question": rows,
     }
-    path = Path(args.out)
+    path = out_path
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     tmp.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
     os.replace(tmp, path)
-    print(f"{args.dataset} dev, first {n}: plans identical {same_raw}/{n} ({same_raw / n:.1%}; normalised "
-          f"{same_norm / n:.1%}); exact plan match llama.cpp {em['llamacpp']:.3f} vs transformers "
-          f"{em['transformers']:.3f} ({gap} points); s/question {runs['llamacpp']['s_per_question']} vs "
-          f"{runs['transformers']['s_per_question']}; targets {'met' if out['targets']['met'] else 'NOT met'}")
+    if both:
+        print(f"{args.dataset} dev, {n} questions: plans identical {same_raw}/{n} ({same_raw / n:.1%}; normalised "
+              f"{same_norm / n:.1%}); exact plan match llama.cpp {em['llamacpp']:.3f} vs transformers "
+              f"{em['transformers']:.3f} ({gap} points); s/question {runs['llamacpp']['s_per_question']} vs "
+              f"{runs['transformers']['s_per_question']}; targets {'met' if out['targets']['met'] else 'NOT met'}")
+    else:
+        print(f"{args.dataset} dev, {n} questions, {backends[0]} only: exact plan match {em[backends[0]]:.3f}; "
+              f"s/question {runs[backends[0]]['s_per_question']}")
     print(f"wrote {path}")
     return 0
 
