@@ -71,7 +71,7 @@ def f16_gguf(gguf: Path, digest: str) -> tuple[Path, str, float]:
         return gguf, digest, 0.0
     import llama_cpp
 
-    logger.warning("writing %s with f16 weights for llama.cpp in %s (%s; once, about half a minute)",
+    logger.warning("writing %s with f16 weights for llama.cpp in %s (%s; once, about 10 s)",
                    gguf.name, target, reason)
     start = time.perf_counter()
     tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")

@@ -136,8 +136,9 @@ class LlamaCppLLM:
 
     ``model``: ``"qwen2.5-coder-0.5b"``, ``"smollm2"`` or a ``.gguf`` file; ``adapter``: a peft LoRA
     directory. ``weights``: ``f16`` (the shipped weights dequantised once, :mod:`memq.gguf_weights`) or
-    ``shipped``; default ``$MEMQ_LLAMA_WEIGHTS``, else ``f16``. ``threads`` defaults to ``$MEMQ_LLAMA_THREADS``, else :func:`default_threads`. ``batch_size`` is
-    only how many prompts a batched caller hands over at once. ``calls`` counts prompts answered, ``tokens`` new tokens.
+    ``shipped``; default ``$MEMQ_LLAMA_WEIGHTS``, else ``f16``. ``threads`` defaults to ``$MEMQ_LLAMA_THREADS``,
+    else :func:`default_threads`. ``batch_size`` is only how many prompts a batched caller hands over at once.
+    ``calls`` counts prompts answered, ``tokens`` new tokens.
     """
 
     backend = "llamacpp"
