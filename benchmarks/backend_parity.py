@@ -3,6 +3,8 @@
     nice .venv/bin/python benchmarks/backend_parity.py                       # first 200 WebQSP dev questions
     nice .venv/bin/python benchmarks/backend_parity.py --adapter DIR --out benchmarks/results/backend_parity.json
     nice .venv/bin/python benchmarks/backend_parity.py --backends llamacpp --gguf F16.gguf --out /tmp/f16.json
+    nice .venv/bin/python benchmarks/backend_parity.py \
+        --transformers-plans benchmarks/results/backend_parity_transformers_plans.json   # llama.cpp only, ~10 min
 
 The fine-tuned planner (default: the committed adapter, memory_bank/<dataset>/planner, whatever it holds now)
 plans the first ``--limit`` questions of the dev split (memq.plan.data.load_split) twice with the same prompt:
@@ -19,7 +21,13 @@ Every per-question row holds the plan text of each backend that ran. ``--gguf`` 
 file with the same adapter (say an F16 or F32 copy of the base made by llama.cpp's quantizer, to see what its
 quantised matrix products cost); the adapter manifest's base sha256 is then not checked, and the JSON records the
 file's name and sha256. ``--backends`` runs one backend only (no agreement is computed) and ``--ids`` plans only
-the named questions of the first ``--limit``.
+the named questions of the first ``--limit``. ``--weights`` picks llama.cpp's weights (memq.gguf_weights: ``f16``,
+the default, or ``shipped``).
+
+``--transformers-plans FILE`` takes transformers' plan texts from a JSON file (``{"plans": {id: text}, "source":
+...}``) instead of planning again: transformers takes about 24 s a question on the 2-core CPU, 80 minutes for 200.
+The committed ``benchmarks/results/backend_parity_transformers_plans.json`` holds them, with how they were obtained;
+they are scored as a run would score them, and the JSON says where they came from.
 
 The targets (agreement >= 95%, exact-match difference <= 1 point) are checked and printed; the exit code is 0
 either way (the JSON records whether they held). A backend that falls back (llama-cpp-python missing) is an
@@ -84,6 +92,26 @@ def run_backend(backend: str, adapter: Path, golds, batch_size: int, progress: b
             "new_tokens": llm.tokens, "metrics": metrics, "scores": scores}
 
 
+def _llama_threads() -> int:
+    from memq.llamacpp import _env_threads, default_threads
+
+    return _env_threads() or default_threads()
+
+
+def recorded_run(path: Path, golds) -> dict:
+    """transformers' plans read from ``path`` and scored as :func:`run_backend` scores a run's."""
+    from memq.plan.evaluate import score_plan, summarise
+
+    data = json.loads(path.read_text(encoding="utf-8"))
+    missing = [g.question_id for g in golds if g.question_id not in data["plans"]]
+    if missing:
+        raise SystemExit(f"{path} has no transformers plan for {len(missing)} question(s): {', '.join(missing[:5])}")
+    scores = [score_plan(g, data["plans"][g.question_id]) for g in golds]
+    return {"backend": "transformers", "recorded": {"file": _relative(path), "source": data.get("source")},
+            "s_per_question": data.get("s_per_question"), "new_tokens": data.get("new_tokens"),
+            "metrics": summarise(scores), "scores": scores}
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--dataset", choices=("webqsp", "cwq"), default="webqsp")
@@ -97,6 +125,9 @@ def main(argv=None) -> int:
     p.add_argument("--ids", nargs="+", help="plan only these question ids (of the first --limit)")
     p.add_argument("--out", help="result JSON (default benchmarks/results/backend_parity.json; required with "
                                  "--backends, --gguf or --ids, which do not make that measurement)")
+    p.add_argument("--weights", choices=("f16", "shipped"), default=None,
+                   help="llama.cpp's base weights (default $MEMQ_LLAMA_WEIGHTS, else f16)")
+    p.add_argument("--transformers-plans", help="JSON of transformers' plan texts to compare with, instead of a run")
     p.add_argument("--no-progress", action="store_true")
     args = p.parse_args(argv)
     if args.limit < 1:
@@ -123,8 +154,13 @@ def main(argv=None) -> int:
         if missing:
             p.error(f"--ids not among the first {args.limit} dev questions: {', '.join(sorted(missing))}")
         golds = [g for g in golds if g.question_id in set(args.ids)]
+    if args.weights:
+        os.environ["MEMQ_LLAMA_WEIGHTS"] = args.weights
     backends = [b for b in ("llamacpp", "transformers") if b in args.backends]
     runs = {}
+    if args.transformers_plans:
+        runs["transformers"] = recorded_run(Path(args.transformers_plans), golds)
+        backends = [b for b in backends if b != "transformers"]
     for backend in backends:
         print(f"{backend}: planning {len(golds)} {args.dataset} dev questions with {_relative(adapter)} ...",
               file=sys.stderr, flush=True)
@@ -159,6 +195,7 @@ def main(argv=None) -> int:
                                                                        "adapter_model.safetensors")},
         "base_model": manifest.get("base_model"),
         **({"llamacpp_gguf": {"name": gguf.name, "sha256": sha256_file(gguf)}} if gguf is not None else {}),
+        "llama_weights": os.environ.get("MEMQ_LLAMA_WEIGHTS", "f16"), "llama_threads": _llama_threads(),
         "threads": args.threads, "cpus": os.cpu_count(),
         "agreement": round(same_raw / n, 4) if both else None,
         "agreement_normalised": round(same_norm / n, 4) if both else None,
