@@ -39,10 +39,8 @@ mean per token) go on until they end with *Finally*. The MiniLM similarity
 of a statement's description to the question only caps how many statements
 enter a step (``max_candidates``).
 
-**Pass budget.** Once a question has spent ``budget`` forward passes (60; chosen
-on WebQSP dev, where it changed no score and halved the slowest questions'
-passes), the search goes on with a beam of 1 and one line per step; the plan's
-notes say so.
+**Pass budget.** Past ``budget`` forward passes a question (60, chosen on dev) is
+searched on with a beam of 1 and one line per step; the plan's notes say so.
 
 **Execution-guided choice.** :class:`~memq.types.Plan` carries the complete
 plans (``Plan.beam``, text and score, best first); the pipeline runs them in
@@ -319,12 +317,9 @@ class GroundedPlanner:
         for step in range(cfg.max_steps):
             spent = (lm.counters[0] - start) if start is not None else cost.passes
             if cfg.budget and spent >= cfg.budget and width > 1:
-                width, lines_each = 1, 1
-                beams = beams[:1]
-                note = (f"pass budget: {spent} forward passes after {step} step(s) reached the budget of "
-                        f"{cfg.budget}; the rest of the plan is searched with a beam of 1")
-                for h in beams:
-                    h.notes.append(note)
+                width, lines_each, beams = 1, 1, beams[:1]
+                beams[0].notes.append(f"pass budget: {spent} forward passes after {step} step(s) reached the budget "
+                                      f"of {cfg.budget}; the rest of the plan is searched with a beam of 1")
             grown: list[_Hyp] = []
             for h in beams:
                 lines = self._lines(h, entities, names, lm, neigh, sims)
