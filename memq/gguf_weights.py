@@ -21,7 +21,7 @@ import os
 import time
 from pathlib import Path
 
-from .llm import LLMError, _memo_sha256, cache_root
+from .llm import LLMError, cache_root, memo_sha256
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ def f16_gguf(gguf: Path, digest: str) -> tuple[Path, str, float]:
             return gguf, digest, 0.0
         if manifest.get("source_sha256") != digest:
             reason = "built from another file"
-        elif not target.is_file() or _memo_sha256(target) != manifest.get("sha256"):
+        elif not target.is_file() or memo_sha256(target) != manifest.get("sha256"):
             reason = "the file does not match its manifest's sha256"
         else:
             return target, manifest["sha256"], 0.0
@@ -88,7 +88,7 @@ def f16_gguf(gguf: Path, digest: str) -> tuple[Path, str, float]:
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
-    sha = _memo_sha256(target)
+    sha = memo_sha256(target)
     manifest_path.write_text(json.dumps({"source": gguf.name, "source_sha256": digest, "source_quantised": kinds,
                                          "sha256": sha}, indent=2) + "\n")
     return target, sha, time.perf_counter() - start

@@ -157,13 +157,13 @@ def gguf_source(model: str) -> tuple[str, Path, str] | None:
     """``(name, GGUF file, sha256)`` for a named model or a ``.gguf`` path (no conversion); None otherwise."""
     if model == "smollm2":
         gguf = _smollm2_gguf()
-        return model, gguf, _memo_sha256(gguf)
+        return model, gguf, memo_sha256(gguf)
     if model in ("qwen2.5-coder-0.5b", "qwen"):
         gguf, digest = _qwen_gguf()
         return "qwen2.5-coder-0.5b", gguf, digest
     path = Path(model).expanduser()
     if path.is_file() and path.suffix == ".gguf":
-        return path.stem.lower(), path, _memo_sha256(path)
+        return path.stem.lower(), path, memo_sha256(path)
     return None
 
 
@@ -180,13 +180,13 @@ def resolve_model(model: str) -> ModelSource:
             info = json.loads(meta.read_text())
             return ModelSource(info["name"], path, info["sha256"])
         weights = sorted(path.glob("*.safetensors")) or sorted(path.glob("*.bin"))
-        digest = _memo_sha256(weights[0]) if weights else hashlib.sha256(str(path).encode()).hexdigest()
+        digest = memo_sha256(weights[0]) if weights else hashlib.sha256(str(path).encode()).hexdigest()
         return ModelSource(path.name, path, digest)
     raise LLMError(f"unknown model {model!r}: expected 'qwen2.5-coder-0.5b', 'smollm2', "
                    "a .gguf file or a transformers model directory")
 
 
-def _memo_sha256(path: Path) -> str:
+def memo_sha256(path: Path) -> str:
     """sha256 of a file, remembered in the cache by (path, size, mtime)."""
     st = path.stat()
     memo = cache_root() / "models" / "sha256.json"

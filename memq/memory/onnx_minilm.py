@@ -50,9 +50,9 @@ def unavailable() -> str | None:
 
 
 def _source_digest(path: Path) -> str:
-    from memq.llm import _memo_sha256
+    from memq.llm import memo_sha256
 
-    return _memo_sha256(path / "model.safetensors")
+    return memo_sha256(path / "model.safetensors")
 
 
 def cached_graph(path: Path, torch_model: Callable[[], Any]) -> Path:
