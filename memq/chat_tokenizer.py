@@ -33,7 +33,7 @@ class ChatTokenizer:
     def __init__(self, directory: str | Path) -> None:
         from tokenizers import Tokenizer
 
-        directory = Path(directory)
+        self.directory = directory = Path(directory)
         try:
             self._tok = Tokenizer.from_file(str(directory / "tokenizer.json"))
             config = json.loads((directory / "tokenizer_config.json").read_text())
@@ -44,7 +44,6 @@ class ChatTokenizer:
         self.special = {k: t for k in SPECIAL if (t := _token_text(config.get(k))) is not None}
         if "pad_token" not in self.special and "eos_token" in self.special:
             self.special["pad_token"] = self.special["eos_token"]
-        self.clean_up_spaces = bool(config.get("clean_up_tokenization_spaces", False))
         self._template = None
 
     def __getattr__(self, name: str):
@@ -59,12 +58,7 @@ class ChatTokenizer:
         return {"input_ids": self._tok.encode(text, add_special_tokens=add_special_tokens).ids}
 
     def decode(self, ids: list[int], skip_special_tokens: bool = False) -> str:
-        text = self._tok.decode(list(ids), skip_special_tokens=skip_special_tokens)
-        if self.clean_up_spaces:  # as transformers' clean_up_tokenization
-            for a, b in ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"),
-                         (" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re")):
-                text = text.replace(a, b)
-        return text
+        return self._tok.decode(list(ids), skip_special_tokens=skip_special_tokens)
 
     def apply_chat_template(self, messages: list[dict], tokenize: bool = False,
                             add_generation_prompt: bool = False) -> str:
@@ -77,6 +71,24 @@ class ChatTokenizer:
             self._template = _compile(self.chat_template)
         return self._template.render(messages=messages, tools=None, documents=None,
                                      add_generation_prompt=add_generation_prompt, **self.special)
+
+
+def open_tokenizer(directory: str | Path):
+    """A :class:`ChatTokenizer` for ``directory``; transformers' own tokenizer when its ``tokenizer_config.json``
+    asks for ``clean_up_tokenization_spaces``, a decoding rule transformers applies by tokenizer type that
+    ChatTokenizer does not reproduce (neither bundled model sets it)."""
+    try:
+        config = json.loads((Path(directory) / "tokenizer_config.json").read_text())
+    except (OSError, ValueError):
+        config = {}  # ChatTokenizer names the unreadable file
+    if not config.get("clean_up_tokenization_spaces"):
+        return ChatTokenizer(directory)
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(directory))
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    return tok
 
 
 def _compile(template: str):

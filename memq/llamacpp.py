@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .chat_tokenizer import ChatTokenizer
+from .chat_tokenizer import open_tokenizer
 from .gguf_weights import WEIGHTS, f16_gguf, weights_from_env
 from .kv_state import Runner, state_dir
 from .llm import LLMError, _cut, _validate, cache_root, chat_text, gguf_source
@@ -198,7 +198,7 @@ class LlamaCppLLM:
         tok_dir, seconds = tokenizer_dir(name, gguf, digest)
         if seconds:
             prepared.append((f"tokenizer of {gguf.name} under {tok_dir.parent.name}/", seconds))
-        tok = ChatTokenizer(tok_dir)  # transformers' tokenizer and chat template, without importing transformers
+        tok = open_tokenizer(tok_dir)  # transformers' tokenizer and chat template, without importing transformers
         if self.weights == "f16":  # the adapter and the tokenizer are the shipped file's; only the weights change
             _route_native_logs()  # the quantizer's per-tensor lines go to logging, not the terminal
             gguf, digest, seconds = f16_gguf(gguf, digest)

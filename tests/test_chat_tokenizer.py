@@ -3,9 +3,11 @@ decoded text and the same chat text as transformers' own tokenizer, for both mod
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from memq.chat_tokenizer import ChatTokenizer
+from memq.chat_tokenizer import ChatTokenizer, open_tokenizer
 from memq.llamacpp import tokenizer_dir
 from memq.llm import LLMError, gguf_source
 from memq.plan.prompt import planner_prompt
@@ -63,3 +65,19 @@ def test_bad_tokenizer_directories_are_named(tmp_path):
     (tmp_path / "tokenizer_config.json").write_text("{}")
     with pytest.raises(LLMError, match=str(tmp_path.name)):
         ChatTokenizer(tmp_path)
+
+
+def test_a_tokenizer_asking_for_space_clean_up_is_transformers_own(pair, tmp_path):
+    """transformers applies clean_up_tokenization_spaces by tokenizer type; ChatTokenizer leaves it to transformers."""
+    import shutil
+
+    ours, _ = pair
+    directory = tmp_path / "tok"
+    shutil.copytree(ours.directory, directory)
+    config = json.loads((directory / "tokenizer_config.json").read_text())
+    assert isinstance(open_tokenizer(directory), ChatTokenizer)
+    (directory / "tokenizer_config.json").write_text(json.dumps(config | {"clean_up_tokenization_spaces": True}))
+    got = open_tokenizer(directory)
+    assert not isinstance(got, ChatTokenizer) and got.pad_token is not None
+    assert got("Find the spouse .", add_special_tokens=False)["input_ids"] == ours("Find the spouse .",
+                                                                                   add_special_tokens=False)["input_ids"]
