@@ -55,10 +55,10 @@ def f16_gguf(gguf: Path, digest: str) -> tuple[Path, str, float]:
     except (OSError, ValueError):
         manifest, reason = None, "not built yet"
     if manifest is not None:
-        if manifest.get("unquantised_source"):
-            return gguf, digest, 0.0
         if manifest.get("source_sha256") != digest:
             reason = "built from another file"
+        elif manifest.get("unquantised_source"):
+            return gguf, digest, 0.0
         elif not target.is_file() or memo_sha256(target) != manifest.get("sha256"):
             reason = "the file does not match its manifest's sha256"
         else:
