@@ -92,12 +92,6 @@ def run_backend(backend: str, adapter: Path, golds, batch_size: int, progress: b
             "new_tokens": llm.tokens, "metrics": metrics, "scores": scores}
 
 
-def _llama_threads() -> int:
-    from memq.llamacpp import _env_threads, default_threads
-
-    return _env_threads() or default_threads()
-
-
 def recorded_run(path: Path, golds) -> dict:
     """transformers' plans read from ``path`` and scored as :func:`run_backend` scores a run's."""
     from memq.plan.evaluate import score_plan, summarise
@@ -139,7 +133,9 @@ def main(argv=None) -> int:
     import torch
 
     torch.set_num_threads(args.threads)
+    from memq.gguf_weights import weights_from_env
     from memq.hashing import sha256_file
+    from memq.llamacpp import default_threads
     from memq.plan.data import load_split
     from memq.plan.format import normalise
     from memq.plan.planner import default_adapter, read_manifest
@@ -195,7 +191,7 @@ def main(argv=None) -> int:
                                                                        "adapter_model.safetensors")},
         "base_model": manifest.get("base_model"),
         **({"llamacpp_gguf": {"name": gguf.name, "sha256": sha256_file(gguf)}} if gguf is not None else {}),
-        "llama_weights": os.environ.get("MEMQ_LLAMA_WEIGHTS", "f16"), "llama_threads": _llama_threads(),
+        "llama_weights": weights_from_env(), "llama_threads": default_threads(),
         "threads": args.threads, "cpus": os.cpu_count(),
         "agreement": round(same_raw / n, 4) if both else None,
         "agreement_normalised": round(same_norm / n, 4) if both else None,

@@ -332,10 +332,10 @@ def main(argv=None) -> int:
         tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
         kg_shown = os.path.relpath(args.kg, ROOT) if Path(args.kg).is_absolute() else args.kg  # no machine paths
         from memq.gguf_weights import weights_from_env
-        from memq.llamacpp import _env_threads, default_threads
+        from memq.llamacpp import default_threads
 
         tmp.write_text(json.dumps({"threads": torch.get_num_threads(), "cpus": os.cpu_count(), "loads_s": loads,
-                                   "llama_threads": _env_threads() or default_threads(),
+                                   "llama_threads": default_threads(),
                                    "llama_weights": weights_from_env(),
                                    "settings": rows, "kg": kg_shown, "store": args.store,
                                    "transformers_over_llamacpp": ratios, "fresh_ask": fresh,

@@ -123,12 +123,12 @@ class Loaded:
 
 
 def default_threads() -> int:
-    """One thread fewer than the CPUs, at least one.
+    """``$MEMQ_LLAMA_THREADS`` when set, else one thread fewer than the CPUs, at least one.
 
     ggml's threads meet at spin barriers after every operation: when another process takes a core, a
     thread that loses it stalls the others, and on 2 busy cores a token took 5-7 s with 2 threads against
     75 ms with 1 (measured). One core left free keeps a shared machine's worst case close to its best."""
-    return max(1, (os.cpu_count() or 1) - 1)
+    return _env_threads() or max(1, (os.cpu_count() or 1) - 1)
 
 
 class LlamaCppLLM:
@@ -136,8 +136,8 @@ class LlamaCppLLM:
 
     ``model``: ``"qwen2.5-coder-0.5b"``, ``"smollm2"`` or a ``.gguf`` file; ``adapter``: a peft LoRA
     directory. ``weights``: ``f16`` (the shipped weights dequantised once, :mod:`memq.gguf_weights`) or
-    ``shipped``; default ``$MEMQ_LLAMA_WEIGHTS``, else ``f16``. ``threads`` defaults to ``$MEMQ_LLAMA_THREADS``,
-    else :func:`default_threads`. ``batch_size`` is only how many prompts a batched caller hands over at once.
+    ``shipped``; default ``$MEMQ_LLAMA_WEIGHTS``, else ``f16``. ``threads`` defaults to :func:`default_threads`
+    (``$MEMQ_LLAMA_THREADS``, else one fewer than the CPUs). ``batch_size`` is only how many prompts a batched caller hands over at once.
     ``calls`` counts prompts answered, ``tokens`` new tokens.
     """
 
@@ -161,7 +161,7 @@ class LlamaCppLLM:
         self.adapter = str(adapter) if adapter is not None else None
         self.batch_size = batch_size
         self.system = system
-        self.threads = threads or _env_threads() or default_threads()
+        self.threads = threads or default_threads()
         self.n_ctx = n_ctx
         self.calls = 0
         self.tokens = 0
