@@ -107,13 +107,15 @@ def recorded_run(path: Path, golds) -> dict:
 
 
 def main(argv=None) -> int:
+    from memq.plan.base import BACKENDS
+
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--dataset", choices=("webqsp", "cwq"), default="webqsp")
     p.add_argument("--limit", type=int, default=200, help="first N dev questions (default 200)")
     p.add_argument("--adapter", help="fine-tuned planner adapter (default: memory_bank/<dataset>/planner)")
     p.add_argument("--batch-size", type=int, default=8, help="transformers prompts per generate call")
     p.add_argument("--threads", type=int, default=os.cpu_count(), help="torch CPU threads (llama.cpp uses every CPU)")
-    p.add_argument("--backends", nargs="+", choices=("llamacpp", "transformers"), default=["llamacpp", "transformers"],
+    p.add_argument("--backends", nargs="+", choices=BACKENDS, default=list(BACKENDS),
                    help="backends to run (default both; with one, no agreement is computed)")
     p.add_argument("--gguf", help="run llama.cpp on this GGUF file (e.g. an F16 copy of the base) with the adapter")
     p.add_argument("--ids", nargs="+", help="plan only these question ids (of the first --limit)")
@@ -152,7 +154,7 @@ def main(argv=None) -> int:
         golds = [g for g in golds if g.question_id in set(args.ids)]
     if args.weights:
         os.environ["MEMQ_LLAMA_WEIGHTS"] = args.weights
-    backends = [b for b in ("llamacpp", "transformers") if b in args.backends]
+    backends = [b for b in BACKENDS if b in args.backends]
     runs = {}
     if args.transformers_plans:
         runs["transformers"] = recorded_run(Path(args.transformers_plans), golds)

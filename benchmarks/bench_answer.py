@@ -215,6 +215,8 @@ def load_planner(args, questions, loads: dict, backend: str):
 
 
 def parse_args(argv=None) -> argparse.Namespace:
+    from memq.plan.base import BACKENDS
+
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--dataset", choices=("webqsp", "cwq"), default="webqsp")
     p.add_argument("--split", choices=("dev", "test"), default="dev")
@@ -227,7 +229,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--planner", choices=("fewshot", "finetuned", "none"), default="fewshot")
     p.add_argument("--llm", default="qwen2.5-coder-0.5b", help="few-shot planner model")
     p.add_argument("--adapter", help="LoRA adapter for --planner finetuned")
-    p.add_argument("--backend", nargs="+", choices=("llamacpp", "transformers"), default=["llamacpp", "transformers"],
+    p.add_argument("--backend", nargs="+", choices=BACKENDS, default=list(BACKENDS),
                    help="planner backends to time on the same questions (the ratio is printed for both)")
     p.add_argument("--fresh", type=int, default=0, metavar="N",
                    help="also time `memq ask` in a fresh process N times per backend")
