@@ -89,7 +89,15 @@ def run_backend(backend: str, adapter: Path, golds, batch_size: int, progress: b
     prepared = [{"built": what, "s": round(s, 1)} for what, s in getattr(loaded, "prepared", ())]
     return {"backend": planner.backend_used, "model": llm.name, "load_s": round(load_s, 2), "caches_built": prepared,
             "plan_s": round(plan_s, 1), "s_per_question": round(plan_s / len(golds), 3),
-            "new_tokens": llm.tokens, "metrics": metrics, "scores": scores}
+            "new_tokens": llm.tokens, **_passes(llm), "metrics": metrics, "scores": scores}
+
+
+def _passes(llm) -> dict:
+    """llama.cpp's forward passes and the drafts it decoded with (speculative decoding, memq.draft)."""
+    if not hasattr(llm, "counters"):
+        return {}
+    passes, tokens = llm.counters
+    return {"drafts": llm.drafts, "forward_passes": passes, "tokens_evaluated": tokens}
 
 
 def recorded_run(path: Path, golds) -> dict:

@@ -299,6 +299,7 @@ def main(argv=None) -> int:
         pipe_b = Pipeline(replace(config, planner=args.planner, backend=backend), bank=bank, kg=kg, planner=planner)
         run_setting(pipe_b, questions[:1], None)  # warm-up, not counted
         tokens0 = getattr(llm, "tokens", None)
+        passes0 = llm.counters[0] if hasattr(llm, "counters") else None
         recs = run_setting(pipe_b, questions[1:args.limit + 1], None)
         name = f"{args.planner}/{planner.backend_used}"
         row = summary(name, recs)
@@ -309,6 +310,9 @@ def main(argv=None) -> int:
         row["planner"] = f"{getattr(planner, 'name', args.planner)} ({planner.backend_used})"
         row["backend"] = planner.backend_used
         row["fallbacks"] = list(getattr(planner, "fallbacks", ()))
+        if passes0 is not None:  # llama.cpp: forward passes (speculative decoding keeps several tokens a pass)
+            row["forward_passes_per_question"] = round((llm.counters[0] - passes0) / len(recs), 1)
+            row["drafts"] = llm.drafts
         rows.append(row)
         all_records[name] = recs
     ratios = backend_ratios(rows)

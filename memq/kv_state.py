@@ -141,6 +141,21 @@ class Runner:
         self._decode([token], len(self.ids), [True])
         return self._row(0, copy=False)
 
+    def extend(self, tokens: list[int]) -> np.ndarray:
+        """Append ``tokens`` in one forward pass; the logits after each of them (rows)."""
+        if len(self.ids) + len(tokens) > self.n_ctx:
+            raise LLMError(f"generation ran past the llama.cpp context of {self.n_ctx} tokens")
+        if not 1 <= len(tokens) <= self.n_batch:
+            raise LLMError(f"extend takes 1..{self.n_batch} tokens, got {len(tokens)}")
+        self._decode(tokens, len(self.ids), [True] * len(tokens))
+        return np.stack([self._row(j) for j in range(len(tokens))])
+
+    def truncate(self, n: int) -> None:
+        """Forget every token after the first ``n`` (a rejected draft)."""
+        if n < len(self.ids):
+            self.lib.llama_memory_seq_rm(self.memory, 0, n, -1)
+            self.ids = self.ids[:n]
+
     def _decode(self, tokens: list[int], pos: int, want: list[bool]) -> None:
         b = self.batch
         b.n_tokens = len(tokens)

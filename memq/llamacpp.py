@@ -31,12 +31,15 @@ import os
 import shutil
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from .chat_tokenizer import open_tokenizer
+from .draft import DRAFT, NgramDrafter
+from .errors import MemQError
 from .gguf_weights import WEIGHTS, f16_gguf, weights_from_env
 from .kv_state import Runner, state_dir
 from .llm import LLMError, _cut, _validate, cache_root, chat_text, gguf_source
@@ -44,6 +47,7 @@ from .llm import LLMError, _cut, _validate, cache_root, chat_text, gguf_source
 logger = logging.getLogger(__name__)
 
 LLAMA_CPP_VERSION = "0.3.36"  # the version memq is tested with (pyproject extra "llamacpp")
+MAX_DRAFT_TEXTS = 5000  # texts the draft model is built from (CWQ has 26,747 training plans; 5,000 build in ~1 s)
 INSTALL_HINT = f"pip install llama-cpp-python=={LLAMA_CPP_VERSION} (or `make install`; it compiles llama.cpp)"
 
 
@@ -166,6 +170,40 @@ class LlamaCppLLM:
         self.calls = 0
         self.tokens = 0
         self._loaded: Loaded | None = None
+        self.drafter: NgramDrafter | None = None
+        self.drafts = "none"  # what the drafter was built from, or why there is none (/health, benchmarks)
+        self._draft_source: tuple[str, Callable[[], list[str]]] | None = None
+
+    def draft_from(self, what: str, texts: Callable[[], list[str]]) -> None:
+        """Speculative greedy decoding with drafts from an n-gram model of ``texts()`` (:mod:`memq.draft`),
+        built when the model loads. Outputs do not change, only the number of forward passes. ``what``
+        names the texts. ``$MEMQ_LLAMA_DRAFT=0`` turns drafting off."""
+        self._draft_source = (what, texts)
+        if self._loaded is not None:
+            self._build_drafter()
+
+    def _build_drafter(self) -> None:
+        if self._draft_source is None:
+            return
+        what, texts = self._draft_source
+        self._draft_source = None
+        if os.environ.get("MEMQ_LLAMA_DRAFT", "1") == "0":
+            self.drafts = "none (MEMQ_LLAMA_DRAFT=0)"
+            return
+        start = time.perf_counter()
+        try:
+            plans = texts()[:MAX_DRAFT_TEXTS]
+        except (MemQError, OSError) as exc:
+            self.drafts = f"none ({what}: {exc})"
+            logger.warning("no drafts for speculative decoding (decoding stays greedy, one token a pass): %s",
+                           self.drafts)
+            return
+        tok = self._loaded.tokenizer
+        self.drafter = NgramDrafter((tok(t, add_special_tokens=False)["input_ids"] for t in plans),
+                                    eos=self._loaded.runner.eos)
+        self.drafts = (f"{what}: {len(plans)} texts, {len(self.drafter)} contexts "
+                       f"({time.perf_counter() - start:.2f} s)")
+        logger.info("speculative decoding drafts from %s", self.drafts)
 
     @property
     def name(self) -> str:
@@ -205,6 +243,7 @@ class LlamaCppLLM:
             if seconds:
                 prepared.append((f"base GGUF with f16 weights ({gguf.name})", seconds))
         self._loaded = Loaded(self._runner(gguf, digest, adapter_path), tok, gguf, adapter_path, prepared)
+        self._build_drafter()
         return self._loaded
 
     def _runner(self, gguf: Path, digest: str, adapter: Path | None) -> Runner:
@@ -244,7 +283,7 @@ class LlamaCppLLM:
                 raise LLMError(f"prompt of {len(ids)} tokens + max_new_tokens {max_new_tokens} exceeds the llama.cpp "
                                f"context of {runner.n_ctx}; pass a larger n_ctx")
             with runner.lock:
-                new = self._greedy(runner, tok, ids, max_new_tokens, stop)
+                new = self._greedy(runner, tok, ids, max_new_tokens, stop, self.drafter)
             kept = [t for t in new if t != tok.pad_token_id]
             self.tokens += len(kept)
             out.append(_cut(tok.decode(kept, skip_special_tokens=True), stop).strip())
@@ -252,17 +291,35 @@ class LlamaCppLLM:
         return out
 
     @staticmethod
-    def _greedy(runner: Runner, tok, ids: list[int], max_new_tokens: int, stop: list[str] | None) -> list[int]:
+    def _greedy(runner: Runner, tok, ids: list[int], max_new_tokens: int, stop: list[str] | None,
+                drafter: NgramDrafter | None = None) -> list[int]:
+        """Greedy decoding; with a ``drafter``, each pass also checks drafted tokens and keeps those that
+        greedy decoding would have chosen (the same tokens, fewer passes)."""
+        def done(new: list[int]) -> bool:
+            return (new[-1] == runner.eos or len(new) >= max_new_tokens
+                    or bool(stop and any(s in tok.decode(new, skip_special_tokens=True) for s in stop if s)))
+
         logits = runner.logits(ids, len(ids))[-1]
         new: list[int] = []
         while True:
-            token = int(np.argmax(logits))
-            new.append(token)
-            if token == runner.eos or len(new) >= max_new_tokens:
+            new.append(int(np.argmax(logits)))
+            if done(new):
                 return new
-            if stop and any(s in tok.decode(new, skip_special_tokens=True) for s in stop if s):
-                return new
-            logits = runner.step(token)
+            room = min(max_new_tokens - len(new), runner.n_ctx - len(ids) - len(new), runner.n_batch) - 1
+            guess = drafter.draft(ids + new, min(DRAFT, room)) if drafter is not None and room > 0 else []
+            if not guess:
+                logits = runner.step(new[-1])
+                continue
+            rows = runner.extend([new[-1], *guess])
+            kept = 0
+            while kept < len(guess) and int(np.argmax(rows[kept])) == guess[kept]:
+                new.append(guess[kept])
+                kept += 1
+                if done(new):
+                    runner.truncate(len(ids) + len(new) - 1)
+                    return new
+            runner.truncate(len(ids) + len(new))
+            logits = rows[kept]
 
     def score(self, prompt: str, continuations: list[str], chat: bool = True) -> list[float]:
         """Log-likelihood (natural log, summed over tokens) of each continuation after ``prompt``.

@@ -262,6 +262,11 @@ def test_greedy_generation_scoring_and_the_prompt_cache(tmp_path):
         "The quick brown fox jumps over the lazy dog."]  # stopped at EOS, special tokens dropped
     assert cpp.generate(repeat, max_new_tokens=24, stop=[" fox", "lazy"]) == ["The quick brown"]
     assert cpp.calls == 2 and cpp.tokens > 0
+    drafted = LlamaCppLLM("smollm2")  # speculative decoding (memq.draft): the same text in fewer passes
+    drafted.draft_from("the fox", lambda: ["The quick brown fox jumps over the lazy dog."])
+    passes = drafted.counters[0]
+    assert drafted.generate(repeat, max_new_tokens=24) == ["The quick brown fox jumps over the lazy dog."]
+    assert drafted.drafts.startswith("the fox: 1 texts") and drafted.counters[0] - passes <= 6 < drafted.tokens
 
     scores = cpp.score("What is the capital of France?", ["The capital of France is Paris.",
                                                           "The capital of France is London."])

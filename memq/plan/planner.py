@@ -84,10 +84,33 @@ class FineTunedPlanner(BatchPlanner):
                                            batch_size=self.batch_size)
             if note:
                 self.fallbacks.append(note)
+            if hasattr(self._llm, "draft_from"):  # llama.cpp: speculative greedy decoding, same plans
+                self._llm.draft_from(f"training plans of {self.adapter.name}", lambda: training_plans(self.manifest))
         return self._llm
 
     def prompt(self, question: str, entities: Entities) -> str:
         return planner_prompt(question, entities)
+
+
+def training_plans(manifest: dict) -> list[str]:
+    """The plan texts an adapter was trained on (its manifest's datasets, train part), derived from the
+    bundled data once and cached (:func:`memq.plan.data.load_split`); a record that does not match the
+    manifest's data sha256 is said in the log. They feed the llama.cpp drafter (:mod:`memq.draft`)."""
+    from .data import data_hash, default_data_path, load_split
+
+    data = manifest.get("data") or {}
+    if not data.get("datasets"):
+        raise MemQError("the adapter's manifest names no training data")
+    exclude = bool(data.get("excluded_webqsp_test_ids"))
+    plans = []
+    for dataset in data["datasets"]:
+        if not default_data_path(dataset, "train", exclude).exists():
+            logger.warning("deriving the %s training plans once (drafts for the llama.cpp planner) ...", dataset)
+        plans += load_split(dataset, "train", exclude_webqsp_test=exclude)
+    if data.get("sha256") and data_hash(plans) != data["sha256"]:
+        logger.info("the derived training plans differ from the adapter's (data sha256 %s, derived %s)",
+                    data["sha256"], data_hash(plans))
+    return [p.text for p in plans]
 
 
 class ScriptedPlanner:

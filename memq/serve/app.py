@@ -184,9 +184,9 @@ def describe_loaded(pipe: Pipeline) -> dict:
         adapter = getattr(pipe.planner, "adapter", None)
         planner.update(name=getattr(pipe.planner, "name", type(pipe.planner).__name__),
                        adapter=shown_path(adapter), adapter_bytes=_bytes(adapter))
-        weights = getattr(getattr(pipe.planner, "llm", None), "weights", None)  # llama.cpp: f16 or shipped
-        if weights:
-            planner["weights"] = weights
+        llm = getattr(pipe.planner, "llm", None)
+        if getattr(llm, "weights", None):  # llama.cpp: f16 or shipped weights, and what it drafts from
+            planner.update(weights=llm.weights, drafts=llm.drafts)
     else:
         planner["name"] = "none: each request sends its plan"
     if hasattr(config, "backend"):

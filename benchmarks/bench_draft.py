@@ -1,0 +1,124 @@
+"""How many tokens speculative decoding keeps per forward pass, for drafter settings, on WebQSP dev plans.
+
+    .venv/bin/python benchmarks/bench_draft.py                      # the grid, and the cost of a pass of k tokens
+    .venv/bin/python benchmarks/bench_draft.py --no-cost --json /tmp/draft.json
+
+Greedy decoding with drafts (memq.draft, memq.llamacpp) writes exactly the greedy tokens, so its passes can be
+counted without the model: replay each plan's greedy tokens (the llama.cpp plans in a backend_parity JSON, first
+200 WebQSP dev questions) and, at each pass, keep the drafted tokens up to the first that differs. The drafter is
+built from the committed adapter's training plans (the train part; dev is held out). Each setting reports the
+tokens kept per pass and an estimated time relative to one token a pass, from the measured cost of one pass over
+1 to 8 tokens on the planner's f16 weights (``--no-cost`` uses the ratios stored in memq's own run below instead).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+# seconds of one pass over k tokens / one pass over one token, measured with this script on the 2-core CPU
+# (f16 weights, 1 thread); used with --no-cost
+COST = {1: 1.0, 2: 1.5, 3: 1.55, 4: 1.8, 5: 1.85, 6: 2.0, 7: 2.15, 8: 2.3}
+
+
+def pass_costs(llm, prompt: str, repeats: int = 5) -> dict[int, float]:
+    """Median seconds of one pass over k = 1..8 new tokens after ``prompt``, relative to k = 1."""
+    runner = llm.load().runner
+    ids = llm.prompt_ids(prompt)
+    runner.logits(ids, len(ids))
+    times: dict[int, list[float]] = {k: [] for k in COST}
+    for _ in range(repeats):
+        for k in times:
+            runner.truncate(len(ids))
+            start = time.perf_counter()
+            runner.extend(list(range(100, 100 + k)))
+            times[k].append(time.perf_counter() - start)
+    one = statistics.median(times[1])
+    return {k: round(statistics.median(v) / one, 3) for k, v in times.items()}
+
+
+def replay(drafter, prompts: list[list[int]], outputs: list[list[int]], k: int) -> tuple[int, int, float]:
+    """(tokens, passes, cost in one-token passes) of drafted greedy decoding that writes ``outputs``."""
+    tokens = passes = 0
+    cost = 0.0
+    for prompt, out in zip(prompts, outputs, strict=True):
+        done = 1  # the prompt's pass chooses the first token
+        while done < len(out):
+            guess = drafter.draft(prompt + out[:done], k)
+            kept = 0
+            while kept < len(guess) and done + kept < len(out) and out[done + kept] == guess[kept]:
+                kept += 1
+            done = min(len(out), done + kept + 1)  # the kept tokens, then the pass's own choice after them
+            passes += 1
+            cost += COST[len(guess) + 1]
+        tokens += len(out) - 1
+    return tokens, passes, cost
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--plans", default=str(ROOT / "benchmarks/results/backend_parity.json"),
+                   help="backend_parity JSON whose llama.cpp plan texts are replayed")
+    p.add_argument("--no-cost", action="store_true", help="do not time passes on the model; use the stored ratios")
+    p.add_argument("--json", help="write the results here")
+    args = p.parse_args(argv)
+
+    from memq.draft import NgramDrafter
+    from memq.plan.data import load_split
+    from memq.plan.planner import FineTunedPlanner, default_adapter, training_plans
+    from memq.plan.prompt import planner_prompt
+
+    rows = json.loads(Path(args.plans).read_text())["per_question"]
+    golds = {g.question_id: g for g in load_split("webqsp", "dev")}
+    planner = FineTunedPlanner(default_adapter("webqsp"))
+    llm = planner.llm
+    if planner.fallbacks:
+        raise SystemExit(f"llama.cpp did not load: {planner.fallbacks}")
+    loaded = llm.load()
+    if not args.no_cost:
+        COST.update(pass_costs(llm, planner_prompt(golds[rows[0]["id"]].question, golds[rows[0]["id"]].entity_names)))
+        print("cost of a pass over k tokens / one token:", COST, flush=True)
+    eos = loaded.runner.eos
+    prompts = [llm.prompt_ids(planner_prompt(golds[r["id"]].question, golds[r["id"]].entity_names)) for r in rows]
+    outputs = [llm.token_ids(r["llamacpp"]) + [eos] for r in rows]
+    texts = training_plans(planner.manifest)
+    seqs = [llm.token_ids(t) for t in texts]
+    results = []
+    for order in (3, 4, 5):
+        for min_context in (1, 2, 3):
+            for share in (0.3, 0.5, 0.7):
+                drafter = NgramDrafter(seqs, eos=eos, order=order, min_context=min_context, min_share=share)
+                for k in (3, 4, 6, 7):
+                    tokens, passes, cost = replay(drafter, prompts, outputs, k)
+                    results.append({"order": order, "min_context": min_context, "min_share": share, "draft": k,
+                                    "tokens_per_pass": round(tokens / passes, 3),
+                                    "relative_time": round(cost / tokens, 3)})
+    results.sort(key=lambda r: r["relative_time"])
+    for r in results[:10]:
+        print(r)
+    from memq import draft
+
+    chosen = next(r for r in results if (r["order"], r["min_context"], r["min_share"], r["draft"]) == (
+        draft.ORDER, draft.MIN_CONTEXT, draft.MIN_SHARE, draft.DRAFT))
+    print("memq's setting:", chosen)
+    if args.json:
+        out = {"command": " ".join(["python", *sys.argv]), "plans": len(rows), "training_plans": len(texts),
+               "pass_cost": COST, "cost_measured": not args.no_cost, "threads": llm.threads,
+               "weights": llm.weights, "cpus": os.cpu_count(), "chosen": chosen, "grid": results}
+        Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
