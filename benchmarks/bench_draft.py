@@ -1,14 +1,16 @@
 """How many tokens speculative decoding keeps per forward pass, for drafter settings, on WebQSP dev plans.
 
     .venv/bin/python benchmarks/bench_draft.py                      # the grid, and the cost of a pass of k tokens
-    .venv/bin/python benchmarks/bench_draft.py --no-cost --json /tmp/draft.json
+    .venv/bin/python benchmarks/bench_draft.py --no-cost --interleave 0 --json /tmp/draft.json   # replay only
 
 Greedy decoding with drafts (memq.draft, memq.llamacpp) writes exactly the greedy tokens, so its passes can be
 counted without the model: replay each plan's greedy tokens (the llama.cpp plans in a backend_parity JSON, first
 200 WebQSP dev questions) and, at each pass, keep the drafted tokens up to the first that differs. The drafter is
 built from the committed adapter's training plans (the train part; dev is held out). Each setting reports the
 tokens kept per pass and an estimated time relative to one token a pass, from the measured cost of one pass over
-1 to 8 tokens on the planner's f16 weights (``--no-cost`` uses the ratios stored in memq's own run below instead).
+1 to 8 tokens on the planner's f16 weights (``--no-cost`` uses the ratios stored below instead). ``--interleave N``
+then decodes the first N prompts for real without drafts, with the first settings tried and with memq's, taking
+turns on each question, and checks that the three write the same texts.
 """
 
 from __future__ import annotations
@@ -65,11 +67,45 @@ def replay(drafter, prompts: list[list[int]], outputs: list[list[int]], k: int) 
     return tokens, passes, cost
 
 
+def interleaved(llm, golds, seqs: list[list[int]], n: int) -> dict:
+    """Seconds and passes of real decoding of the first ``n`` dev prompts without drafts, with the first drafter
+    settings tried and with memq's, taking turns on each question (so a busier moment hits all three alike).
+    Each prompt is decoded once untimed first, so every setting starts from the same KV cache (generation only)."""
+    import memq.llamacpp as backend
+    from memq import draft
+    from memq.plan.prompt import planner_prompt
+
+    runner = llm.load().runner
+    settings = {"none": (None, 0),
+                "first tried (order 4, contexts of 2+, 50%, 6 a pass)": (
+                    draft.NgramDrafter(seqs, eos=runner.eos, order=4, min_context=2, min_share=0.5), 6),
+                "memq (memq.draft defaults)": (draft.NgramDrafter(seqs, eos=runner.eos), draft.DRAFT)}
+    out = {name: {"s": 0.0, "passes": 0, "texts": []} for name in settings}
+    default = llm.drafter, backend.DRAFT
+    try:
+        for g in golds[:n]:
+            prompt = planner_prompt(g.question, g.entity_names)
+            for name, (drafter, k) in settings.items():
+                llm.drafter, backend.DRAFT = drafter, k
+                llm.generate([prompt], max_new_tokens=160)
+                passes, start = runner.decodes, time.perf_counter()
+                out[name]["texts"].append(llm.generate([prompt], max_new_tokens=160)[0])
+                out[name]["s"] += time.perf_counter() - start
+                out[name]["passes"] += runner.decodes - passes
+    finally:
+        llm.drafter, backend.DRAFT = default
+    same = all(v["texts"] == out["none"]["texts"] for v in out.values())
+    return {"questions": n, "same_texts": same,
+            **{name: {"s": round(v["s"], 2), "passes": v["passes"]} for name, v in out.items()}}
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--plans", default=str(ROOT / "benchmarks/results/backend_parity.json"),
                    help="backend_parity JSON whose llama.cpp plan texts are replayed")
     p.add_argument("--no-cost", action="store_true", help="do not time passes on the model; use the stored ratios")
+    p.add_argument("--interleave", type=int, default=30, metavar="N",
+                   help="also time real decoding of the first N dev prompts, the settings taking turns (0: skip)")
     p.add_argument("--json", help="write the results here")
     args = p.parse_args(argv)
 
@@ -111,8 +147,13 @@ def main(argv=None) -> int:
     chosen = next(r for r in results if (r["order"], r["min_context"], r["min_share"], r["draft"]) == (
         draft.ORDER, draft.MIN_CONTEXT, draft.MIN_SHARE, draft.DRAFT))
     print("memq's setting:", chosen)
+    timed = None
+    if args.interleave:
+        timed = interleaved(llm, [golds[r["id"]] for r in rows], seqs, args.interleave)
+        print("real decoding, settings taking turns:", timed)
     if args.json:
         out = {"command": " ".join(["python", *sys.argv]), "plans": len(rows), "training_plans": len(texts),
+               "interleaved": timed,
                "pass_cost": COST, "cost_measured": not args.no_cost, "threads": llm.threads,
                "weights": llm.weights, "cpus": os.cpu_count(), "chosen": chosen, "grid": results}
         Path(args.json).write_text(json.dumps(out, indent=1) + "\n")

@@ -7,26 +7,32 @@ Plans are formulaic (``Find the ... of the person Nina Dobrev, assign it to ?x.`
 ?x.``), so a cheap guess of the next tokens is often right. :meth:`memq.llamacpp.LlamaCppLLM.generate`
 evaluates the current token and the draft in one forward pass and keeps the drafted tokens up to the
 first one that greedy decoding would not have chosen: the output is the greedy output, only fewer passes
-are made (on 2 CPU cores a pass over 7 tokens costs about twice a pass over one, and about 3 drafted
-tokens in 4 are kept on WebQSP dev plans).
+are made (on one CPU thread a pass over 8 tokens costs about 2.3 passes over one, and a pass keeps about
+4 tokens of WebQSP dev plans).
 
 A draft is the model's most likely chain: the next token after the longest context of up to
 :data:`ORDER` tokens (at least :data:`MIN_CONTEXT`) seen in the training plans, while that token follows
 the context at least :data:`MIN_SHARE` of the time. When the model has no guess, the draft copies what
 followed the last earlier occurrence of the context's final tokens in the prompt or in what was generated
-(entity names, which training plans do not hold). The settings were chosen on WebQSP dev plans
-(``benchmarks/bench_draft.py``).
+(entity names, which training plans do not hold). The settings are the best of a grid replayed on the first 200 WebQSP
+dev plans (``benchmarks/bench_draft.py``, ``benchmarks/results/bench_draft.json``).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
-ORDER = 4  # longest context (tokens) the n-gram model looks at
-MIN_CONTEXT = 2  # shortest context it trusts (a single token is too weak a guess)
-MIN_SHARE = 0.5  # a drafted token follows its context in at least this share of the training plans
-DRAFT = 6  # tokens drafted per pass
+ORDER = 5  # longest context (tokens) the n-gram model looks at
+MIN_CONTEXT = 1  # shortest context it uses
+MIN_SHARE = 0.7  # a drafted token follows its context in at least this share of the training plans
+DRAFT = 7  # tokens drafted per pass
+FORMAT = 1  # of a saved drafter (NgramDrafter.save)
+MAX_TEXTS = 5000  # texts a planner's drafter is built from (CWQ has 26,747 training plans; 5,000 build in ~1 s)
 
 
 class NgramDrafter:
@@ -59,6 +65,39 @@ class NgramDrafter:
 
     def __len__(self) -> int:
         return len(self.table)
+
+    @staticmethod
+    def key(texts: Sequence[str], tokenizer: str, eos: int | None, order: int = ORDER, min_context: int = MIN_CONTEXT,
+            min_share: float = MIN_SHARE) -> str:
+        """A cache key for the drafter built from ``texts`` tokenized by ``tokenizer`` (a name that changes with it)."""
+        blob = json.dumps([FORMAT, tokenizer, eos, order, min_context, min_share, list(texts)])
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def save(self, path: str | Path) -> None:
+        """Write the model as JSON (atomically). A saved drafter only ever changes speed: every drafted token is
+        checked against the model's own choice before it is kept."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = {"format": FORMAT, "order": self.order, "min_context": self.min_context, "min_share": self.min_share,
+                "sequences": self.sequences, "table": [[*ctx, tok] for ctx, tok in self.table.items()]}
+        tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+        tmp.write_text(json.dumps(data, separators=(",", ":")))
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> NgramDrafter | None:
+        """A drafter saved by :meth:`save`, or None when there is none or it is not one."""
+        try:
+            data = json.loads(Path(path).read_text())
+            if data.get("format") != FORMAT:
+                return None
+            drafter = cls.__new__(cls)
+            drafter.order, drafter.min_context = int(data["order"]), int(data["min_context"])
+            drafter.min_share, drafter.sequences = float(data["min_share"]), int(data["sequences"])
+            drafter.table = {tuple(int(t) for t in row[:-1]): int(row[-1]) for row in data["table"]}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None
+        return drafter
 
     def draft(self, context: Sequence[int], k: int = DRAFT) -> list[int]:
         """Up to ``k`` tokens likely to follow ``context`` (possibly none)."""

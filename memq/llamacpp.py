@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from .chat_tokenizer import open_tokenizer
-from .draft import DRAFT, NgramDrafter
+from .draft import DRAFT, MAX_TEXTS, NgramDrafter
 from .errors import MemQError
 from .gguf_weights import WEIGHTS, f16_gguf, weights_from_env
 from .kv_state import Runner, state_dir
@@ -47,7 +47,6 @@ from .llm import LLMError, _cut, _validate, cache_root, chat_text, gguf_source
 logger = logging.getLogger(__name__)
 
 LLAMA_CPP_VERSION = "0.3.36"  # the version memq is tested with (pyproject extra "llamacpp")
-MAX_DRAFT_TEXTS = 5000  # texts the draft model is built from (CWQ has 26,747 training plans; 5,000 build in ~1 s)
 INSTALL_HINT = f"pip install llama-cpp-python=={LLAMA_CPP_VERSION} (or `make install`; it compiles llama.cpp)"
 
 
@@ -124,6 +123,7 @@ class Loaded:
     gguf: Path
     adapter_gguf: Path | None
     prepared: list[tuple[str, float]] = field(default_factory=list)  # (what was built on this load, seconds)
+    tokenizer_key: str = ""  # changes with the tokenizer (its cache directory's name: model name and sha256)
 
 
 def default_threads() -> int:
@@ -192,15 +192,19 @@ class LlamaCppLLM:
             return
         start = time.perf_counter()
         try:
-            plans = texts()[:MAX_DRAFT_TEXTS]
+            plans = texts()[:MAX_TEXTS]
         except (MemQError, OSError) as exc:
             self.drafts = f"none ({what}: {exc})"
             logger.warning("no drafts for speculative decoding (decoding stays greedy, one token a pass): %s",
                            self.drafts)
             return
-        tok = self._loaded.tokenizer
-        self.drafter = NgramDrafter((tok(t, add_special_tokens=False)["input_ids"] for t in plans),
-                                    eos=self._loaded.runner.eos)
+        tok, eos = self._loaded.tokenizer, self._loaded.runner.eos
+        saved = cache_root() / "gguf" / "drafts" / f"{NgramDrafter.key(plans, self._loaded.tokenizer_key, eos)}.json"
+        self.drafter = NgramDrafter.load(saved)
+        if self.drafter is None:
+            self.drafter = NgramDrafter((tok(t, add_special_tokens=False)["input_ids"] for t in plans), eos=eos)
+            self.drafter.save(saved)
+            what = f"{what} (model saved in {saved.parent.name}/)"
         self.drafts = (f"{what}: {len(plans)} texts, {len(self.drafter)} contexts "
                        f"({time.perf_counter() - start:.2f} s)")
         logger.info("speculative decoding drafts from %s", self.drafts)
@@ -242,7 +246,7 @@ class LlamaCppLLM:
             gguf, digest, seconds = f16_gguf(gguf, digest)
             if seconds:
                 prepared.append((f"base GGUF with f16 weights ({gguf.name})", seconds))
-        self._loaded = Loaded(self._runner(gguf, digest, adapter_path), tok, gguf, adapter_path, prepared)
+        self._loaded = Loaded(self._runner(gguf, digest, adapter_path), tok, gguf, adapter_path, prepared, tok_dir.name)
         self._build_drafter()
         return self._loaded
 

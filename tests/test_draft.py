@@ -115,11 +115,11 @@ def test_max_new_tokens_and_stop_strings_end_a_draft_where_greedy_ends():
 
 def test_the_ngram_drafter_guesses_formulaic_continuations():
     plans = [[1, 2, 3, 4, 5, 6], [9, 2, 3, 4, 5, 6], [7, 2, 3, 4, 8, 6]]
-    drafter = NgramDrafter(plans, eos=EOS)
+    drafter = NgramDrafter(plans, eos=EOS, order=4, min_context=2, min_share=0.5)
     assert drafter.draft([1, 2, 3], k=3) == [4, 5, 6]  # each token the likeliest after the last (up to) 4
     assert drafter.draft([1, 2, 3], k=10) == [4, 5, 6, EOS]  # a chain stops where the model has no guess
     assert drafter.draft([7, 2, 3, 4, 8], k=2) == [6, EOS]  # the longest context known decides
-    strict = NgramDrafter(plans, eos=EOS, min_share=0.9)
+    strict = NgramDrafter(plans, eos=EOS, order=4, min_context=2, min_share=0.9)
     assert drafter.draft([20, 3, 4], k=1) == [5]  # 5 follows "3 4" in 2 plans of 3
     assert strict.draft([20, 3, 4], k=3) == []  # ... too few for 0.9 (and nothing earlier to copy)
     # no guess from the model: copy what followed the last earlier occurrence of the context's tail
@@ -127,29 +127,38 @@ def test_the_ngram_drafter_guesses_formulaic_continuations():
     assert drafter.draft([20, 21, 30, 31], k=2) == []
 
 
-@pytest.mark.parametrize("kwargs", [{"min_context": 0}, {"min_context": 5}, {"min_share": 0.0}, {"min_share": 1.5}])
+@pytest.mark.parametrize("kwargs", [{"min_context": 0}, {"min_context": 6}, {"min_share": 0.0}, {"min_share": 1.5}])
 def test_the_drafter_refuses_bad_settings(kwargs):
     with pytest.raises(ValueError, match=next(iter(kwargs))):
         NgramDrafter([[1, 2, 3]], **kwargs)
 
 
-def test_the_llamacpp_model_builds_its_drafter_on_load_and_says_from_what(monkeypatch):
+def test_the_llamacpp_model_builds_its_drafter_on_load_and_says_from_what(tmp_path, monkeypatch):
     from types import SimpleNamespace
 
     from memq.errors import MemQError
 
+    monkeypatch.setenv("MEMQ_CACHE", str(tmp_path))
+    calls = []
+
     def tokenizer(text, add_special_tokens=True):
+        calls.append(text)
         return {"input_ids": [ord(c) for c in text]}
 
     def loaded(texts, what="plans"):
         llm = LlamaCppLLM("smollm2")
-        llm._loaded = SimpleNamespace(tokenizer=tokenizer, runner=SimpleNamespace(eos=EOS))  # as load() leaves it
+        llm._loaded = SimpleNamespace(tokenizer=tokenizer, runner=SimpleNamespace(eos=EOS),
+                                      tokenizer_key="chars")  # what load() leaves
         llm.draft_from(what, texts)
         return llm
 
-    llm = loaded(lambda: ["Find the x of y.", "Find the z of y."])
-    assert llm.drafter is not None and llm.drafts.startswith("plans: 2 texts, ")
+    plans = ["Find the x of y.", "Find the z of y."]
+    llm = loaded(lambda: plans)
+    assert llm.drafter is not None and llm.drafts.startswith("plans (model saved in drafts/): 2 texts, ")
     assert llm.drafter.draft([ord(c) for c in "Find"], k=5) == [ord(c) for c in " the "]
+    assert calls == plans
+    again = loaded(lambda: plans)  # a new process: the saved model, nothing tokenized
+    assert calls == plans and again.drafts.startswith("plans: 2 texts, ") and again.drafter.table == llm.drafter.table
 
     def missing():
         raise MemQError("planner data file not found: somewhere")
@@ -170,8 +179,39 @@ def test_the_finetuned_planner_drafts_from_the_plans_its_adapter_was_trained_on(
     plans = load_split("webqsp", "train")
     assert data_hash(plans) == manifest["data"]["sha256"]  # the committed adapter's training data, derived anew
     assert training_plans(manifest) == [p.text for p in plans]
+    assert training_plans(manifest, 10) == [p.text for p in plans[:10]]
     with pytest.raises(MemQError, match="names no training data"):
         training_plans({"kind": "lora-planner"})
     monkeypatch.setattr(memq.llamacpp, "unavailable", lambda: None)
     llm = FineTunedPlanner(default_adapter("webqsp")).llm  # nothing loads until it plans
     assert isinstance(llm, LlamaCppLLM) and llm._draft_source[0] == "training plans of planner"
+
+
+def test_a_bad_training_plans_file_is_an_error_naming_its_line(tmp_path, monkeypatch):
+    from memq.errors import MemQError
+    from memq.plan.data import default_data_path
+    from memq.plan.planner import training_plans
+
+    monkeypatch.setenv("MEMQ_CACHE", str(tmp_path))
+    path = default_data_path("webqsp", "train")
+    path.parent.mkdir(parents=True)
+    path.write_text('{"plan": "Find the x of y, assign it to ?x."}\n{"question": "no plan"}\n')
+    manifest = {"data": {"datasets": ["webqsp"]}}
+    assert training_plans(manifest, 1) == ["Find the x of y, assign it to ?x."]
+    with pytest.raises(MemQError, match=r"webqsp-train-v\d+\.jsonl:2: not a planner data record"):
+        training_plans(manifest)
+
+
+def test_a_saved_drafter_is_keyed_by_its_texts_tokenizer_and_settings(tmp_path):
+    drafter = NgramDrafter([[1, 2, 3, 4], [1, 2, 3, 5], [1, 2, 3, 4]], eos=EOS, order=3, min_context=1, min_share=0.6)
+    drafter.save(tmp_path / "d.json")
+    back = NgramDrafter.load(tmp_path / "d.json")
+    assert back.table == drafter.table and (back.order, back.min_context, back.min_share) == (3, 1, 0.6)
+    assert back.draft([7, 1], k=4) == drafter.draft([7, 1], k=4) == [2, 3, 4, EOS]
+    key = NgramDrafter.key(["a b"], "tok-1", EOS)
+    assert len({key, NgramDrafter.key(["a c"], "tok-1", EOS), NgramDrafter.key(["a b"], "tok-2", EOS),
+                NgramDrafter.key(["a b"], "tok-1", 1), NgramDrafter.key(["a b"], "tok-1", EOS, order=3)}) == 5
+    for bad in ("", "{", '{"format": 99}', '{"format": 1, "order": 3}', "[1, 2]"):
+        (tmp_path / "bad.json").write_text(bad)
+        assert NgramDrafter.load(tmp_path / "bad.json") is None  # rebuilt by the caller
+    assert NgramDrafter.load(tmp_path / "missing.json") is None
