@@ -266,7 +266,8 @@ def test_greedy_generation_scoring_and_the_prompt_cache(tmp_path):
     drafted.draft_from("the fox", lambda: ["The quick brown fox jumps over the lazy dog."])
     passes = drafted.counters[0]
     assert drafted.generate(repeat, max_new_tokens=24) == ["The quick brown fox jumps over the lazy dog."]
-    assert drafted.drafts.startswith("the fox: 1 texts") and drafted.counters[0] - passes <= 6 < drafted.tokens
+    assert drafted.drafts.startswith("the fox") and ": 1 texts" in drafted.drafts  # built, or loaded if saved before
+    assert drafted.counters[0] - passes <= 6 < drafted.tokens
 
     scores = cpp.score("What is the capital of France?", ["The capital of France is Paris.",
                                                           "The capital of France is London."])
