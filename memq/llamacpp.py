@@ -17,7 +17,9 @@ string appears (the text is then cut at its first occurrence).
 The base GGUF's weights are dequantised once to f16 (:mod:`memq.gguf_weights`;
 ``$MEMQ_LLAMA_WEIGHTS=shipped`` runs them as shipped, quantised); a peft LoRA adapter is
 converted once to a GGUF LoRA adapter (:mod:`memq.lora_gguf`) that llama.cpp
-applies at run time. Models load on first use and are shared per process by
+applies at run time. Greedy decoding may check drafted tokens in the same forward pass
+(:meth:`LlamaCppLLM.draft_from`, :mod:`memq.draft`: the fine-tuned planner drafts from its training plans);
+the text is the same, the passes fewer. Models load on first use and are shared per process by
 (GGUF, adapter GGUF, threads, context size). The KV cache keeps the last
 prompt, so prompts that share a prefix (the planner's instructions) only
 evaluate what differs.
@@ -203,8 +205,12 @@ class LlamaCppLLM:
         self.drafter = NgramDrafter.load(saved)
         if self.drafter is None:
             self.drafter = NgramDrafter((tok(t, add_special_tokens=False)["input_ids"] for t in plans), eos=eos)
-            self.drafter.save(saved)
-            what = f"{what} (model saved in {saved.parent.name}/)"
+            try:
+                self.drafter.save(saved)
+                what = f"{what} (model saved in {saved.parent.name}/)"
+            except OSError as exc:  # a read-only cache: built again by the next process
+                logger.warning("could not save the draft model in %s: %s", saved.parent, exc)
+                what = f"{what} (model not saved: {exc.strerror or exc})"
         self.drafts = (f"{what}: {len(plans)} texts, {len(self.drafter)} contexts "
                        f"({time.perf_counter() - start:.2f} s)")
         logger.info("speculative decoding drafts from %s", self.drafts)
