@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -76,13 +75,13 @@ class NgramDrafter:
     def save(self, path: str | Path) -> None:
         """Write the model as JSON (atomically). A saved drafter only ever changes speed: every drafted token is
         checked against the model's own choice before it is kept."""
+        from memq.memory.bank import write_atomic  # the project's atomic writer (temporary file, fsync, rename)
+
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         data = {"format": FORMAT, "order": self.order, "min_context": self.min_context, "min_share": self.min_share,
                 "sequences": self.sequences, "table": [[*ctx, tok] for ctx, tok in self.table.items()]}
-        tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-        tmp.write_text(json.dumps(data, separators=(",", ":")))
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps(data, separators=(",", ":")).encode())
 
     @classmethod
     def load(cls, path: str | Path) -> NgramDrafter | None:
