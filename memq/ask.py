@@ -46,6 +46,12 @@ def add_search_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prune", type=float, help="--planner grounded: nats below the best line not expanded")
     parser.add_argument("--budget", type=int, help="--planner grounded: forward passes per question after which "
                                                    "the search goes on with a beam of 1 (0: no budget)")
+    parser.add_argument("--prior", type=float, help="--planner grounded: weight of the question prior on Find lines "
+                                                   "(0: off)")
+    parser.add_argument("--neighbours", type=int, help="--planner grounded: training questions that vote in the "
+                                                       "question prior")
+    parser.add_argument("--prior-floor", type=float, help="--planner grounded: added to a statement's support "
+                                                          "before its log is taken")
 
 
 def parse_entities(items: list[str]) -> dict[str, str]:
@@ -121,7 +127,8 @@ def config_from(args: argparse.Namespace):
         changes["grounded"] = False
     if getattr(args, "no_repair", False):
         changes["repair"] = False
-    search = {k: getattr(args, k) for k in ("beam", "lines", "norm", "max_candidates", "prune", "budget")
+    search = {k: getattr(args, k) for k in ("beam", "lines", "norm", "max_candidates", "prune", "budget", "prior",
+                                             "neighbours", "prior_floor")
               if getattr(args, k, None) is not None}
     if search:
         changes["search"] = replace(config.search, **search)

@@ -113,6 +113,9 @@ def bank():
 
 
 def planner(kg, bank, target: str, **config) -> GroundedPlanner:
+    """The grounded planner with a scripted model; the question prior is off unless asked for (the tiny bank has
+    no training questions; tests/test_plan_prior.py tests it)."""
+    config.setdefault("prior", 0.0)
     free = FineTunedPlanner(str(REPO_ADAPTER).format(dataset="webqsp"))
     return GroundedPlanner(free, kg=kg, bank=bank, config=GroundedConfig(**config), lm=ScriptedLM(target))
 

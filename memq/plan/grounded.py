@@ -39,6 +39,11 @@ mean per token) go on until they end with *Finally*. The MiniLM similarity
 of a statement's description to the question only caps how many statements
 enter a step (``max_candidates``).
 
+**The question prior** (``prior``, :mod:`memq.plan.prior`). The statements
+that the ``neighbours`` training questions nearest to the question used vote,
+and each Find line's score gets ``prior * (log(prior_floor + support) - the
+best-supported line's)``, a bonus <= 0 that the line search adds exactly.
+
 **Pass budget.** Past ``budget`` forward passes a question (60, chosen on dev) is
 searched on with a beam of 1 and one line per step; the plan's notes say so.
 
@@ -65,14 +70,15 @@ import time
 from dataclasses import dataclass, field
 
 from memq.errors import KnowledgeGraphError, MemQError, ReconstructionError
-from memq.sparql import to_standard
-from memq.sparql.model import FB, Group, Iri, Projection, Query, Triple, Var
+from memq.sparql.model import FB, Group, Iri, Var
 from memq.types import Plan, PlanStep
 
 from .base import Entities
 from .derive import DerivationError, _fresh, find_step
 from .format import VAR, parse_plan, parse_step
 from .linesearch import SearchCost, best_lines
+from .neighbourhood import Edge, Neighbourhood, statement_edges
+from .prior import QuestionPrior, bonuses
 from .prompt import entity_names
 
 __all__ = ["GroundedConfig", "GroundedPlanner", "NORMS", "Neighbourhood"]
@@ -95,83 +101,23 @@ class GroundedConfig:
     max_steps: int = 8
     max_passes: int = 48  # forward passes per line search
     budget: int = 60  # forward passes per question after which the search goes on with a beam of 1; 0: none
+    prior: float = 1.5  # weight of the question prior (memq.plan.prior) on Find lines; 0: off
+    neighbours: int = 10  # training questions that vote in the question prior
+    prior_floor: float = 0.1  # added to a statement's support before its log is taken
 
     def __post_init__(self) -> None:
-        for name in ("beam", "lines", "max_candidates", "max_steps", "max_passes"):
+        for name in ("beam", "lines", "max_candidates", "max_steps", "max_passes", "neighbours"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {getattr(self, name)!r}")
         if not isinstance(self.budget, int) or self.budget < 0:
             raise ValueError(f"budget must be an int >= 0 (0: no budget), got {self.budget!r}")
         if self.norm not in NORMS:
             raise ValueError(f"unknown norm {self.norm!r}; expected one of {', '.join(NORMS)}")
-        if not self.prune > 0:
-            raise ValueError(f"prune must be > 0, got {self.prune!r}")
-
-
-# --------------------------------------------------------------------------- the KG side
-
-Edge = tuple[str, str]  # (relation id, "out" | "in") seen from a node
-
-
-def statement_edges(statement, placeholder: str = "entity1") -> set[Edge]:
-    """The edges a path statement has at ``?<placeholder>``: ``?entity1 ns:r ?x`` is (r, "out")."""
-    from memq.decompose.assemble import fragment
-
-    var = Var(placeholder)
-    out: set[Edge] = set()
-    for t in fragment(statement.sparql, statement.structure).where.all_triples():
-        if not isinstance(t.p, Iri) or not t.p.is_freebase:
-            continue
-        if t.s == var:
-            out.add((t.p.local, "out"))
-        if t.o == var:
-            out.add((t.p.local, "in"))
-    return out
-
-
-class Neighbourhood:
-    """The KG predicates at a node (one query per node, cached for one question) and binding probes."""
-
-    def __init__(self, kg, timeout: float | None = None) -> None:
-        self.kg = kg
-        self.timeout = timeout
-        self.queries = 0
-        self.seconds = 0.0
-        self._cache: dict[str, set[Edge]] = {}
-
-    def _select(self, text: str) -> list:
-        self.queries += 1
-        t0 = time.perf_counter()
-        try:
-            return self.kg.select(text, timeout=self.timeout)
-        finally:
-            self.seconds += time.perf_counter() - t0
-
-    def predicates(self, node, draft) -> set[Edge]:
-        """Edges at ``node``: an entity :class:`Iri`, or a :class:`Var` bound by ``draft`` (the plan so far)."""
-        p, q = Var("memq_p"), Var("memq_q")
-        probe = Group(unions=((Group(triples=(Triple(node, p, Var("memq_o")),)),
-                               Group(triples=(Triple(Var("memq_s"), q, node),))),))
-        if isinstance(node, Var):
-            where = Group(triples=tuple(draft.triples), unions=tuple(draft.unions) + probe.unions,
-                          filters=tuple(draft.filters))
-        else:
-            where = probe
-        key = to_standard(Query(where=where, projection=(Projection(p), Projection(q)), distinct=True))
-        if key not in self._cache:
-            found: set[Edge] = set()
-            for row in self._select(key):
-                for name, way in (("memq_p", "out"), ("memq_q", "in")):
-                    term = row.get(name)
-                    if isinstance(term, Iri) and term.is_freebase:
-                        found.add((term.local, way))
-            self._cache[key] = found
-        return self._cache[key]
-
-    def binds(self, draft, group: Group, target: Var) -> bool:
-        probe = draft.copy()
-        probe.add_alternatives([group])
-        return bool(self._select(to_standard(probe.probe(target))))
+        for name in ("prune", "prior_floor"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        if not self.prior >= 0:
+            raise ValueError(f"prior must be >= 0 (0: off), got {self.prior!r}")
 
 
 # --------------------------------------------------------------------------- partial plans
@@ -180,7 +126,7 @@ class Neighbourhood:
 class _Hyp:
     lines: list[str] = field(default_factory=list)
     ids: list[int] = field(default_factory=list)  # the response so far, newlines included
-    logprob: float = 0.0
+    logprob: float = 0.0  # the lines' summed log-probabilities plus their question-prior bonuses (<= 0)
     tokens: int = 0
     draft: object = None
     rec: object = None
@@ -207,11 +153,11 @@ class GroundedPlanner:
 
     ``free`` (a :class:`~memq.plan.planner.FineTunedPlanner`) holds the model and is the free generation
     that the traced fallbacks use. ``kg`` and ``bank`` are the pipeline's KG and memory bank; ``lm``
-    replaces the model (tests).
+    replaces the model and ``prior`` the question prior (tests; by default it is built from ``bank``).
     """
 
     def __init__(self, free, *, kg, bank, config: GroundedConfig | None = None, timeout: float | None = 20.0,
-                 lm=None) -> None:
+                 lm=None, prior: QuestionPrior | None = None) -> None:
         self.free = free
         self.adapter = getattr(free, "adapter", None)
         self.kg, self.bank = kg, bank
@@ -219,6 +165,7 @@ class GroundedPlanner:
         self.timeout = timeout
         self.name = "grounded:" + getattr(free, "name", "planner")
         self._lm = lm
+        self._prior, self._prior_built = prior, prior is not None
         self._edges: dict[str, tuple[set[Edge], set[Edge]]] = {}
         self._lm_calls = 0
 
@@ -242,6 +189,14 @@ class GroundedPlanner:
             return self._lm
         llm = self.free.llm
         return llm if hasattr(llm, "expand") else None
+
+    @property
+    def prior(self) -> QuestionPrior | None:
+        """The question prior (built from the bank on first use), or None when it is off or the bank has none."""
+        if not self._prior_built and self.config.prior > 0:
+            self._prior = QuestionPrior.from_bank(self.bank, neighbours=self.config.neighbours)
+            self._prior_built = True
+        return self._prior if self.config.prior > 0 else None
 
     def prompt(self, question: str, entities: Entities) -> str:
         return self.free.prompt(question, entities)
@@ -308,6 +263,8 @@ class GroundedPlanner:
         names = entity_names(entities)
         prefix = lm.prompt_ids(self.prompt(question, entities))
         sims = {rec.statement.id: score for rec, _, score in self.bank.search(question, k=len(self.bank))}
+        prior = self.prior
+        support = prior.support(question) if prior is not None else {}
         root = _Hyp(draft=Draft(), rec=Reconstructor(entities))
         beams, complete = [root], []
         offered = 0
@@ -328,8 +285,10 @@ class GroundedPlanner:
                                                           f"topic entities {', '.join(entities)} in the KG")
                 offered += len(lines)
                 opened = sum(1 for line in lines if line.kind == "open")  # may complete into unusable lines
+                bonus = bonuses(support, [line.statement.id if line.kind == "find" else None for line in lines],
+                                cfg.prior if prior is not None else 0.0, cfg.prior_floor)
                 found = best_lines(lm, prefix + h.ids, [list(line.ids) for line in lines], lines_each + opened,
-                                   open_ends=[line.kind == "open" for line in lines], prune=cfg.prune,
+                                   open_ends=[line.kind == "open" for line in lines], bonus=bonus, prune=cfg.prune,
                                    max_passes=cfg.max_passes, cost=cost)
                 self._lm_calls += 1
                 kept = 0
@@ -356,7 +315,9 @@ class GroundedPlanner:
         plan = parse_plan("\n".join(best.lines), names)
         plan.beam = [("\n".join(h.lines), round(h.score(cfg.norm), 4)) for h in complete]
         plan.notes.extend(best.notes)
-        plan.cost.update(candidates=offered)
+        if cfg.prior > 0 and prior is None:
+            plan.notes.append("question prior off: the memory bank's sources name no training questions")
+        plan.cost.update(candidates=offered, prior_weight=cfg.prior if prior is not None else 0.0)
         return plan
 
     def _lines(self, h: _Hyp, entities: dict[str, str], names, lm, neigh: Neighbourhood, sims) -> list[_Line]:
@@ -417,7 +378,7 @@ class GroundedPlanner:
 
     def _extend(self, h: _Hyp, line: _Line, scored, lm, question: str, names) -> _Hyp | None:
         """``h`` continued with one scored line, or None when the line cannot be used."""
-        new = _Hyp(list(h.lines), h.ids + list(scored.ids), h.logprob + scored.logprob,
+        new = _Hyp(list(h.lines), h.ids + list(scored.ids), h.logprob + scored.score,
                    h.tokens + len(scored.ids), h.draft.copy(), copy.deepcopy(h.rec), list(h.assigned),
                    False, list(h.notes))
         if line.kind == "find":

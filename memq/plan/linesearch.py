@@ -12,6 +12,9 @@ prefix tree (trie) and searched best-first:
 * one forward pass evaluates a whole chain of tokens with one child each and
   then gives the log-probabilities of every child of the node where the chain
   branches; a forward pass is spent only where the lines differ;
+* a candidate may carry a ``bonus`` <= 0 (the grounded planner's question
+  prior), added to its score when it is complete; a partial line's score
+  still bounds every line below it, so the search stays exact for the sum;
 * branches more than ``prune`` nats below the best complete line (not an open
   one, which the caller may find unusable) are not expanded (the beam threshold of speech decoders), and at most ``max_passes``
   forward passes are spent.
@@ -53,15 +56,22 @@ class _Node:
 
 @dataclass(frozen=True)
 class Scored:
-    """One candidate line as found: its index, the tokens of the whole line, and the log-probability of each."""
+    """One candidate line as found: its index, the tokens of the whole line, the log-probability of each,
+    and the candidate's bonus."""
 
     index: int
     ids: tuple[int, ...]
     logprobs: tuple[float, ...]
+    bonus: float = 0.0
 
     @property
     def logprob(self) -> float:
         return float(sum(self.logprobs))
+
+    @property
+    def score(self) -> float:
+        """What the search ranks by: the summed log-probability plus the bonus."""
+        return self.logprob + self.bonus
 
 
 @dataclass
@@ -71,15 +81,23 @@ class SearchCost:
 
 
 def best_lines(model: LineModel, prefix: list[int], candidates: Sequence[Sequence[int]], k: int, *,
-               open_ends: Sequence[bool] = (), prune: float = 8.0, max_passes: int = 64,
-               max_new_tokens: int = 48, cost: SearchCost | None = None) -> list[Scored]:
-    """The ``k`` candidate lines with the highest summed log-probability after ``prefix``, best first.
+               open_ends: Sequence[bool] = (), bonus: Sequence[float] = (), prune: float = 8.0,
+               max_passes: int = 64, max_new_tokens: int = 48, cost: SearchCost | None = None) -> list[Scored]:
+    """The ``k`` candidate lines with the highest score (summed log-probability plus bonus) after ``prefix``,
+    best first.
 
     ``open_ends[i]``: candidate ``i`` is a line start the model completes greedily (its score then includes
-    the greedy tokens). Candidates must be non-empty; duplicates count once.
+    the greedy tokens). ``bonus[i]`` (<= 0, default 0) is added to candidate ``i``'s score. Candidates must be
+    non-empty; duplicates count once.
     """
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
+    if len(bonus) > len(candidates):
+        raise ValueError(f"{len(bonus)} bonuses for {len(candidates)} candidates")
+    bonus = [float(b) for b in bonus] + [0.0] * (len(candidates) - len(bonus))
+    for i, b in enumerate(bonus):
+        if not b <= 0:
+            raise ValueError(f"bonus {i} is {b!r}; a bonus must be <= 0 to keep the search exact")
     cost = cost if cost is not None else SearchCost()
     opens = list(open_ends) + [False] * (len(candidates) - len(open_ends))
     root = _Node()
@@ -103,7 +121,7 @@ def best_lines(model: LineModel, prefix: list[int], candidates: Sequence[Sequenc
         if isinstance(item, Scored):  # complete, and no entry left scores higher: it is the next best line
             found.append(item)
             if best is None and not opens[item.index]:  # an open line may yet prove unusable: it sets no bound
-                best = item.logprob
+                best = item.score
             continue
         node, path, lps = item
         # walk the chain of single children: one forward pass scores it and branches at its end
@@ -126,11 +144,11 @@ def best_lines(model: LineModel, prefix: list[int], candidates: Sequence[Sequenc
                 new, new_lp = model.greedy(ids, max_new_tokens)
                 cost.passes += len(new)
                 cost.tokens += len(new)
-                line = Scored(i, tuple(path + new), tuple(lps + list(new_lp)))
+                line = Scored(i, tuple(path + new), tuple(lps + list(new_lp)), bonus[i])
             else:
-                line = Scored(i, tuple(path), tuple(lps))
-            heapq.heappush(heap, (-line.logprob, next(tick), line))
+                line = Scored(i, tuple(path), tuple(lps), bonus[i])
+            heapq.heappush(heap, (-line.score, next(tick), line))
         for t, lp in zip(children, child_lp, strict=True):
             heapq.heappush(heap, (-(score + float(lp)), next(tick), (node.children[t], path + [t], lps + [float(lp)])))
-    found.sort(key=lambda s: -s.logprob)
+    found.sort(key=lambda s: -s.score)
     return found[:k]

@@ -1,0 +1,77 @@
+"""The KG side of the grounded planner: the edges at a node, and whether a statement binds after a partial plan.
+
+Only the KG interface (``kg.select``) is used, so an embedded Oxigraph store and
+a SPARQL endpoint such as Virtuoso behave the same.
+"""
+
+from __future__ import annotations
+
+import time
+
+from memq.sparql import to_standard
+from memq.sparql.model import Group, Iri, Projection, Query, Triple, Var
+
+__all__ = ["Edge", "Neighbourhood", "statement_edges"]
+
+Edge = tuple[str, str]  # (relation id, "out" | "in") seen from a node
+
+
+def statement_edges(statement, placeholder: str = "entity1") -> set[Edge]:
+    """The edges a path statement has at ``?<placeholder>``: ``?entity1 ns:r ?x`` is (r, "out")."""
+    from memq.decompose.assemble import fragment
+
+    var = Var(placeholder)
+    out: set[Edge] = set()
+    for t in fragment(statement.sparql, statement.structure).where.all_triples():
+        if not isinstance(t.p, Iri) or not t.p.is_freebase:
+            continue
+        if t.s == var:
+            out.add((t.p.local, "out"))
+        if t.o == var:
+            out.add((t.p.local, "in"))
+    return out
+
+
+class Neighbourhood:
+    """The KG predicates at a node (one query per node, cached for one question) and binding probes."""
+
+    def __init__(self, kg, timeout: float | None = None) -> None:
+        self.kg = kg
+        self.timeout = timeout
+        self.queries = 0
+        self.seconds = 0.0
+        self._cache: dict[str, set[Edge]] = {}
+
+    def _select(self, text: str) -> list:
+        self.queries += 1
+        t0 = time.perf_counter()
+        try:
+            return self.kg.select(text, timeout=self.timeout)
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+    def predicates(self, node, draft) -> set[Edge]:
+        """Edges at ``node``: an entity :class:`Iri`, or a :class:`Var` bound by ``draft`` (the plan so far)."""
+        p, q = Var("memq_p"), Var("memq_q")
+        probe = Group(unions=((Group(triples=(Triple(node, p, Var("memq_o")),)),
+                               Group(triples=(Triple(Var("memq_s"), q, node),))),))
+        if isinstance(node, Var):
+            where = Group(triples=tuple(draft.triples), unions=tuple(draft.unions) + probe.unions,
+                          filters=tuple(draft.filters))
+        else:
+            where = probe
+        key = to_standard(Query(where=where, projection=(Projection(p), Projection(q)), distinct=True))
+        if key not in self._cache:
+            found: set[Edge] = set()
+            for row in self._select(key):
+                for name, way in (("memq_p", "out"), ("memq_q", "in")):
+                    term = row.get(name)
+                    if isinstance(term, Iri) and term.is_freebase:
+                        found.add((term.local, way))
+            self._cache[key] = found
+        return self._cache[key]
+
+    def binds(self, draft, group: Group, target: Var) -> bool:
+        probe = draft.copy()
+        probe.add_alternatives([group])
+        return bool(self._select(to_standard(probe.probe(target))))
