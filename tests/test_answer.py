@@ -345,3 +345,35 @@ def test_statements_split_from_one_cvt_share_it_again(tmp_path):
                       plan=_oracle(question, lambda s: describer.describe([s])[0][0]))
     assert got.answers == [("m.06_bq1", "Blake Lively")]
     assert len(set(re.findall(r"\?cvt\w*", got.sparql))) == 1
+
+
+def test_shards_cover_the_split_once_and_their_files_rescore_together(setup, tmp_path):
+    import argparse
+    import json
+
+    from memq.datasets import load
+    from memq.evaluate.cli import _shard
+    from memq.evaluate.run import run
+
+    pipe, _, _, _ = setup
+    first = [q.id for q in load("webqsp", "test")[:5]]
+    saved = tmp_path / "plans.jsonl"  # plans for the first 5 test questions: no model call in any shard
+    saved.write_text("".join(json.dumps({"id": i, "planner": "finetuned", "plan_s": 1.0,
+                                         "plan_raw": "Finally the answer is ?x."}) + "\n" for i in first))
+    files, seen = [], []
+    for k in (1, 2):
+        files.append(tmp_path / f"shard{k}.jsonl")
+        summary = run("webqsp", "test", "finetuned", limit=5, per_question=files[-1], progress=False, pipeline=pipe,
+                      plans_from=saved, shard=(k, 2))
+        assert summary["shard"]["index"] == k and "not all of it" in summary["shard"]["note"]
+        seen.append([json.loads(line)["id"] for line in files[-1].read_text().splitlines()])
+    assert seen == [first[0::2], first[1::2]]
+    whole = run("webqsp", "test", "finetuned", limit=5, progress=False, pipeline=pipe, plans_from=files)
+    assert whole["questions"] == 5 and whole["plans_from"]["questions"] == 5 and "shard" not in whole
+    assert whole["plans_from"]["file"] == f"{files[0]}, {files[1]}"
+    with pytest.raises(ValueError, match=r"shard must be \(k, n\) with 1 <= k <= n, got \(3, 2\)"):
+        run("webqsp", "test", "finetuned", limit=5, progress=False, pipeline=pipe, plans_from=saved, shard=(3, 2))
+    assert _shard("2/14") == (2, 14)
+    for bad in ("0/2", "3/2", "2", "a/b"):
+        with pytest.raises(argparse.ArgumentTypeError, match=f"got '{bad}'"):
+            _shard(bad)

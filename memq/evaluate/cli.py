@@ -32,9 +32,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--batch-size", type=int,
                     help="questions planned per generate call (default: Config.planner_batch_size; larger "
                          "batches are faster on CPU)")
-    ev.add_argument("--plans", metavar="FILE.jsonl",
+    ev.add_argument("--plans", metavar="FILE.jsonl", nargs="+",
                     help="reuse the plans (and a direct-SPARQL ablation's outputs) of an earlier run's "
-                         "per-question file (no model calls for them)")
+                         "per-question file(s) (no model calls for them); several files are read as one")
+    ev.add_argument("--shard", metavar="K/N", type=_shard,
+                    help="evaluate only every N-th question from the K-th (1 <= K <= N), after --limit, so that N "
+                         "processes share a split; re-score their per-question files together with --plans")
     ev.add_argument("--ablation", choices=("direct-sparql",),
                     help="also answer every question with this ablation (MemQ 'w/o PE, QRM')")
     ev.add_argument("--ablation-adapter", help="direct-SPARQL adapter of `memq ablation train`")
@@ -44,6 +47,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     rep.add_argument("results", nargs="+", help="summary JSON files written by memq evaluate --json")
     rep.add_argument("--out", default="report.html")
     rep.set_defaults(handler=_report)
+
+
+def _shard(text: str) -> tuple[int, int]:
+    k, sep, n = text.partition("/")
+    try:
+        shard = (int(k), int(n))
+    except ValueError:
+        shard = None
+    if not sep or shard is None or not 1 <= shard[0] <= shard[1]:
+        raise argparse.ArgumentTypeError(f"--shard must be K/N with 1 <= K <= N, got {text!r}")
+    return shard
 
 
 def _evaluate(args: argparse.Namespace) -> int:
@@ -62,7 +76,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         raise MemQError("--ablation direct-sparql needs --ablation-adapter DIR (see `memq ablation train`)")
     summary = run(args.dataset, args.split, args.planner, config=config, limit=args.limit,
                   per_question=args.per_question, progress=not args.no_progress,
-                  ablation=args.ablation, ablation_adapter=args.ablation_adapter, plans_from=args.plans)
+                  ablation=args.ablation, ablation_adapter=args.ablation_adapter, plans_from=args.plans,
+                  shard=args.shard)
     summary["per_question"] = args.per_question
     text = json.dumps(summary, indent=2)
     if args.json:

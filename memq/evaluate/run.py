@@ -226,14 +226,20 @@ def summarise_ablation(records: list[dict], name: str, model=None) -> dict:
 def run(dataset: str, split: str, planner: str, *, config=None, limit: int | None = None,
         per_question: str | Path | None = None, progress: bool = True, pipeline=None,
         ablation: str | None = None, ablation_adapter: str | Path | None = None, ablation_model=None,
-        batch_size: int | None = None, plans_from: str | Path | None = None) -> dict:
+        batch_size: int | None = None, plans_from: str | Path | list[str | Path] | None = None,
+        shard: tuple[int, int] | None = None) -> dict:
     """Evaluate and return the summary; ``per_question`` (JSONL) makes the run resumable.
 
     ``batch_size``: questions planned per generate call (default: ``config.planner_batch_size``).
 
     ``plans_from`` (an earlier run's per-question file, same dataset and LLM planner) reuses its plans
     instead of calling the model: each question keeps the planning time and LLM call it cost then, and
-    the summary says where its plans came from. Questions the file lacks are planned afresh.
+    the summary says where its plans came from. Questions the file lacks are planned afresh. Several files
+    (the per-question files of a sharded run) are read as one.
+
+    ``shard=(k, n)`` (1 <= k <= n) evaluates only every n-th question from the k-th, after ``limit``, so
+    that n processes together cover the split; re-scoring their files with ``plans_from`` gives the whole
+    split's summary with no model call.
 
     ``ablation="direct-sparql"`` also answers every question with the direct-SPARQL model
     (``ablation_adapter``, or a ready ``ablation_model``): each record gets an ``ablation`` field and the
@@ -255,6 +261,11 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
     questions = questions_for(dataset, split)
     if limit is not None:
         questions = questions[:limit]
+    if shard is not None:
+        k, n = shard
+        if not (isinstance(k, int) and isinstance(n, int) and 1 <= k <= n):
+            raise ValueError(f"shard must be (k, n) with 1 <= k <= n, got {shard!r}")
+        questions = questions[k - 1::n]
     done: dict[str, dict] = {}
     path = Path(per_question) if per_question else None
     if path and path.exists():
@@ -264,7 +275,10 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
     if plans_from is not None:
         if planner == "oracle":
             raise ValueError("plans_from reuses an LLM planner's plans; the oracle derives its own")
-        saved = load_records(plans_from)
+        files = [plans_from] if isinstance(plans_from, (str, Path)) else list(plans_from)
+        for file in files:
+            saved.update(load_records(file))
+        plans_from = ", ".join(map(str, files))
         planners = {r.get("planner") for r in saved.values()}
         if planners - {planner}:
             raise ValueError(f"{plans_from} holds plans of {sorted(map(str, planners))}, not {planner!r}")
@@ -358,6 +372,10 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
     if backends:  # the planner's LLM backend(s) for the questions planned in this run
         names = sorted(map(str, backends))
         summary["backend"] = names[0] if len(names) == 1 else names
+    if shard is not None:
+        k, n = shard
+        summary["shard"] = {"index": k, "of": n, "note": f"questions {k}, {k + n}, {k + 2 * n}, ... of the split "
+                            f"(shard {k} of {n}): a part of it, not all of it"}
     if planner == "grounded":
         summary["search"] = asdict(config.search)
     if planner in ("finetuned", "grounded"):
