@@ -38,6 +38,8 @@ ROWS: dict[str, list[str]] = {
                               "--plans", f"{RESULTS}/webqsp_test_finetuned.planned.jsonl.gz"],
     "webqsp_test_grounded": [*WEBQSP, "--planner", "grounded", "--limit", "200",  # a prefix: see docs/planner.md
                              "--plans", f"{RESULTS}/webqsp_test_grounded.planned.jsonl.gz"],
+    "webqsp_test_grounded_noprior": [*WEBQSP, "--planner", "grounded", "--limit", "200", "--prior", "0",
+                                     "--plans", f"{RESULTS}/webqsp_test_grounded_noprior.planned.jsonl.gz"],
     "webqsp_test_finetuned_schema": [*WEBQSP, "--planner", "finetuned", "--memory", "memory_bank/webqsp+schema",
                                      "--plans", f"{RESULTS}/webqsp_test_finetuned.planned.jsonl.gz"],
     "webqsp_test_fewshot60": [*WEBQSP, "--planner", "fewshot", "--limit", "60",
