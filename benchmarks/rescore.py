@@ -54,6 +54,8 @@ ROWS: dict[str, list[str]] = {
                                     "--plans", f"{RESULTS}/cwq_test_finetuned_webqsp24.planned.jsonl.gz"],
     "cwq_test_finetuned": [*CWQ, "--planner", "finetuned",
                            "--plans", f"{RESULTS}/cwq_test_finetuned.planned.jsonl.gz"],
+    "cwq_test_grounded": [*CWQ, "--planner", "grounded", "--limit", "100",  # a prefix: see docs/planner.md
+                          "--plans", f"{RESULTS}/cwq_test_grounded.planned.jsonl.gz"],
 }
 
 
