@@ -56,6 +56,8 @@ ROWS: dict[str, list[str]] = {
                            "--plans", f"{RESULTS}/cwq_test_finetuned.planned.jsonl.gz"],
     "cwq_test_grounded": [*CWQ, "--planner", "grounded", "--limit", "100",  # a prefix: see docs/planner.md
                           "--plans", f"{RESULTS}/cwq_test_grounded.planned.jsonl.gz"],
+    "cwq_test_grounded_noprior": [*CWQ, "--planner", "grounded", "--limit", "100", "--prior", "0",
+                                  "--plans", f"{RESULTS}/cwq_test_grounded_noprior.planned.jsonl.gz"],
 }
 
 
