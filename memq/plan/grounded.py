@@ -34,8 +34,9 @@ best-first (constrained decoding with a beam): forward passes are spent only
 where candidates branch, and the search returns the exact ``lines`` best
 lines by summed log-probability, not expanding branches more than ``prune``
 nats below the best complete line. Each partial plan keeps its best lines;
-the ``beam`` best partial plans (by ``norm``: summed log-probability, or its
-mean per token) go on until they end with *Finally*. The MiniLM similarity
+the ``beam`` best partial plans (by ``norm``: the sum of their lines'
+log-probabilities and question-prior bonuses, or its mean per token) go on
+until they end with *Finally*. The MiniLM similarity
 of a statement's description to the question only caps how many statements
 enter a step (``max_candidates``).
 
@@ -126,7 +127,7 @@ class GroundedConfig:
 class _Hyp:
     lines: list[str] = field(default_factory=list)
     ids: list[int] = field(default_factory=list)  # the response so far, newlines included
-    logprob: float = 0.0  # the lines' summed log-probabilities plus their question-prior bonuses (<= 0)
+    total: float = 0.0  # the lines' summed log-probabilities plus their question-prior bonuses (each <= 0)
     tokens: int = 0
     draft: object = None
     rec: object = None
@@ -135,7 +136,7 @@ class _Hyp:
     notes: list[str] = field(default_factory=list)
 
     def score(self, norm: str) -> float:
-        return self.logprob if norm == "sum" else self.logprob / max(1, self.tokens)
+        return self.total if norm == "sum" else self.total / max(1, self.tokens)
 
 
 @dataclass(frozen=True)
@@ -304,7 +305,7 @@ class GroundedPlanner:
             if not live:
                 break
             if cfg.norm == "sum" and complete and live[0].score("sum") < complete[0].score("sum"):
-                break  # summed log-probabilities only fall: no partial plan can overtake the best complete one
+                break  # sums of log-probabilities and bonuses only fall: no partial plan can overtake the best complete one
             if len(complete) >= cfg.beam and live[0].score(cfg.norm) < complete[cfg.beam - 1].score(cfg.norm):
                 break  # a mean can rise again; stop once the beam's worth of complete plans leads every partial one
             beams = live
@@ -378,7 +379,7 @@ class GroundedPlanner:
 
     def _extend(self, h: _Hyp, line: _Line, scored, lm, question: str, names) -> _Hyp | None:
         """``h`` continued with one scored line, or None when the line cannot be used."""
-        new = _Hyp(list(h.lines), h.ids + list(scored.ids), h.logprob + scored.score,
+        new = _Hyp(list(h.lines), h.ids + list(scored.ids), h.total + scored.score,
                    h.tokens + len(scored.ids), h.draft.copy(), copy.deepcopy(h.rec), list(h.assigned),
                    False, list(h.notes))
         if line.kind == "find":
