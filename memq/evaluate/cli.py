@@ -50,14 +50,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _shard(text: str) -> tuple[int, int]:
+    from .run import check_shard
+
     k, sep, n = text.partition("/")
     try:
-        shard = (int(k), int(n))
+        if not sep:
+            raise ValueError(text)
+        return check_shard((int(k), int(n)))
     except ValueError:
-        shard = None
-    if not sep or shard is None or not 1 <= shard[0] <= shard[1]:
-        raise argparse.ArgumentTypeError(f"--shard must be K/N with 1 <= K <= N, got {text!r}")
-    return shard
+        raise argparse.ArgumentTypeError(f"--shard must be K/N with 1 <= K <= N, got {text!r}") from None
 
 
 def _evaluate(args: argparse.Namespace) -> int:

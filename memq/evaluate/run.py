@@ -223,6 +223,17 @@ def summarise_ablation(records: list[dict], name: str, model=None) -> dict:
     return block
 
 
+def check_shard(shard) -> tuple[int, int]:
+    """``shard`` as ``(k, n)`` when it names shard k of n (1 <= k <= n); a ValueError naming it otherwise."""
+    try:
+        k, n = shard
+    except (TypeError, ValueError):
+        k = n = None
+    if not (isinstance(k, int) and isinstance(n, int) and 1 <= k <= n):
+        raise ValueError(f"shard must be (k, n) with 1 <= k <= n, got {shard!r}")
+    return k, n
+
+
 def run(dataset: str, split: str, planner: str, *, config=None, limit: int | None = None,
         per_question: str | Path | None = None, progress: bool = True, pipeline=None,
         ablation: str | None = None, ablation_adapter: str | Path | None = None, ablation_model=None,
@@ -262,9 +273,7 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
     if limit is not None:
         questions = questions[:limit]
     if shard is not None:
-        k, n = shard
-        if not (isinstance(k, int) and isinstance(n, int) and 1 <= k <= n):
-            raise ValueError(f"shard must be (k, n) with 1 <= k <= n, got {shard!r}")
+        k, n = check_shard(shard)
         questions = questions[k - 1::n]
     done: dict[str, dict] = {}
     path = Path(per_question) if per_question else None
