@@ -38,7 +38,8 @@ from .schema_source import SchemaSourceConfig, schema_statements
 
 logger = logging.getLogger(__name__)
 
-SOURCES = ("webqsp-train", "cwq-train", "schema")
+GOLD_SOURCES = ("webqsp-train", "cwq-train")  # sources made of training questions' gold queries
+SOURCES = (*GOLD_SOURCES, "schema")
 CACHE = "describe.cache.jsonl"
 
 

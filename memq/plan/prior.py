@@ -46,28 +46,28 @@ __all__ = ["FORMAT", "QuestionPrior", "bonuses", "source_questions"]
 logger = logging.getLogger(__name__)
 
 FORMAT = 1
-DATASET_OF_SOURCE = {"webqsp-train": "webqsp", "cwq-train": "cwq"}
 
 
 def source_questions(bank) -> tuple[list[str], list[str], dict[str, tuple[str, ...]]]:
     """(ids, texts, statement ids used by each id) of the bank's training questions on the train side.
 
-    The texts come from the datasets the bank's sources name; a bank built from the schema alone has none.
+    The texts come from the gold sources the bank names (:func:`memq.memory.build.gold_questions`); a bank built
+    from the schema alone has none.
     """
-    from memq.datasets import load
+    from memq.memory.build import GOLD_SOURCES, gold_questions
 
     from .data import split_of
 
     uses: dict[str, list[str]] = {}
-    datasets: set[str] = set()
+    named: set[str] = set()
     for record, sources in zip(bank.records, bank.sources, strict=True):
-        datasets.update(DATASET_OF_SOURCE[s] for s in sources if s in DATASET_OF_SOURCE)
+        named.update(s for s in sources if s in GOLD_SOURCES)
         for qid in record.statement.question_ids:
             if split_of(qid) == "train":
                 uses.setdefault(qid, []).append(record.statement.id)
     texts: dict[str, str] = {}
-    for name in sorted(datasets):
-        texts.update((q.id, q.question) for q in load(name, "train") if q.id in uses)
+    for source in sorted(named):
+        texts.update((q.id, q.question) for q in gold_questions(source) if q.id in uses)
     ids = sorted(i for i in uses if i in texts)
     return ids, [texts[i] for i in ids], {i: tuple(uses[i]) for i in ids}
 
