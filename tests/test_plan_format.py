@@ -76,6 +76,20 @@ def test_find_with_two_known_things_and_entity_names_with_of():
     assert render_step(bare) == "Find the siblings of Justin Bieber, assign it to ?x."
 
 
+@pytest.mark.parametrize("line,entities,source,value", [
+    ("Find the spouse of the marriage with spouse Julia Roberts and type of union Marriage, assign it to ?x.",
+     ["Julia Roberts", "Marriage"], "Julia Roberts", "Marriage"),
+    ("Find the location that the location Ellis Park Stadium is contained by, assign it to ?x.",
+     ["Ellis Park Stadium", "Location"], "Ellis Park Stadium", None),
+    ("Find the spouse of julia roberts and type of union Marriage, assign it to ?x.",
+     ["Julia Roberts", "Marriage"], "julia roberts", "Marriage"),  # another case, but not one lowercase word
+    ("Find the currency of jamaica, assign it to ?x.", ["Jamaica"], "jamaica", None),  # then "of <source>" reads it
+])
+def test_a_one_word_name_is_not_read_in_a_lowercase_common_noun(line, entities, source, value):
+    step = parse_step(line, entities)
+    assert (step.source, step.value) == (source, value)
+
+
 def test_tolerant_parse_drops_with_reasons():
     text = ("1. Find the spouse of Richard Nixon, assign it to ?x.\n"
             "I think this is right.\n"

@@ -102,20 +102,35 @@ def _as_var(name: str) -> str:
 
 
 def _mentions(phrase: str, entities: Sequence[str]) -> list[tuple[int, str]]:
-    """Known things a phrase mentions, in order: ``?vars`` and topic entity names (longest first)."""
+    """Known things a phrase mentions, in order: ``?vars`` and topic entity names (longest first).
+
+    A name is found where it is written as given. Written in another case, it is found too, except as one
+    all-lowercase word: "Find the spouse of the marriage with spouse Julia Roberts and type of union
+    Marriage" mentions the entity "Marriage" at its end, not in the common noun "marriage" before the
+    entity "Julia Roberts" (which would make "marriage" the step's source).
+    """
     found: list[tuple[int, int, str]] = [(m.start(), m.end(), m.group()) for m in VAR.finditer(phrase)]
     lower = phrase.lower()
     for name in sorted({e for e in entities if e and e.strip()}, key=len, reverse=True):
-        start = 0
-        key = name.lower()
-        while (i := lower.find(key, start)) >= 0:
-            end = i + len(key)
-            boundary = (i == 0 or not lower[i - 1].isalnum()) and (end == len(lower) or not lower[end].isalnum())
-            if boundary and not any(a < end and i < b for a, b, _ in found):
-                found.append((i, end, phrase[i:end]))
-                break
-            start = i + 1
+        hits = [(i, phrase[i:i + len(name)]) for i in _occurrences(lower, name.lower())
+                if not any(a < i + len(name) and i < b for a, b, _ in found)]
+        exact = [(i, text) for i, text in hits if text == name]
+        loose = [(i, text) for i, text in hits if not (text.islower() and len(text.split()) == 1)]
+        if exact or loose:
+            i, text = (exact or loose)[0]
+            found.append((i, i + len(text), text))
     return [(a, text) for a, _, text in sorted(found)]
+
+
+def _occurrences(lower: str, key: str) -> list[int]:
+    """Where ``key`` occurs in ``lower`` as whole words."""
+    out, start = [], 0
+    while (i := lower.find(key, start)) >= 0:
+        end = i + len(key)
+        if (i == 0 or not lower[i - 1].isalnum()) and (end == len(lower) or not lower[end].isalnum()):
+            out.append(i)
+        start = i + 1
+    return out
 
 
 # --------------------------------------------------------------------------- render
