@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .errors import ReconstructionError
-from .recall import TIE_ORDER, RecallConfig, break_tie, is_tie, preferred, recall_step
+from .recall import TIE_ORDER, RecallConfig, break_tie, is_tie, preferred, query_text, recall_step
 from .reconstruct import Draft, Reconstructor
 from .sparql.model import Query, Var
 from .types import Plan, PlanStep, Recalled, Trace
@@ -49,7 +49,14 @@ def recall_steps(bank, plan: Plan, config: RecallConfig, trace: Trace) -> list[S
             # one known thing reads structure 1 or 2. The other arity is used only if nothing fits.
             structures = ("3",) if step.value else ("1", "2")
             kept, candidates, fallback = recall_step(bank, step, i, config, structures)
-            if not candidates:
+            pinned = _chosen(bank, step, i, candidates, trace)
+            if pinned is not None:
+                if [r.statement.id for r in kept] != [pinned.statement.id]:
+                    trace.fallbacks.append(f"step {i + 1}: planner's statement kept ({pinned.statement.id}; recall by "
+                                           f"text would keep {', '.join(r.statement.id for r in kept) or 'none'})")
+                kept, fallback = [pinned], None
+                candidates = [pinned] + [r for r in candidates if r.statement.id != pinned.statement.id]
+            elif not candidates:
                 trace.fallbacks.append(f"step {i + 1}: no statement of structure {'/'.join(structures)}; "
                                        "any structure allowed")
                 kept, candidates, fallback = recall_step(bank, step, i, config)
@@ -67,6 +74,23 @@ def recall_steps(bank, plan: Plan, config: RecallConfig, trace: Trace) -> list[S
                 trace.fallbacks.append(f"step {i + 1}: no filter statement recalled; checked by rule")
         choices.append(choice)
     return choices
+
+
+def _chosen(bank, step: PlanStep, index: int, candidates: list[Recalled], trace: Trace) -> Recalled | None:
+    """The statement a grounded planner chose ``step`` from (``PlanStep.statement``), as recalled with the
+    similarity of its description to the step; None when the step names none or the memory lacks it."""
+    if step.statement is None:
+        return None
+    record = bank.get(step.statement)
+    if record is None:
+        trace.fallbacks.append(f"step {index + 1}: the planner's statement {step.statement} is not in this memory; "
+                               "recalled by the step's text")
+        return None
+    for r in candidates:
+        if r.statement.id == step.statement:
+            return r
+    hit = next((h for h in bank.search(query_text(step), k=len(bank)) if h[0].statement.id == step.statement), None)
+    return Recalled(index, record.statement, hit[1] if hit else record.descriptions[0], hit[2] if hit else 0.0)
 
 
 def ground(choices: list[StepChoice], rec: Reconstructor, select: Select, trace: Trace) -> None:

@@ -175,9 +175,9 @@ class Pipeline:
         from .plan.format import parse_plan
 
         names = list(entities.values())
-        for i, (text, score) in enumerate(plan.beam):
+        for i, (text, score, steps) in enumerate(plan.beam):
             try:
-                candidate = plan if i == 0 else parse_plan(text, names)
+                candidate = plan if i == 0 else Plan(list(steps), raw=text) if steps else parse_plan(text, names)
             except MemQError as exc:
                 trace.plans.append({"plan": text, "score": score, "rows": 0, "error": str(exc)[:160]})
                 continue

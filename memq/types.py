@@ -18,6 +18,7 @@ Canonical statement variables (see :mod:`memq.decompose`):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 STRUCTURES = ("1", "2", "3", "filter", "order")
 
@@ -87,6 +88,10 @@ class PlanStep:
     * sort: ``target`` (sort key ``?var``), ``op`` (``asc``/``desc``),
       ``limit``, ``offset``.
     * answer: ``target``.
+
+    ``statement``: the id of the memory statement a grounded planner chose a find step from (the step is
+    that statement's rendering, and the planner checked that it binds); recall keeps it instead of
+    searching for one by the step's text. None for steps that were written, not chosen.
     """
 
     kind: str
@@ -98,20 +103,40 @@ class PlanStep:
     value: str | None = None
     limit: int | None = None
     offset: int | None = None
+    statement: str | None = None
+
+    def to_json(self) -> dict:
+        """The fields that are set, for a saved plan (:meth:`from_json` reads them back)."""
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+    @classmethod
+    def from_json(cls, obj: dict) -> PlanStep:
+        """A step from :meth:`to_json`; ValueError names what is not one."""
+        if not isinstance(obj, dict) or not {"kind", "text"} <= set(obj) or set(obj) - set(cls.__dataclass_fields__):
+            raise ValueError(f"not a saved plan step: {obj!r}")
+        return cls(**obj)
+
+
+class BeamPlan(NamedTuple):
+    """One complete plan of a grounded planner's beam: its text, its score and the planner's own steps."""
+
+    text: str
+    score: float
+    steps: tuple[PlanStep, ...] = ()  # () when only the text is known (an older saved run): it is parsed
 
 
 @dataclass
 class Plan:
     """The parsed steps and what the tolerant parser dropped (with reasons).
 
-    A grounded planner also gives ``beam``: the complete plans it found, as ``(text, score)``, best first
+    A grounded planner also gives ``beam``: the complete plans it found (:class:`BeamPlan`), best first
     (the first is this plan); the pipeline runs them in order and keeps the first that answers.
     """
 
     steps: list[PlanStep]
     raw: str = ""
     dropped: list[tuple[str, str]] = field(default_factory=list)
-    beam: list[tuple[str, float]] = field(default_factory=list)  # a grounded planner's complete plans, best first
+    beam: list[BeamPlan] = field(default_factory=list)  # a grounded planner's complete plans, best first
     notes: list[str] = field(default_factory=list)  # what the planner did that the trace must show
     cost: dict = field(default_factory=dict)  # the planner's cost for this plan (forward passes, tokens, ...)
 

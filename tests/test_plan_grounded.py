@@ -10,16 +10,17 @@ import numpy as np
 import pytest
 from test_answer import TRIPLES  # the Jamaica / Bieber KG of the answer tests
 
-from memq.errors import KnowledgeGraphError
+from memq.errors import KnowledgeGraphError, MemQError
 from memq.kg.oxigraph import OxigraphStore
 from memq.memory.bank import MemoryBank
 from memq.memory.embed import HashingEmbedder
 from memq.pipeline import Config, Pipeline
+from memq.plan.format import parse_plan
 from memq.plan.grounded import GroundedConfig, GroundedPlanner, Neighbourhood, _Hyp
 from memq.plan.linesearch import SearchCost, best_lines
 from memq.plan.planner import REPO_ADAPTER, FineTunedPlanner
 from memq.reconstruct import Draft, Reconstructor
-from memq.types import MemoryRecord, Plan, Statement
+from memq.types import BeamPlan, MemoryRecord, Plan, Statement
 
 JAMAICA = {"m.03_r3": "Jamaica"}
 BIEBER = {"m.06w2sn5": "Justin Bieber"}
@@ -139,9 +140,10 @@ def test_find_lines_are_the_memory_statements_that_bind_at_the_node(kg, bank):
 def test_the_plan_follows_the_model_among_grounded_lines_and_reports_its_cost(kg, bank):
     target = "Find the official language of the country Jamaica, assign it to ?x.\nFinally the answer is ?x."
     plan = planner(kg, bank, target).plan("what is the official language of jamaica?", JAMAICA)
-    assert plan.raw == target
-    assert plan.beam[0] == (target, pytest.approx(plan.beam[0][1]))
-    assert all(b[1] <= plan.beam[0][1] for b in plan.beam)
+    assert plan.raw == target and plan.beam[0].text == target
+    assert all(b.score <= plan.beam[0].score for b in plan.beam)
+    assert [st.statement for st in plan.steps] == ["official", None]  # the find step names what it was chosen from
+    assert plan.beam[0].steps == tuple(plan.steps)
     assert plan.cost["candidates"] > 0 and plan.cost["forward_passes"] > 0 and plan.cost["kg_queries"] > 0
     assert not plan.notes
 
@@ -195,10 +197,9 @@ def test_execution_guided_choice_takes_the_first_plan_that_answers(kg, bank):
     empty = "Find the gender of the person Justin Bieber, assign it to ?x.\nFinally the answer is ?x."
     good = ("Find the sibling of the siblings of the person Justin Bieber, assign it to ?x.\n"
             "Finally the answer is ?x.")
-    from memq.plan.format import parse_plan
 
     plan = parse_plan(empty, ["Justin Bieber"])
-    plan.beam = [(empty, -1.0), (good, -2.0)]
+    plan.beam = [BeamPlan(empty, -1.0), BeamPlan(good, -2.0)]
     answer = pipe.answer("who are justin bieber's siblings?", BIEBER, plan=plan)
     assert [p["rows"] for p in answer.trace.plans] == [0, 2]
     assert [p["score"] for p in answer.trace.plans] == [-1.0, -2.0]
@@ -214,8 +215,41 @@ def test_saved_beam_is_read_back_for_rescoring():
               "plan_cost": {"forward_passes": 7}}
     plan, seconds = saved_plan(record, JAMAICA)
     assert isinstance(plan, Plan) and seconds == 1.5
-    assert plan.beam == [("Finally the answer is ?x.", -0.5), ("Finally the answer is ?y.", -0.9)]
+    assert plan.beam == [BeamPlan("Finally the answer is ?x.", -0.5), BeamPlan("Finally the answer is ?y.", -0.9)]
     assert plan.cost["forward_passes"] == 7 and plan.cost["plan_from"] == "saved"
+
+
+def test_the_planner_s_statement_is_kept_by_recall_and_survives_a_saved_run(kg, bank):
+    """A chosen find step names its statement; recall keeps it even where the text would recall another, and
+    says so. A statement the memory lacks falls back to recall by text, traced."""
+    from dataclasses import replace
+
+    from memq.evaluate.run import saved_plan
+
+    pipe = Pipeline(Config(planner="given", repair=False), bank=bank, kg=kg)
+    text = "Find the gender of the person Justin Bieber, assign it to ?x.\nFinally the answer is ?x."
+    plan = parse_plan(text, ["Justin Bieber"])
+    by_text = pipe.answer("who are justin bieber's siblings?", BIEBER, plan=plan)
+    assert [r.statement.id for r in by_text.recalled] == ["gender"]
+    plan.steps[0] = replace(plan.steps[0], statement="sibling")
+    answer = pipe.answer("who are justin bieber's siblings?", BIEBER, plan=plan)
+    assert [r.statement.id for r in answer.recalled] == ["sibling"]
+    assert {i for i, _ in answer.answers} == {"m.0gxnnwq", "m.0jazz01"}
+    assert "step 1: planner's statement kept (sibling; recall by text would keep gender)" in answer.trace.fallbacks
+    plan.steps[0] = replace(plan.steps[0], statement="nowhere")
+    lost = pipe.answer("who are justin bieber's siblings?", BIEBER, plan=plan)
+    assert [r.statement.id for r in lost.recalled] == ["gender"]
+    assert any("statement nowhere is not in this memory" in f for f in lost.trace.fallbacks)
+
+    planned = planner(kg, bank, BROTHER).plan("which male sibling does justin bieber have?", BIEBER)
+    record = {"id": "q", "plan_raw": planned.raw,
+              "plan_beam": [[b.text, b.score, [st.to_json() for st in b.steps]] for b in planned.beam]}
+    again, _ = saved_plan(record, BIEBER)
+    assert again.steps == planned.steps and again.beam == planned.beam
+    assert [st.statement for st in again.steps if st.kind == "find"] == ["sibling", "gender"]
+    record["plan_beam"][0][2][0]["colour"] = "red"
+    broken, _ = saved_plan(record, BIEBER)
+    assert isinstance(broken, MemQError) and "colour" in str(broken)
 
 
 class TableLM:

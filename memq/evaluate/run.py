@@ -24,7 +24,7 @@ from pathlib import Path
 from .. import datasets
 from ..errors import MemQError, PlanParseError
 from ..hashing import sha256_file
-from ..types import Plan
+from ..types import BeamPlan, Plan, PlanStep
 from .direct import ABLATIONS, DirectSparqlModel, evaluate_direct
 from .metrics import mean
 from .scoring import error_stage, score
@@ -76,7 +76,8 @@ def evaluate_question(pipeline, question, planner: str, describe=None, planned=N
                 raise plan
             record["plan_raw"] = plan.raw  # kept even if a later stage fails (``--plans`` re-scores it)
             if plan.beam:  # a grounded planner's complete plans: --plans re-runs the execution-guided choice
-                record["plan_beam"] = [list(b) for b in plan.beam]
+                record["plan_beam"] = [[b.text, b.score] + ([[st.to_json() for st in b.steps]] if b.steps else [])
+                                       for b in plan.beam]
             if plan.cost:
                 record["plan_cost"] = dict(plan.cost)
                 record["llm_calls"] = plan.cost.get("llm_calls", 1)
@@ -128,7 +129,8 @@ def saved_plan(record: dict, entities: dict[str, str]) -> tuple[Plan | MemQError
     """The plan an earlier run's planner wrote for a question, as ``(Plan or error, planning seconds)``.
 
     The raw model text is parsed again (``plan_raw``; files from before it was recorded give their step
-    lines), so re-scoring with another memory or recall setting sees what the planner produced.
+    lines), so re-scoring with another memory or recall setting sees what the planner produced. A grounded
+    planner's beam keeps its own steps (with the statements it chose), and those are used as they are.
     """
     from ..plan.format import parse_plan
     from ..plan.prompt import entity_names
@@ -143,7 +145,13 @@ def saved_plan(record: dict, entities: dict[str, str]) -> tuple[Plan | MemQError
         plan = parse_plan(text, entity_names(entities))
     except MemQError as exc:
         return exc, seconds
-    plan.beam = [(str(t), float(sc)) for t, sc in record.get("plan_beam") or []]
+    try:
+        plan.beam = [BeamPlan(str(t), float(sc), tuple(PlanStep.from_json(o) for o in (rest[0] if rest else ())))
+                     for t, sc, *rest in record.get("plan_beam") or []]
+    except (TypeError, ValueError) as exc:
+        return PlanParseError(f"the saved beam of {record['id']} cannot be read: {exc}"), seconds
+    if plan.beam and plan.beam[0].steps and plan.beam[0].text == text:
+        plan.steps = list(plan.beam[0].steps)  # the planner's own steps, with the statements it chose
     if record.get("plan_cost"):
         plan.cost = {**record["plan_cost"], "plan_from": "saved"}
     return plan, seconds

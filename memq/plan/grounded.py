@@ -49,9 +49,12 @@ best-supported line's)``, a bonus <= 0 that the line search adds exactly.
 searched on with a beam of 1 and one line per step; the plan's notes say so.
 
 **Execution-guided choice.** :class:`~memq.types.Plan` carries the complete
-plans (``Plan.beam``, text and score, best first); the pipeline runs them in
-order and keeps the first whose query returns rows (``Trace.plans`` lists each
-one tried with its score and row count).
+plans (``Plan.beam``, best first: text, score and the planner's own steps);
+the pipeline runs them in order and keeps the first whose query returns rows
+(``Trace.plans`` lists each one tried with its score and row count). Each Find
+step names the statement it was chosen from (``PlanStep.statement``), and
+recall keeps that statement: two statements can render the same text, and
+only the chosen one was checked to bind.
 
 **Fallbacks, all traced** (``Plan.notes``): when no topic entity has a
 predicate that a memory statement starts with, when the beam ends with no
@@ -68,11 +71,11 @@ from __future__ import annotations
 import copy
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from memq.errors import KnowledgeGraphError, MemQError, ReconstructionError
 from memq.sparql.model import FB, Group, Iri, Var
-from memq.types import Plan, PlanStep
+from memq.types import BeamPlan, Plan, PlanStep
 
 from .base import Entities
 from .derive import DerivationError, _fresh, find_step
@@ -126,6 +129,7 @@ class GroundedConfig:
 @dataclass
 class _Hyp:
     lines: list[str] = field(default_factory=list)
+    steps: list[PlanStep] = field(default_factory=list)  # the lines as steps, find steps with their statement ids
     ids: list[int] = field(default_factory=list)  # the response so far, newlines included
     total: float = 0.0  # the lines' summed log-probabilities plus their question-prior bonuses (each <= 0)
     tokens: int = 0
@@ -313,8 +317,8 @@ class GroundedPlanner:
             return self._free(question, entities, "the beam ended with no complete plan")
         complete = complete[:cfg.beam]
         best = complete[0]
-        plan = parse_plan("\n".join(best.lines), names)
-        plan.beam = [("\n".join(h.lines), round(h.score(cfg.norm), 4)) for h in complete]
+        plan = Plan(steps=list(best.steps), raw="\n".join(best.lines))
+        plan.beam = [BeamPlan("\n".join(h.lines), round(h.score(cfg.norm), 4), tuple(h.steps)) for h in complete]
         plan.notes.extend(best.notes)
         if cfg.prior > 0 and prior is None:
             plan.notes.append("question prior off: the memory bank's sources name no training questions")
@@ -371,7 +375,8 @@ class GroundedPlanner:
                 lines.append(_Line("find", step.text, tuple(lm.token_ids(step.text + "\n")), step, st))
         for v in h.assigned:
             text = f"Finally the answer is {v}."
-            lines.append(_Line("answer", text, tuple(lm.token_ids(text)) + (lm.eos_id,)))
+            lines.append(_Line("answer", text, tuple(lm.token_ids(text)) + (lm.eos_id,),
+                               PlanStep("answer", text, target=v)))
         if h.assigned:
             for start in OPEN_STARTS:
                 lines.append(_Line("open", start, tuple(lm.token_ids(start))))
@@ -379,7 +384,7 @@ class GroundedPlanner:
 
     def _extend(self, h: _Hyp, line: _Line, scored, lm, question: str, names) -> _Hyp | None:
         """``h`` continued with one scored line, or None when the line cannot be used."""
-        new = _Hyp(list(h.lines), h.ids + list(scored.ids), h.total + scored.score,
+        new = _Hyp(list(h.lines), list(h.steps), h.ids + list(scored.ids), h.total + scored.score,
                    h.tokens + len(scored.ids), h.draft.copy(), copy.deepcopy(h.rec), list(h.assigned),
                    False, list(h.notes))
         if line.kind == "find":
@@ -390,8 +395,10 @@ class GroundedPlanner:
             new.draft.add_alternatives([group])
             new.assigned.append(line.step.target)
             new.lines.append(line.text)
+            new.steps.append(replace(line.step, statement=line.statement.id))
         elif line.kind == "answer":
             new.lines.append(line.text)
+            new.steps.append(line.step)
             new.done = True
         else:  # an open line the model completed
             text = " ".join(lm.decode(list(scored.ids)).split())
@@ -406,5 +413,6 @@ class GroundedPlanner:
                 origin = "copied from the question" if step.value.lower() in question.lower() else "generated"
                 new.notes.append(f"step {len(new.lines) + 1}: constant {step.value!r} {origin}")
             new.lines.append(text)
+            new.steps.append(step)
             new.done = scored.ids[-1] == lm.eos_id
         return new
