@@ -36,7 +36,7 @@ ROWS: dict[str, list[str]] = {
     "webqsp_test_oracle_schema_base": [*WEBQSP, "--planner", "oracle", "--memory", "memory_bank/webqsp+schema+base"],
     "webqsp_test_finetuned": [*WEBQSP, "--planner", "finetuned", *WEBQSP_ABLATION,
                               "--plans", f"{RESULTS}/webqsp_test_finetuned.planned.jsonl.gz"],
-    "webqsp_test_grounded": [*WEBQSP, "--planner", "grounded", "--limit", "200",  # a prefix: see docs/planner.md
+    "webqsp_test_grounded": [*WEBQSP, "--planner", "grounded",
                              "--plans", f"{RESULTS}/webqsp_test_grounded.planned.jsonl.gz"],
     "webqsp_test_grounded_noprior": [*WEBQSP, "--planner", "grounded", "--limit", "200", "--prior", "0",
                                      "--plans", f"{RESULTS}/webqsp_test_grounded_noprior.planned.jsonl.gz"],
