@@ -35,11 +35,25 @@ from .sparql import to_standard
 from .sparql.model import Query, Var
 from .types import Answer, Plan, Trace
 
-__all__ = ["ROOT", "Config", "Pipeline", "open_kg", "validate"]
+__all__ = ["ROOT", "Config", "Pipeline", "open_kg", "shown_path", "validate"]
 
 log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parent.parent
 PLANNERS = ("auto", "fewshot", "finetuned", "grounded", "given")
+
+
+def shown_path(path: str | Path | None) -> str | None:
+    """``path`` relative to the repository or the working directory, else its name alone: what summaries,
+    records and /health show, so that no path of the machine that ran it is written down."""
+    if path is None:
+        return None
+    p = Path(path).resolve()
+    for base in (ROOT, Path.cwd()):
+        try:
+            return str(p.relative_to(base.resolve()))
+        except ValueError:
+            continue
+    return p.name
 
 
 @dataclass(frozen=True)

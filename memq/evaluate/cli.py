@@ -64,6 +64,7 @@ def _shard(text: str) -> tuple[int, int]:
 def _evaluate(args: argparse.Namespace) -> int:
     from ..ask import config_from
     from ..errors import MemQError
+    from ..pipeline import shown_path
     from .run import run
 
     config = config_from(args)
@@ -79,7 +80,7 @@ def _evaluate(args: argparse.Namespace) -> int:
                   per_question=args.per_question, progress=not args.no_progress,
                   ablation=args.ablation, ablation_adapter=args.ablation_adapter, plans_from=args.plans,
                   shard=args.shard)
-    summary["per_question"] = args.per_question
+    summary["per_question"] = shown_path(args.per_question)
     text = json.dumps(summary, indent=2)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:

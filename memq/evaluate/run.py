@@ -266,7 +266,7 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
     With ``plans_from``, the model's outputs saved there (a run that had the same ablation) are run again
     instead of generated, each keeping the generation time it cost then.
     """
-    from ..pipeline import Config, Pipeline
+    from ..pipeline import Config, Pipeline, shown_path
 
     if planner not in PLANNERS:
         raise ValueError(f"unknown planner {planner!r}; expected one of {', '.join(PLANNERS)}")
@@ -295,7 +295,7 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
         files = [plans_from] if isinstance(plans_from, (str, Path)) else list(plans_from)
         for file in files:
             saved.update(load_records(file))
-        plans_from = ", ".join(map(str, files))
+        plans_from = ", ".join(map(shown_path, files))  # as records and the summary show it
         planners = {r.get("planner") for r in saved.values()}
         if planners - {planner}:
             raise ValueError(f"{plans_from} holds plans of {sorted(map(str, planners))}, not {planner!r}")
@@ -397,7 +397,7 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
         summary["search"] = asdict(config.search)
     if planner in ("finetuned", "grounded"):
         adapter = pipeline.planner_adapter
-        summary["adapter"] = _relative(adapter) if adapter is not None else None
+        summary["adapter"] = shown_path(adapter)
     if saved:
         summary["plans_from"] = {"file": str(plans_from),
                                  "questions": sum(1 for q in questions if q.id in saved)}
@@ -412,11 +412,3 @@ def _saved_output(record: dict) -> tuple[str, float] | None:
     """An earlier run's direct-SPARQL output for a question, with the generation time it cost, if it has one."""
     abl = record.get("ablation") or {}
     return (abl["raw"], abl.get("generate_s", 0.0)) if isinstance(abl.get("raw"), str) else None
-
-
-def _relative(path: str | Path) -> str:
-    """``path`` relative to the working directory when it lies inside it (summaries are committed), else as given."""
-    try:
-        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)

@@ -50,7 +50,7 @@ from memq.api import MAX_QUESTION_CHARS, check_request
 from memq.api import pipeline as shared_pipeline
 from memq.ask import answer_json
 from memq.errors import KnowledgeGraphError, MemoryBankError, MemQError
-from memq.pipeline import ROOT, Config, Pipeline
+from memq.pipeline import Config, Pipeline, shown_path
 from memq.plan import parse_plan
 from memq.plan.prompt import entity_names
 from memq.types import Plan
@@ -118,19 +118,6 @@ class SerialWorker:
     def close(self) -> None:
         """Drop the waiting calls and wait for the running one."""
         self._pool.shutdown(wait=True, cancel_futures=True)
-
-
-def shown_path(path: str | Path | None) -> str | None:
-    """``path`` relative to the repository or the working directory, else its name alone (no machine paths)."""
-    if path is None:
-        return None
-    p = Path(path).resolve()
-    for base in (ROOT, Path.cwd()):
-        try:
-            return str(p.relative_to(base.resolve()))
-        except ValueError:
-            continue
-    return p.name
 
 
 def shown_url(url: str) -> str:
