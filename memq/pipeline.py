@@ -191,7 +191,10 @@ class Pipeline:
         names = list(entities.values())
         for i, (text, score, steps) in enumerate(plan.beam):
             try:
-                candidate = plan if i == 0 else Plan(list(steps), raw=text) if steps else parse_plan(text, names)
+                if i == 0 and plan.raw == text:
+                    candidate = plan  # the planner's best plan, with its notes and dropped lines
+                else:
+                    candidate = Plan(list(steps), raw=text) if steps else parse_plan(text, names)
             except MemQError as exc:
                 trace.plans.append({"plan": text, "score": score, "rows": 0, "error": str(exc)[:160]})
                 continue

@@ -247,6 +247,16 @@ def test_the_planner_s_statement_is_kept_by_recall_and_survives_a_saved_run(kg, 
     again, _ = saved_plan(record, BIEBER)
     assert again.steps == planned.steps and again.beam == planned.beam
     assert [st.statement for st in again.steps if st.kind == "find"] == ["sibling", "gender"]
+    # a run records the plan the choice kept as plan_raw; re-scoring starts the choice again from the best one
+    gender = "Find the gender of the person Justin Bieber, assign it to ?x.\nFinally the answer is ?x."
+    again, _ = saved_plan({**record, "plan_raw": gender}, BIEBER)
+    assert again.raw == planned.beam[0].text and again.steps == planned.steps
+    sibling = "Find the sibling of the siblings of the person Justin Bieber, assign it to ?x.\nFinally the answer is ?x."
+    odd = parse_plan(gender, ["Justin Bieber"])  # a plan that is not the first of the beam it carries
+    odd.beam = [BeamPlan(sibling, -1.0, ()), BeamPlan(gender, -9.0, ())]
+    chosen = pipe.answer("who are justin bieber's siblings?", BIEBER, plan=odd)
+    assert chosen.plan.raw == sibling and [p["plan"] for p in chosen.trace.plans] == [sibling]
+    assert {i for i, _ in chosen.answers} == {"m.0gxnnwq", "m.0jazz01"}
     record["plan_beam"][0][2][0]["colour"] = "red"
     broken, _ = saved_plan(record, BIEBER)
     assert isinstance(broken, MemQError) and "colour" in str(broken)

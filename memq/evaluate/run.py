@@ -130,7 +130,8 @@ def saved_plan(record: dict, entities: dict[str, str]) -> tuple[Plan | MemQError
 
     The raw model text is parsed again (``plan_raw``; files from before it was recorded give their step
     lines), so re-scoring with another memory or recall setting sees what the planner produced. A grounded
-    planner's beam keeps its own steps (with the statements it chose), and those are used as they are.
+    planner's beam keeps its own steps (with the statements it chose), and those are used as they are; the
+    plan is the beam's first (``plan_raw`` is the one the execution-guided choice kept), so the choice runs again.
     """
     from ..plan.format import parse_plan
     from ..plan.prompt import entity_names
@@ -142,16 +143,19 @@ def saved_plan(record: dict, entities: dict[str, str]) -> tuple[Plan | MemQError
         why = record.get("exception", "no plan recorded")
         return PlanParseError(f"the saved run has no plan for {record['id']}: {why}"), seconds
     try:
+        beam = [BeamPlan(str(t), float(sc), tuple(PlanStep.from_json(o) for o in (rest[0] if rest else ())))
+                for t, sc, *rest in record.get("plan_beam") or []]
+    except (TypeError, ValueError) as exc:
+        return PlanParseError(f"the saved beam of {record['id']} cannot be read: {exc}"), seconds
+    if beam:  # ``plan_raw`` is the plan the choice kept; the choice starts again from the planner's best
+        text = beam[0].text
+    try:
         plan = parse_plan(text, entity_names(entities))
     except MemQError as exc:
         return exc, seconds
-    try:
-        plan.beam = [BeamPlan(str(t), float(sc), tuple(PlanStep.from_json(o) for o in (rest[0] if rest else ())))
-                     for t, sc, *rest in record.get("plan_beam") or []]
-    except (TypeError, ValueError) as exc:
-        return PlanParseError(f"the saved beam of {record['id']} cannot be read: {exc}"), seconds
-    if plan.beam and plan.beam[0].steps and plan.beam[0].text == text:
-        plan.steps = list(plan.beam[0].steps)  # the planner's own steps, with the statements it chose
+    plan.beam = beam
+    if beam and beam[0].steps:
+        plan.steps = list(beam[0].steps)  # the planner's own steps, with the statements it chose
     if record.get("plan_cost"):
         plan.cost = {**record["plan_cost"], "plan_from": "saved"}
     return plan, seconds
