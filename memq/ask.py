@@ -52,6 +52,8 @@ def add_search_args(parser: argparse.ArgumentParser) -> None:
                                                        "question prior")
     parser.add_argument("--prior-floor", type=float, help="--planner grounded: added to a statement's support "
                                                           "before its log is taken")
+    parser.add_argument("--coverage", type=float, help="--planner grounded: nats off a Finally line for each topic "
+                                                       "entity the plan does not name (0: off)")
 
 
 def parse_entities(items: list[str]) -> dict[str, str]:
@@ -128,7 +130,7 @@ def config_from(args: argparse.Namespace):
     if getattr(args, "no_repair", False):
         changes["repair"] = False
     search = {k: getattr(args, k) for k in ("beam", "lines", "norm", "max_candidates", "prune", "budget", "prior",
-                                             "neighbours", "prior_floor")
+                                             "neighbours", "prior_floor", "coverage")
               if getattr(args, k, None) is not None}
     if search:
         changes["search"] = replace(config.search, **search)

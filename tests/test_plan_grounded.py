@@ -192,6 +192,61 @@ def test_a_failing_endpoint_falls_back_and_the_note_names_it(bank):
     assert plan.steps[0].text.startswith("Find the languages spoken")
 
 
+class EitherLM(ScriptedLM):
+    """Like ScriptedLM, but a token that continues any of several scripted responses has probability 0.9."""
+
+    def __init__(self, *targets: str) -> None:
+        super().__init__(targets[0])
+        self.targets = [[ord(c) for c in t] + [0] for t in targets]
+
+    def _next(self, response: list[int]) -> set[int]:
+        i = len(response)
+        return {t[i] for t in self.targets if i < len(t) and t[:i] == response}
+
+    def _lp(self, response: list[int], token: int) -> float:
+        return math.log(0.9) if token in self._next(response) else math.log(0.001)
+
+    def greedy(self, ids, max_new_tokens):
+        response = list(ids[1:])
+        new, lps = [], []
+        while len(new) < max_new_tokens:
+            token = min(self._next(response) or {ord("\n")})
+            lps.append(self._lp(response, token))
+            new.append(token)
+            response.append(token)
+            if token in (0, ord("\n")):
+                break
+        return new, lps
+
+
+def test_entity_coverage_costs_a_plan_that_names_no_step_of_a_topic_entity(kg, bank):
+    """Training plans name every topic entity; with ``coverage`` a Finally line loses that many nats for each
+    topic entity the plan leaves out, so a plan that names them all can overtake a shorter one that does not."""
+    from memq.plan.grounded import unnamed
+
+    short = "Find the sibling of the siblings of the person Justin Bieber, assign it to ?x.\nFinally the answer is ?x."
+    both = {**BIEBER, "m.05zppz": "Male"}
+    question = "which male sibling does justin bieber have?"
+
+    def make(coverage: float, *targets: str) -> GroundedPlanner:
+        p = planner(kg, bank, "", coverage=coverage)
+        p._lm = EitherLM(*targets)
+        return p
+
+    off = make(0.0, short, BROTHER).plan(question, both)
+    assert off.raw == short and not [n for n in off.notes if "coverage" in n]  # the model prefers the short plan
+    on = make(20.0, short, BROTHER).plan(question, both)
+    assert on.raw == BROTHER and unnamed(on.steps, ["Justin Bieber", "Male"]) == []
+    only = make(20.0, short).plan(question, both)  # no plan the model likes names Male: the short one, costed
+    assert only.raw == short and only.beam[0].score == pytest.approx(off.beam[0].score - 20.0)
+    assert "entity coverage: the plan names no step of Male" in only.notes
+    alone = make(20.0, short, BROTHER).plan(question, BIEBER)  # nothing left out: nothing changes
+    assert alone.raw == short and alone.beam[0].score == pytest.approx(off.beam[0].score)
+    assert unnamed(off.steps, ["Justin Bieber", "male"]) == ["male"]
+    with pytest.raises(ValueError, match="coverage must be >= 0"):
+        GroundedConfig(coverage=-1.0)
+
+
 def test_execution_guided_choice_takes_the_first_plan_that_answers(kg, bank):
     pipe = Pipeline(Config(planner="given"), bank=bank, kg=kg)
     empty = "Find the gender of the person Justin Bieber, assign it to ?x.\nFinally the answer is ?x."

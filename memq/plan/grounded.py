@@ -108,6 +108,7 @@ class GroundedConfig:
     prior: float = 1.5  # weight of the question prior (memq.plan.prior) on Find lines; 0: off
     neighbours: int = 10  # training questions that vote in the question prior
     prior_floor: float = 0.1  # added to a statement's support before its log is taken
+    coverage: float = 0.0  # nats off a Finally line for each topic entity that the plan does not name; 0: off
 
     def __post_init__(self) -> None:
         for name in ("beam", "lines", "max_candidates", "max_steps", "max_passes", "neighbours"):
@@ -120,8 +121,9 @@ class GroundedConfig:
         for name in ("prune", "prior_floor"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
-        if not self.prior >= 0:
-            raise ValueError(f"prior must be >= 0 (0: off), got {self.prior!r}")
+        for name in ("prior", "coverage"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name} must be >= 0 (0: off), got {getattr(self, name)!r}")
 
 
 # --------------------------------------------------------------------------- partial plans
@@ -151,6 +153,13 @@ class _Line:
     step: PlanStep | None = None
     statement: object = None
     group: Group | None = None
+
+
+def unnamed(steps, names) -> list[str]:
+    """The topic entity ``names`` that no step of a plan names: as a Find step's source or second entity, or as
+    a check's constant (case aside)."""
+    named = {str(n).lower() for st in steps for n in (st.source, st.value) if n}
+    return [n for n in names if n.lower() not in named]
 
 
 class GroundedPlanner:
@@ -292,6 +301,10 @@ class GroundedPlanner:
                 opened = sum(1 for line in lines if line.kind == "open")  # may complete into unusable lines
                 bonus = bonuses(support, [line.statement.id if line.kind == "find" else None for line in lines],
                                 cfg.prior if prior is not None else 0.0, cfg.prior_floor)
+                if cfg.coverage:
+                    missing = len(unnamed(h.steps, names))
+                    bonus = [b - cfg.coverage * missing if line.kind == "answer" else b
+                             for b, line in zip(bonus, lines, strict=True)]
                 found = best_lines(lm, prefix + h.ids, [list(line.ids) for line in lines], lines_each + opened,
                                    open_ends=[line.kind == "open" for line in lines], bonus=bonus, prune=cfg.prune,
                                    max_passes=cfg.max_passes, cost=cost)
@@ -320,6 +333,8 @@ class GroundedPlanner:
         plan = Plan(steps=list(best.steps), raw="\n".join(best.lines))
         plan.beam = [BeamPlan("\n".join(h.lines), round(h.score(cfg.norm), 4), tuple(h.steps)) for h in complete]
         plan.notes.extend(best.notes)
+        if cfg.coverage and (left := unnamed(best.steps, names)):
+            plan.notes.append(f"entity coverage: the plan names no step of {', '.join(left)}")
         if cfg.prior > 0 and prior is None:
             plan.notes.append("question prior off: the memory bank's sources name no training questions")
         plan.cost.update(candidates=offered, prior_weight=cfg.prior if prior is not None else 0.0)
