@@ -267,9 +267,12 @@ def test_saved_beam_is_read_back_for_rescoring():
 
     record = {"id": "q", "plan_raw": "Finally the answer is ?x.", "plan_s": 1.5,
               "plan_beam": [["Finally the answer is ?x.", -0.5], ["Finally the answer is ?y.", -0.9]],
-              "plan_cost": {"forward_passes": 7}}
+              "plan_cost": {"forward_passes": 7},
+              "fallbacks": ["planner: grounded planner -> free generation: the beam ended with no complete plan",
+                            "step 1: no recalled statement binds in the KG; kept all"]}
     plan, seconds = saved_plan(record, JAMAICA)
     assert isinstance(plan, Plan) and seconds == 1.5
+    assert plan.notes == ["grounded planner -> free generation: the beam ended with no complete plan"]
     assert plan.beam == [BeamPlan("Finally the answer is ?x.", -0.5), BeamPlan("Finally the answer is ?y.", -0.9)]
     assert plan.cost["forward_passes"] == 7 and plan.cost["plan_from"] == "saved"
 

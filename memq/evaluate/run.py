@@ -156,6 +156,8 @@ def saved_plan(record: dict, entities: dict[str, str]) -> tuple[Plan | MemQError
     plan.beam = beam
     if beam and beam[0].steps:
         plan.steps = list(beam[0].steps)  # the planner's own steps, with the statements it chose
+    # what the planner noted (a fallback to free generation, a generated constant) stays in the trace
+    plan.notes = [f.removeprefix("planner: ") for f in record.get("fallbacks") or () if f.startswith("planner: ")]
     if record.get("plan_cost"):
         plan.cost = {**record["plan_cost"], "plan_from": "saved"}
     return plan, seconds
