@@ -38,7 +38,7 @@ ROWS: dict[str, list[str]] = {
                               "--plans", f"{RESULTS}/webqsp_test_finetuned.planned.jsonl.gz"],
     "webqsp_test_grounded": [*WEBQSP, "--planner", "grounded",
                              "--plans", f"{RESULTS}/webqsp_test_grounded.planned.jsonl.gz"],
-    "webqsp_test_grounded_noprior": [*WEBQSP, "--planner", "grounded", "--limit", "200", "--prior", "0",
+    "webqsp_test_grounded_noprior": [*WEBQSP, "--planner", "grounded", "--limit", "200", "--prior", "0", "--coverage", "0",
                                      "--plans", f"{RESULTS}/webqsp_test_grounded_noprior.planned.jsonl.gz"],
     "webqsp_test_finetuned_schema": [*WEBQSP, "--planner", "finetuned", "--memory", "memory_bank/webqsp+schema",
                                      "--plans", f"{RESULTS}/webqsp_test_finetuned.planned.jsonl.gz"],
@@ -54,9 +54,9 @@ ROWS: dict[str, list[str]] = {
                                     "--plans", f"{RESULTS}/cwq_test_finetuned_webqsp24.planned.jsonl.gz"],
     "cwq_test_finetuned": [*CWQ, "--planner", "finetuned",
                            "--plans", f"{RESULTS}/cwq_test_finetuned.planned.jsonl.gz"],
-    "cwq_test_grounded": [*CWQ, "--planner", "grounded", "--limit", "100",  # a prefix: see docs/planner.md
+    "cwq_test_grounded": [*CWQ, "--planner", "grounded", "--limit", "100", "--coverage", "0",  # a prefix: docs/planner.md
                           "--plans", f"{RESULTS}/cwq_test_grounded.planned.jsonl.gz"],
-    "cwq_test_grounded_noprior": [*CWQ, "--planner", "grounded", "--limit", "100", "--prior", "0",
+    "cwq_test_grounded_noprior": [*CWQ, "--planner", "grounded", "--limit", "100", "--prior", "0", "--coverage", "0",
                                   "--plans", f"{RESULTS}/cwq_test_grounded_noprior.planned.jsonl.gz"],
 }
 
