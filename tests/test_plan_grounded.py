@@ -43,13 +43,14 @@ BROTHER = ("Find the sibling of the siblings of the person Justin Bieber, assign
 
 
 class ScriptedLM:
-    """Characters are tokens (EOS = 0). The model likes the scripted ``target`` response: a token that continues it
-    has probability 0.9, any other 0.001. ``generate`` returns the target (free generation)."""
+    """Characters are tokens (EOS = 0). The model likes the scripted ``target`` responses: a token that continues
+    one of them has probability 0.9, any other 0.001. ``generate`` returns the first target (free generation)."""
 
     eos_id = 0
 
-    def __init__(self, target: str) -> None:
-        self.target = [ord(c) for c in target] + [0]
+    def __init__(self, target: str, *more: str) -> None:
+        self.targets = [[ord(c) for c in t] + [0] for t in (target, *more)]
+        self.target = self.targets[0]
         self.calls = 0
 
     def prompt_ids(self, prompt: str) -> list[int]:
@@ -61,10 +62,12 @@ class ScriptedLM:
     def decode(self, ids) -> str:
         return "".join(chr(i) for i in ids if i)
 
-    def _lp(self, response: list[int], token: int) -> float:
+    def _next(self, response: list[int]) -> set[int]:
         i = len(response)
-        on = response == self.target[:i] and i < len(self.target) and self.target[i] == token
-        return math.log(0.9) if on else math.log(0.001)
+        return {t[i] for t in self.targets if i < len(t) and t[:i] == response}
+
+    def _lp(self, response: list[int], token: int) -> float:
+        return math.log(0.9) if token in self._next(response) else math.log(0.001)
 
     def expand(self, ids, first, children):
         response = list(ids[1:])
@@ -75,8 +78,7 @@ class ScriptedLM:
         response = list(ids[1:])
         new, lps = [], []
         while len(new) < max_new_tokens:
-            i = len(response)
-            token = self.target[i] if response == self.target[:i] and i < len(self.target) else ord("\n")
+            token = min(self._next(response) or {ord("\n")})
             lps.append(self._lp(response, token))
             new.append(token)
             response.append(token)
@@ -192,33 +194,6 @@ def test_a_failing_endpoint_falls_back_and_the_note_names_it(bank):
     assert plan.steps[0].text.startswith("Find the languages spoken")
 
 
-class EitherLM(ScriptedLM):
-    """Like ScriptedLM, but a token that continues any of several scripted responses has probability 0.9."""
-
-    def __init__(self, *targets: str) -> None:
-        super().__init__(targets[0])
-        self.targets = [[ord(c) for c in t] + [0] for t in targets]
-
-    def _next(self, response: list[int]) -> set[int]:
-        i = len(response)
-        return {t[i] for t in self.targets if i < len(t) and t[:i] == response}
-
-    def _lp(self, response: list[int], token: int) -> float:
-        return math.log(0.9) if token in self._next(response) else math.log(0.001)
-
-    def greedy(self, ids, max_new_tokens):
-        response = list(ids[1:])
-        new, lps = [], []
-        while len(new) < max_new_tokens:
-            token = min(self._next(response) or {ord("\n")})
-            lps.append(self._lp(response, token))
-            new.append(token)
-            response.append(token)
-            if token in (0, ord("\n")):
-                break
-        return new, lps
-
-
 def test_entity_coverage_costs_a_plan_that_names_no_step_of_a_topic_entity(kg, bank):
     """Training plans name every topic entity; with ``coverage`` a Finally line loses that many nats for each
     topic entity the plan leaves out, so a plan that names them all can overtake a shorter one that does not."""
@@ -230,7 +205,7 @@ def test_entity_coverage_costs_a_plan_that_names_no_step_of_a_topic_entity(kg, b
 
     def make(coverage: float, *targets: str) -> GroundedPlanner:
         p = planner(kg, bank, "", coverage=coverage)
-        p._lm = EitherLM(*targets)
+        p._lm = ScriptedLM(*targets)
         return p
 
     off = make(0.0, short, BROTHER).plan(question, both)
