@@ -115,12 +115,13 @@ def bank():
     return MemoryBank.build(records, HashingEmbedder())
 
 
-def planner(kg, bank, target: str, **config) -> GroundedPlanner:
-    """The grounded planner with a scripted model; the question prior is off unless asked for (the tiny bank has
-    no training questions; tests/test_plan_prior.py tests it)."""
+def planner(kg, bank, target: str, *more: str, **config) -> GroundedPlanner:
+    """The grounded planner with a model scripted to like ``target`` (and ``more``); the question prior is off
+    unless asked for (the tiny bank has no training questions; tests/test_plan_prior.py tests it)."""
     config.setdefault("prior", 0.0)
     free = FineTunedPlanner(str(REPO_ADAPTER).format(dataset="webqsp"))
-    return GroundedPlanner(free, kg=kg, bank=bank, config=GroundedConfig(**config), lm=ScriptedLM(target))
+    return GroundedPlanner(free, kg=kg, bank=bank, config=GroundedConfig(**config),
+                          lm=ScriptedLM(target, *more))
 
 
 def test_find_lines_are_the_memory_statements_that_bind_at_the_node(kg, bank):
@@ -203,19 +204,14 @@ def test_entity_coverage_costs_a_plan_that_names_no_step_of_a_topic_entity(kg, b
     both = {**BIEBER, "m.05zppz": "Male"}
     question = "which male sibling does justin bieber have?"
 
-    def make(coverage: float, *targets: str) -> GroundedPlanner:
-        p = planner(kg, bank, "", coverage=coverage)
-        p._lm = ScriptedLM(*targets)
-        return p
-
-    off = make(0.0, short, BROTHER).plan(question, both)
+    off = planner(kg, bank, short, BROTHER, coverage=0.0).plan(question, both)
     assert off.raw == short and not [n for n in off.notes if "coverage" in n]  # the model prefers the short plan
-    on = make(20.0, short, BROTHER).plan(question, both)
+    on = planner(kg, bank, short, BROTHER, coverage=20.0).plan(question, both)
     assert on.raw == BROTHER and unnamed(on.steps, ["Justin Bieber", "Male"]) == []
-    only = make(20.0, short).plan(question, both)  # no plan the model likes names Male: the short one, costed
+    only = planner(kg, bank, short, coverage=20.0).plan(question, both)  # no plan the model likes names Male: the short one, costed
     assert only.raw == short and only.beam[0].score == pytest.approx(off.beam[0].score - 20.0)
     assert "entity coverage: the plan names no step of Male" in only.notes
-    alone = make(20.0, short, BROTHER).plan(question, BIEBER)  # nothing left out: nothing changes
+    alone = planner(kg, bank, short, BROTHER, coverage=20.0).plan(question, BIEBER)  # nothing left out: nothing changes
     assert alone.raw == short and alone.beam[0].score == pytest.approx(off.beam[0].score)
     assert unnamed(off.steps, ["Justin Bieber", "male"]) == ["male"]
     with pytest.raises(ValueError, match="coverage must be >= 0"):
