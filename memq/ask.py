@@ -19,8 +19,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     ask.add_argument("--memory", help="memory bank directory (default: memory_bank/webqsp)")
     ask.add_argument("--kg", help="RDF file for the embedded store (default: the benchmark KG)")
     ask.add_argument("--endpoint", help="SPARQL endpoint URL instead of the embedded store")
-    ask.add_argument("--planner", choices=("fewshot", "finetuned", "grounded"), default=None)
-    ask.add_argument("--adapter", help="LoRA adapter directory for --planner finetuned or grounded")
+    ask.add_argument("--planner", choices=("fewshot", "finetuned", "grounded", "hybrid"), default=None)
+    ask.add_argument("--adapter", help="LoRA adapter directory for --planner finetuned, grounded or hybrid")
     add_backend_arg(ask)
     add_search_args(ask)
     ask.add_argument("--no-ground", action="store_true", help="turn grounded choice off")
@@ -102,7 +102,8 @@ def show(a: Answer, gold: list[tuple[str, str]] | None = None) -> str:
         lines += [f"  - {f}" for f in a.trace.fallbacks]
     if a.trace.plans:
         lines.append("plans tried (execution-guided choice):")
-        lines += [f"  score {p['score']}  rows {p['rows']}  " + p["plan"].replace("\n", " / ") for p in a.trace.plans]
+        lines += [f"  {p.get('planner') or 'score ' + str(p['score'])}  rows {p['rows']}  "
+                  + p["plan"].replace("\n", " / ") for p in a.trace.plans]
     if a.trace.cost:
         lines.append("planning cost: " + "  ".join(f"{k} {v}" for k, v in a.trace.cost.items()))
     lines.append("answers: " + (", ".join(f"{n} ({i})" for i, n in a.answers) or "(none)"))

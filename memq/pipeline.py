@@ -8,7 +8,8 @@
    that bind in the KG (:mod:`memq.ground`, on :mod:`memq.recall`);
 4. answer assembly: the chosen statements -> one query (:mod:`memq.assemble`,
    on :mod:`memq.reconstruct`), executed on the KG (:mod:`memq.kg`);
-5. self-repair when it finds nothing (:mod:`memq.repair`);
+5. self-repair when it finds nothing (:mod:`memq.repair`), then, for the hybrid planner, the grounded
+   planner's plans (:mod:`memq.plan.hybrid`);
 6. the answer terms named and ordered (:func:`memq.assemble.named_answers`).
 
 Every fallback that fires is appended to ``Answer.trace.fallbacks`` and every
@@ -39,10 +40,13 @@ __all__ = ["ROOT", "Config", "Pipeline", "open_kg", "shown_path", "validate"]
 
 log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parent.parent
-PLANNERS = ("auto", "fewshot", "finetuned", "grounded", "given")
+PLANNERS = ("auto", "fewshot", "finetuned", "grounded", "hybrid", "given")
 # datasets whose ``auto`` planner is the grounded one: it won on their dev split (WebQSP dev, first 150: F1
-# 0.804 against 0.727 for free generation, docs/planner.md); CWQ dev has no gold answers to decide on
+# 0.804 against 0.727 for free generation and 0.792 for the hybrid planner, docs/planner.md)
 GROUNDED_BY_DEFAULT = ("webqsp",)
+# datasets whose ``auto`` planner is the hybrid one. CWQ dev has no gold answers to decide on; the hybrid planner's
+# answers differ from free generation's only where free generation found nothing, so it cannot lose answers to it
+HYBRID_BY_DEFAULT = ("cwq",)
 
 
 def shown_path(path: str | Path | None) -> str | None:
@@ -127,7 +131,7 @@ class Pipeline:
             if self.config.planner == "auto":
                 log.info("planner auto -> %s", kind)
             extra = {}
-            if kind == "grounded":
+            if kind in ("grounded", "hybrid"):
                 extra = {"kg": self.kg, "bank": self.bank, "search": self.config.search,
                          "timeout": self.config.timeout}
             self._planner = make_planner(kind, model=self.config.planner_model, adapter=adapter,
@@ -141,12 +145,13 @@ class Pipeline:
         if self._planner is not None:
             return getattr(self._planner, "adapter", None)
         kind, adapter = self._planner_choice()
-        return adapter if kind in ("finetuned", "grounded") else None
+        return adapter if kind in ("finetuned", "grounded", "hybrid") else None
 
     def _planner_choice(self) -> tuple[str, Path]:
         """(planner kind, fine-tuned adapter path). ``auto`` picks the committed or cached adapter if there is one,
-        else few-shot; with an adapter, the grounded planner where it won on dev (``GROUNDED_BY_DEFAULT``) and
-        llama.cpp runs it (it scores tokens; the transformers fallback only generates), else free generation."""
+        else few-shot; with an adapter and llama.cpp (it scores tokens; the transformers fallback only generates),
+        the grounded planner where it won on dev (``GROUNDED_BY_DEFAULT``) or the hybrid one
+        (``HYBRID_BY_DEFAULT``), else free generation."""
         from .plan.planner import default_adapter
 
         config = self.config
@@ -157,6 +162,8 @@ class Pipeline:
                 kind = "fewshot"
             elif config.planner_dataset in GROUNDED_BY_DEFAULT and config.backend == "llamacpp":
                 kind = "grounded"
+            elif config.planner_dataset in HYBRID_BY_DEFAULT and config.backend == "llamacpp":
+                kind = "hybrid"
             else:
                 kind = "finetuned"
         return kind, adapter
@@ -166,7 +173,9 @@ class Pipeline:
         """Answer one question about the topic ``entities`` (id -> name); a given ``plan`` skips the planner.
 
         A plan with a ``beam`` (the grounded planner's complete plans) is chosen by execution: its plans run
-        in order and the first whose query returns rows is kept (``Trace.plans`` lists each one tried)."""
+        in order and the first whose query returns rows is kept (``Trace.plans`` lists each one tried).
+        With the hybrid planner, a plan that finds nothing is rescued by the grounded planner (:meth:`_rescue`;
+        a given plan's saved ``rescue`` is used as it is)."""
         question, entities = validate(question, entities)
         trace = Trace()
         clock = time.perf_counter()
@@ -185,6 +194,9 @@ class Pipeline:
             plan, (query, rows, choices, rec) = self._choose(plan, entities, trace)
         else:
             query, rows, choices, rec = self._execute(plan, entities, trace, self.config.repair)
+        if not rows and (plan.rescue is not None or (not plan.beam and self._planner_choice()[0] == "hybrid")):
+            plan, (query, rows, choices, rec) = self._rescue(question, entities, plan, (query, rows, choices, rec),
+                                                             trace)
         t0 = time.perf_counter()
         answers = named_answers(self.kg, rows, ordered=bool(query.order_by))
         trace.timings["names"] = time.perf_counter() - t0
@@ -221,6 +233,39 @@ class Pipeline:
         trace.fallbacks.append(f"execution-guided choice: none of the {len(plan.beam)} plans in the beam "
                                "answers; the first one goes on with self-repair")
         return plan, self._execute(plan, entities, trace, self.config.repair)
+
+    def _rescue(self, question: str, entities: dict[str, str], free: Plan, result, trace: Trace):
+        """The hybrid planner's second chance for ``free``, a plan whose query (``result``) found nothing, self-repair
+        included: the grounded planner's plan (``free.rescue``, planned here unless saved), chosen by execution.
+        Its result when it finds rows; else ``free`` and ``result`` stand. Each step is in the trace."""
+        trace.plans.append({"plan": free.raw, "score": None, "rows": 0, "planner": "free generation"})
+        if free.rescue is None:
+            t0 = time.perf_counter()
+            free.rescue = self.planner.rescue(question, entities)
+            trace.timings["plan"] = trace.timings.get("plan", 0.0) + time.perf_counter() - t0
+        grounded = free.rescue
+        trace.llm_calls += grounded.cost.get("llm_calls", 0)
+        trace.cost["rescue"] = dict(grounded.cost)
+        trace.fallbacks.append("hybrid: free generation's plan found nothing (self-repair included); "
+                               "the grounded planner planned again")
+        trace.fallbacks.extend(f"planner: {note}" for note in grounded.notes)
+        if grounded.cost.get("free_generation"):
+            trace.fallbacks.append("hybrid: the grounded planner fell back to free generation; "
+                                   "the free plan's empty answer stands")
+            return free, result
+        sub = Trace(timings=trace.timings, plans=trace.plans)
+        if len(grounded.beam) > 1:
+            chosen, found = self._choose(grounded, entities, sub)
+        else:
+            chosen, found = grounded, self._execute(grounded, entities, sub, self.config.repair)
+            sub.plans.append({"plan": grounded.raw, "score": None, "rows": len(found[1])})
+        if not found[1]:
+            trace.fallbacks.append("hybrid: the grounded planner's plans found nothing either; "
+                                   "the free plan's empty answer stands")
+            return free, result
+        trace.fallbacks.extend(sub.fallbacks)
+        trace.attempts.extend(sub.attempts)
+        return chosen, found
 
     def _execute(self, plan: Plan, entities: dict[str, str], trace: Trace, repair_on: bool):
         """Recall, grounding, assembly and execution of one plan: ``(query, rows, choices, reconstructor)``."""

@@ -131,6 +131,10 @@ class Plan:
 
     A grounded planner also gives ``beam``: the complete plans it found (:class:`BeamPlan`), best first
     (the first is this plan); the pipeline runs them in order and keeps the first that answers.
+
+    ``rescue``: the hybrid planner's grounded plan for a question whose plan (this one) found nothing
+    (:mod:`memq.plan.hybrid`). The pipeline sets it when it plans the rescue; a saved run carries it, so that
+    re-scoring needs no model call.
     """
 
     steps: list[PlanStep]
@@ -139,6 +143,7 @@ class Plan:
     beam: list[BeamPlan] = field(default_factory=list)  # a grounded planner's complete plans, best first
     notes: list[str] = field(default_factory=list)  # what the planner did that the trace must show
     cost: dict = field(default_factory=dict)  # the planner's cost for this plan (forward passes, tokens, ...)
+    rescue: Plan | None = None  # the hybrid planner's grounded plan, made when this plan found nothing
 
 
 @dataclass(frozen=True)

@@ -127,9 +127,13 @@ def test_the_pipeline_names_its_fine_tuned_adapter_without_loading_it(tmp_path, 
     (tmp_path / "a" / "adapter_config.json").write_text("{}")
     assert Pipeline(Config(planner="auto", adapter=str(tmp_path / "a"))).planner_adapter == tmp_path / "a"
     assert Pipeline(Config(planner="auto", adapter=str(tmp_path / "none"))).planner_adapter is None
-    # auto: grounded where it won on dev and llama.cpp can score lines, else free generation, else few-shot
+    # auto: grounded where it won on dev and llama.cpp can score lines, hybrid for CWQ, else free generation,
+    # else few-shot
     adapter = str(tmp_path / "a")
     assert Pipeline(Config(planner="auto", adapter=adapter))._planner_choice()[0] == "grounded"
     assert Pipeline(Config(planner="auto", adapter=adapter, backend="transformers"))._planner_choice()[0] == "finetuned"
-    assert Pipeline(Config(planner="auto", adapter=adapter, planner_dataset="cwq"))._planner_choice()[0] == "finetuned"
+    assert Pipeline(Config(planner="auto", adapter=adapter, planner_dataset="cwq"))._planner_choice()[0] == "hybrid"
+    assert Pipeline(Config(planner="auto", adapter=adapter, planner_dataset="cwq",
+                           backend="transformers"))._planner_choice()[0] == "finetuned"
+    assert Pipeline(Config(planner="hybrid", adapter=adapter)).planner_adapter == tmp_path / "a"
     assert Pipeline(Config(planner="auto", adapter=str(tmp_path / "none")))._planner_choice()[0] == "fewshot"

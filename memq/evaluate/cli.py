@@ -13,14 +13,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev = sub.add_parser("evaluate", help="score memq on a dataset split (resumable)")
     ev.add_argument("--dataset", choices=("webqsp", "cwq"), required=True)
     ev.add_argument("--split", choices=("dev", "test"), required=True)
-    ev.add_argument("--planner", choices=("oracle", "fewshot", "finetuned", "grounded"), required=True)
+    ev.add_argument("--planner", choices=("oracle", "fewshot", "finetuned", "grounded", "hybrid"), required=True)
     ev.add_argument("--limit", type=int, help="only the first N questions")
     ev.add_argument("--json", metavar="FILE", help="write the summary here")
     ev.add_argument("--per-question", metavar="FILE.jsonl", help="per-question records; a rerun resumes from it")
     ev.add_argument("--memory", help="memory bank directory")
     ev.add_argument("--kg", help="RDF file for the embedded store")
     ev.add_argument("--endpoint", help="SPARQL endpoint URL")
-    ev.add_argument("--adapter", help="LoRA adapter for --planner finetuned or grounded")
+    ev.add_argument("--adapter", help="LoRA adapter for --planner finetuned, grounded or hybrid")
     add_search_args(ev)
     add_backend_arg(ev)
     ev.add_argument("--rule", choices=("adaptive", "memq-code"), default=None)
@@ -34,7 +34,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                          "batches are faster on CPU)")
     ev.add_argument("--plans", metavar="FILE.jsonl", nargs="+",
                     help="reuse the plans (and a direct-SPARQL ablation's outputs) of an earlier run's "
-                         "per-question file(s) (no model calls for them); several files are read as one")
+                         "per-question file(s) (no model calls for them); several files are read as one; with "
+                         "--planner hybrid, free-generation records give the free plans and grounded records of "
+                         "the same questions their rescues")
     ev.add_argument("--shard", metavar="K/N", type=_shard,
                     help="evaluate only every N-th question from the K-th (1 <= K <= N), after --limit, so that N "
                          "processes share a split; re-score their per-question files together with --plans")

@@ -31,7 +31,7 @@ from .scoring import error_stage, score
 
 log = logging.getLogger(__name__)
 
-PLANNERS = ("oracle", "fewshot", "finetuned", "grounded")
+PLANNERS = ("oracle", "fewshot", "finetuned", "grounded", "hybrid")
 SOURCE_NOTE = ("answers: benchmark KG synthesised from gold annotations (not comparable to full Freebase); "
                "EHR/GED: against the gold queries")
 
@@ -74,15 +74,9 @@ def evaluate_question(pipeline, question, planner: str, describe=None, planned=N
             record["llm_calls"] = 1
             if isinstance(plan, Exception):
                 raise plan
-            record["plan_raw"] = plan.raw  # kept even if a later stage fails (``--plans`` re-scores it)
-            if plan.beam:  # a grounded planner's complete plans: --plans re-runs the execution-guided choice
-                record["plan_beam"] = [[b.text, b.score] + ([[st.to_json() for st in b.steps]] if b.steps else [])
-                                       for b in plan.beam]
+            record.update(plan_record(plan))  # kept even if a later stage fails (``--plans`` re-scores it)
             if plan.cost:
-                record["plan_cost"] = dict(plan.cost)
                 record["llm_calls"] = plan.cost.get("llm_calls", 1)
-                if "seconds" in plan.cost and "plan_from" not in plan.cost:  # this question's own time
-                    record["plan_s"] = round(plan.cost["seconds"], 4)
         elif planner == "oracle":
             try:
                 plan, entities = _oracle(question, describe)
@@ -91,8 +85,15 @@ def evaluate_question(pipeline, question, planner: str, describe=None, planned=N
         answer = pipeline.answer(question.question, entities, plan=plan)
         sparql = answer.sparql
         predicted = [i for i, _ in answer.answers]
+        # the hybrid planner's grounded plan, when the free plan found nothing: saved, so that re-scoring needs
+        # no model call, with the planning time it cost (then, if it was planned in an earlier run)
+        rescue = plan.rescue if plan is not None and "rescue" in answer.trace.cost else None
+        if rescue is not None:
+            record["rescue"] = {**plan_record(rescue), "plan_s": round(rescue.cost.get("seconds", 0.0), 4)}
+            if "plan_from" in rescue.cost:
+                record["latency_s_saved"] = rescue.cost.get("seconds", 0.0)
         record.update(answers=answer.answers, sparql=sparql, plan=[s.text for s in answer.plan.steps],
-                      plan_raw=answer.plan.raw or record.get("plan_raw", ""),
+                      plan_raw=(plan.raw if rescue is not None else answer.plan.raw) or record.get("plan_raw", ""),
                       fallbacks=answer.trace.fallbacks,
                       llm_calls=record.get("llm_calls", 0) + answer.trace.llm_calls,
                       timings={k: round(v, 4) for k, v in answer.trace.timings.items()},
@@ -104,10 +105,25 @@ def evaluate_question(pipeline, question, planner: str, describe=None, planned=N
         predicted = []
         error = error_stage(exc)
         record.update(answers=[], exception=f"{type(exc).__name__}: {exc}", llm_calls=record.get("llm_calls", 0))
-    record["latency_s"] = round(time.perf_counter() - t0 + record.get("plan_s", 0.0), 4)
+    record["latency_s"] = round(time.perf_counter() - t0 + record.get("plan_s", 0.0)
+                                + record.pop("latency_s_saved", 0.0), 4)
     golds = score(record, question, predicted, sparql, error)
     record["gold"] = golds[0] if golds else None
     return record
+
+
+def plan_record(plan: Plan) -> dict:
+    """What a record keeps of a plan so that ``--plans`` re-scores it (:func:`saved_plan` reads it back): the raw
+    text, a grounded planner's beam (so the execution-guided choice runs again), its cost and own time."""
+    out: dict = {"plan_raw": plan.raw}
+    if plan.beam:
+        out["plan_beam"] = [[b.text, b.score] + ([[st.to_json() for st in b.steps]] if b.steps else [])
+                            for b in plan.beam]
+    if plan.cost:
+        out["plan_cost"] = dict(plan.cost)
+        if "seconds" in plan.cost and "plan_from" not in plan.cost:  # this question's own time
+            out["plan_s"] = round(plan.cost["seconds"], 4)
+    return out
 
 
 def load_records(path: str | Path) -> dict[str, dict]:
@@ -132,6 +148,8 @@ def saved_plan(record: dict, entities: dict[str, str]) -> tuple[Plan | MemQError
     lines), so re-scoring with another memory or recall setting sees what the planner produced. A grounded
     planner's beam keeps its own steps (with the statements it chose), and those are used as they are; the
     plan is the beam's first (``plan_raw`` is the one the execution-guided choice kept), so the choice runs again.
+    A hybrid planner's record keeps the free plan as ``plan_raw`` and the grounded rescue, if one was planned,
+    as a record of its own under ``rescue`` (read back into ``Plan.rescue``).
     """
     from ..plan.format import parse_plan
     from ..plan.prompt import entity_names
@@ -160,7 +178,37 @@ def saved_plan(record: dict, entities: dict[str, str]) -> tuple[Plan | MemQError
     plan.notes = [f.removeprefix("planner: ") for f in record.get("fallbacks") or () if f.startswith("planner: ")]
     if record.get("plan_cost"):
         plan.cost = {**record["plan_cost"], "plan_from": "saved"}
+    if record.get("rescue"):
+        if not isinstance(record["rescue"], dict):
+            return PlanParseError(f"the saved rescue of {record['id']} is not a record: {record['rescue']!r:.80}"), \
+                seconds
+        rescue, _ = saved_plan({**record["rescue"], "id": record["id"]}, entities)
+        if isinstance(rescue, Exception):
+            return rescue, seconds
+        plan.rescue = rescue
+        plan.notes = [n for n in plan.notes if n not in rescue.notes]
     return plan, seconds
+
+
+def rescue_record(grounded: dict) -> dict:
+    """A grounded planner's record of a question, as the ``rescue`` of a hybrid record: the grounded planner is
+    deterministic, so its saved plans for a question are the rescue the hybrid planner would plan."""
+    keep = ("plan_raw", "plan_beam", "plan_cost", "plan_s")
+    return {**{k: grounded[k] for k in keep if k in grounded},
+            "fallbacks": [f for f in grounded.get("fallbacks") or () if f.startswith("planner: ")]}
+
+
+def hybrid_records(records: list[dict]) -> dict[str, dict]:
+    """Saved records for a hybrid run, by question id: hybrid records as they are; a free-generation
+    (``finetuned``) record gives the free plan, and a grounded record of the same question its ``rescue``."""
+    free = {r["id"]: r for r in records if r.get("planner") in ("hybrid", "finetuned")}
+    grounded = {r["id"]: r for r in records if r.get("planner") == "grounded"}
+    out = {}
+    for qid, rec in free.items():
+        if not rec.get("rescue") and qid in grounded and grounded[qid].get("plan_raw"):
+            rec = {**rec, "rescue": rescue_record(grounded[qid])}
+        out[qid] = rec
+    return out
 
 
 def fallback_kind(text: str) -> str:
@@ -206,7 +254,10 @@ def summarise(records: list[dict], *, dataset: str, split: str, planner: str, kg
 def planning_cost(records: list[dict]) -> dict:
     """Planning time (p50, p95, mean of ``plan_s``) and, for a grounded planner, the mean cost per question:
     forward passes, tokens scored, candidate lines offered, KG queries; {} when nothing was planned."""
-    times = sorted(r["plan_s"] for r in records if r.get("plan_s") is not None)
+    def rescue(r: dict) -> dict:
+        return r.get("rescue") or {}
+
+    times = sorted(r["plan_s"] + (rescue(r).get("plan_s") or 0.0) for r in records if r.get("plan_s") is not None)
     if not times:
         return {}
     out = {"plan_p50_s": round(statistics.median(times), 4),
@@ -219,6 +270,14 @@ def planning_cost(records: list[dict]) -> dict:
             for k in ("forward_passes", "tokens_scored", "candidates", "kg_queries")}
         out["planning_cost_per_question"]["free_generation_fallbacks"] = sum(
             1 for c in costs if c.get("free_generation"))
+    rescued = [r for r in records if r.get("rescue")]
+    if rescued:  # the hybrid planner: what its grounded rescues cost, per rescue, and how many answered
+        costs = [rescue(r).get("plan_cost") or {} for r in rescued]
+        out["rescues"] = {"planned": len(rescued),
+                          "answered": sum(1 for r in rescued if r.get("answers")),  # the free plan found none
+                          **{f"{k}_per_rescue": round(mean(c.get(k, 0) for c in costs), 2)
+                             for k in ("forward_passes", "tokens_scored", "candidates", "kg_queries")},
+                          "plan_p50_s": round(statistics.median(rescue(r).get("plan_s") or 0.0 for r in rescued), 4)}
     return out
 
 
@@ -299,11 +358,14 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
         if planner == "oracle":
             raise ValueError("plans_from reuses an LLM planner's plans; the oracle derives its own")
         files = [plans_from] if isinstance(plans_from, (str, Path)) else list(plans_from)
-        for file in files:
-            saved.update(load_records(file))
+        if planner == "hybrid":  # free plans and grounded rescues may come from separate files
+            saved = hybrid_records([r for file in files for r in load_records(file).values()])
+        else:
+            for file in files:
+                saved.update(load_records(file))
         plans_from = ", ".join(map(shown_path, files))  # as records and the summary show it
         planners = {r.get("planner") for r in saved.values()}
-        if planners - {planner}:
+        if planners - ({"hybrid", "finetuned"} if planner == "hybrid" else {planner}):
             raise ValueError(f"{plans_from} holds plans of {sorted(map(str, planners))}, not {planner!r}")
     # question id -> (an earlier run's direct-SPARQL output, the generation time it cost then)
     saved_outputs = {qid: out for qid, r in saved.items() if (out := _saved_output(r)) is not None}
@@ -399,9 +461,9 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
         k, n = shard
         summary["shard"] = {"index": k, "of": n, "note": f"questions {k}, {k + n}, {k + 2 * n}, ... of the split "
                             f"(shard {k} of {n}): a part of it, not all of it"}
-    if planner == "grounded":
+    if planner in ("grounded", "hybrid"):
         summary["search"] = asdict(config.search)
-    if planner in ("finetuned", "grounded"):
+    if planner in ("finetuned", "grounded", "hybrid"):
         adapter = pipeline.planner_adapter
         summary["adapter"] = shown_path(adapter)
     if saved:

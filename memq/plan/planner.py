@@ -156,7 +156,8 @@ def make_planner(kind: str = "fewshot", *, model: str = "qwen2.5-coder-0.5b", ad
                  backend: str = DEFAULT_BACKEND, kg=None, bank=None, search=None, timeout: float | None = 20.0):
     """A planner by name: ``"fewshot"`` (``model`` + k retrieved examples), ``"finetuned"`` (``adapter``), or
     ``"grounded"`` (``adapter`` choosing lines grounded in ``kg`` from the memory ``bank``; ``search`` is its
-    :class:`~memq.plan.grounded.GroundedConfig`), run by ``backend`` (``"llamacpp"`` or ``"transformers"``)."""
+    :class:`~memq.plan.grounded.GroundedConfig`), or ``"hybrid"`` (free generation, the grounded planner when its
+    plan finds nothing: :mod:`memq.plan.hybrid`), run by ``backend`` (``"llamacpp"`` or ``"transformers"``)."""
     check_backend(backend)
     if kind == "fewshot":
         from memq.llamacpp import make_llm
@@ -167,7 +168,7 @@ def make_planner(kind: str = "fewshot", *, model: str = "qwen2.5-coder-0.5b", ad
         planner = FewShotPlanner(llm, dataset=dataset, k=k)
         planner.fallbacks = [note] if note else []
         return planner
-    if kind in ("finetuned", "grounded"):
+    if kind in ("finetuned", "grounded", "hybrid"):
         path = Path(adapter) if adapter else default_adapter(dataset)
         if not (path / "adapter_config.json").exists():
             raise MemQError(f"no planner adapter at {path}; train one with `memq planner train` or pass an adapter")
@@ -175,8 +176,13 @@ def make_planner(kind: str = "fewshot", *, model: str = "qwen2.5-coder-0.5b", ad
         if kind == "finetuned":
             return free
         if kg is None or bank is None:
-            raise MemQError("the grounded planner needs the KG and the memory bank (kg=, bank=)")
+            raise MemQError(f"the {kind} planner needs the KG and the memory bank (kg=, bank=)")
         from .grounded import GroundedPlanner
 
-        return GroundedPlanner(free, kg=kg, bank=bank, config=search, timeout=timeout)
-    raise MemQError(f"unknown planner {kind!r}; expected 'fewshot', 'finetuned' or 'grounded'")
+        grounded = GroundedPlanner(free, kg=kg, bank=bank, config=search, timeout=timeout)
+        if kind == "grounded":
+            return grounded
+        from .hybrid import HybridPlanner
+
+        return HybridPlanner(grounded)
+    raise MemQError(f"unknown planner {kind!r}; expected 'fewshot', 'finetuned', 'grounded' or 'hybrid'")

@@ -14,9 +14,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     serve.add_argument("--memory", help="memory bank directory (default: memory_bank/webqsp)")
     serve.add_argument("--kg", help="RDF file for the embedded store (default: the benchmark KG)")
     serve.add_argument("--endpoint", help="SPARQL endpoint URL instead of the embedded store")
-    serve.add_argument("--planner", choices=("auto", "fewshot", "finetuned", "grounded", "given"), default="auto",
+    serve.add_argument("--planner", choices=("auto", "fewshot", "finetuned", "grounded", "hybrid", "given"), default="auto",
                        help="given: no planner is loaded and every request sends its plan")
-    serve.add_argument("--adapter", help="LoRA adapter directory for --planner finetuned or grounded")
+    serve.add_argument("--adapter", help="LoRA adapter directory for --planner finetuned, grounded or hybrid")
     serve.add_argument("--no-ground", action="store_true", help="turn grounded choice off")
     serve.add_argument("--no-repair", action="store_true", help="turn self-repair off")
     serve.add_argument("--max-queue", type=int, default=64,

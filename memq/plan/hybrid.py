@@ -1,0 +1,71 @@
+"""The hybrid planner (``--planner hybrid``): free generation first, the grounded planner when its plan finds nothing.
+
+The two planners fail in different places. Free generation (``--planner
+finetuned``) writes the plan the model prefers, wording and structure
+included, and on CWQ's longer plans it is the better of the two; but a step
+that names a relation the entity does not have gives a query with no rows.
+The grounded planner (:mod:`memq.plan.grounded`) only offers lines that bind,
+so its plans almost always answer, at several times the cost.
+
+So the hybrid planner writes the plan freely, and the pipeline runs it (with
+self-repair, as for any plan). Only when that query still finds nothing does
+:meth:`HybridPlanner.rescue` plan again with the grounded planner, whose beam
+the pipeline then chooses by execution (:meth:`memq.pipeline.Pipeline.answer`).
+Its answers differ from free generation's only where free generation found
+nothing and the grounded plan found rows; an empty free answer is kept when
+the grounded planner finds nothing either, or falls back to free generation
+itself. Every step of this is in the trace (``hybrid: ...``).
+"""
+
+from __future__ import annotations
+
+from memq.types import Plan
+
+from .base import Entities
+
+__all__ = ["HybridPlanner"]
+
+
+class HybridPlanner:
+    """Free generation by ``free`` (default ``grounded.free``, the same fine-tuned model); :meth:`rescue` is
+    ``grounded``'s plan (see the module docstring)."""
+
+    def __init__(self, grounded, free=None) -> None:
+        self.grounded = grounded
+        self.free = free if free is not None else grounded.free
+        self.adapter = getattr(self.free, "adapter", None)
+        self.name = "hybrid:" + getattr(self.free, "name", "planner")
+        self._free_calls = 0
+
+    @property
+    def fallbacks(self) -> list[str]:
+        return getattr(self.free, "fallbacks", [])
+
+    @property
+    def backend_used(self) -> str | None:
+        return getattr(self.free, "backend_used", None)
+
+    @property
+    def calls(self) -> int:
+        """Model calls: free generations, and the grounded planner's line searches when it rescues a plan."""
+        return self._free_calls + self.grounded.calls
+
+    @property
+    def llm(self):
+        """The fine-tuned planner's model (what ``memq demo`` and ``memq serve`` load before the first question)."""
+        return self.free.llm
+
+    def prompt(self, question: str, entities: Entities) -> str:
+        return self.free.prompt(question, entities)
+
+    def plan_many(self, items, progress=None):
+        self._free_calls += len(items)
+        return self.free.plan_many(items, progress)
+
+    def plan(self, question: str, entities: Entities) -> Plan:
+        self._free_calls += 1
+        return self.free.plan(question, entities)
+
+    def rescue(self, question: str, entities: Entities) -> Plan:
+        """The grounded planner's plan (with its beam) for a question whose free plan found nothing."""
+        return self.grounded.plan(question, entities)

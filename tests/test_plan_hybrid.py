@@ -1,0 +1,121 @@
+"""The hybrid planner: free generation, and the grounded planner only when the free plan finds nothing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_plan_grounded import BIEBER, FailingKG, bank, kg, planner  # noqa: F401 - fixtures
+
+from memq.evaluate.run import evaluate_question, hybrid_records, saved_plan
+from memq.pipeline import Config, Pipeline
+from memq.plan.format import parse_plan
+from memq.plan.hybrid import HybridPlanner
+from memq.plan.planner import ScriptedPlanner
+
+QUESTION = "who are justin bieber's siblings?"
+SIBLING = "Find the sibling of the siblings of the person Justin Bieber, assign it to ?x.\nFinally the answer is ?x."
+PET = "Find the pet of the siblings of the person Justin Bieber, assign it to ?x.\nFinally the answer is ?x."
+GENDER = "Find the gender of the person Justin Bieber, assign it to ?x.\nFinally the answer is ?x."
+SIBLINGS = {"m.0gxnnwq", "m.0jazz01"}
+
+
+def hybrid(kg, bank, free_text: str, grounded_target: str = SIBLING) -> HybridPlanner:  # noqa: F811
+    return HybridPlanner(planner(kg, bank, grounded_target), free=ScriptedPlanner({QUESTION: free_text}))
+
+
+def pipeline(kg, bank, planner_, **config) -> Pipeline:  # noqa: F811
+    return Pipeline(Config(planner="hybrid", repair=False, **config), bank=bank, kg=kg, planner=planner_)
+
+
+def test_a_free_plan_that_answers_is_kept_and_the_grounded_planner_never_runs(kg, bank):  # noqa: F811
+    h = hybrid(kg, bank, SIBLING, grounded_target=GENDER)
+    answer = pipeline(kg, bank, h).answer(QUESTION, BIEBER)
+    assert {i for i, _ in answer.answers} == SIBLINGS
+    assert h.grounded.calls == 0 and answer.plan.rescue is None and answer.trace.llm_calls == 1
+    assert not [f for f in answer.trace.fallbacks if f.startswith("hybrid")] and answer.trace.plans == []
+
+
+def test_a_free_plan_that_finds_nothing_is_rescued_by_the_grounded_planner(kg, bank):  # noqa: F811
+    h = hybrid(kg, bank, PET)  # "pet" is a memory statement, but no sibling has one in the KG
+    answer = pipeline(kg, bank, h).answer(QUESTION, BIEBER)
+    assert {i for i, _ in answer.answers} == SIBLINGS
+    assert answer.plan.raw == SIBLING and answer.trace.plans[0] == {
+        "plan": PET, "score": None, "rows": 0, "planner": "free generation"}
+    assert [p["rows"] for p in answer.trace.plans[1:]] == [2]
+    assert answer.trace.llm_calls == 1 + h.grounded.calls and h.grounded.calls > 0
+    assert "forward_passes" in answer.trace.cost["rescue"]
+    assert any(f.startswith("hybrid: free generation's plan found nothing") for f in answer.trace.fallbacks)
+    # without the hybrid planner the same free plan finds nothing
+    given = Pipeline(Config(planner="given", repair=False), bank=bank, kg=kg)
+    assert given.answer(QUESTION, BIEBER, plan=parse_plan(PET, ["Justin Bieber"])).answers == []
+
+
+def test_an_empty_free_answer_stands_when_the_rescue_finds_nothing_or_falls_back(kg, bank):  # noqa: F811
+    pipe = Pipeline(Config(planner="given", repair=False), bank=bank, kg=kg)
+    plan = parse_plan(PET, ["Justin Bieber"])
+    plan.rescue = parse_plan(GENDER, ["Justin Bieber"])  # a saved rescue that finds nothing
+    answer = pipe.answer(QUESTION, BIEBER, plan=plan)
+    assert answer.answers == [] and answer.plan.raw == PET
+    assert [p["rows"] for p in answer.trace.plans] == [0, 0]
+    assert "hybrid: the grounded planner's plans found nothing either; the free plan's empty answer stands" \
+        in answer.trace.fallbacks
+
+    fails = HybridPlanner(planner(FailingKG(), bank, SIBLING), free=ScriptedPlanner({QUESTION: PET}))
+    answer = pipeline(kg, bank, fails).answer(QUESTION, BIEBER)
+    assert answer.answers == [] and answer.plan.raw == PET
+    assert any("kg.invalid" in f and f.startswith("planner: ") for f in answer.trace.fallbacks)
+    assert "hybrid: the grounded planner fell back to free generation; the free plan's empty answer stands" \
+        in answer.trace.fallbacks
+
+
+class _Question:
+    def __init__(self, text: str) -> None:
+        self.id, self.question = "WebQTest-1", text
+        self.parses = [type("Parse", (), {"topic_entities": BIEBER, "sparql": "", "answers": []})()]
+
+
+def test_a_hybrid_record_keeps_the_rescue_and_rescoring_needs_no_model_call(kg, bank, monkeypatch):  # noqa: F811
+    import memq.evaluate.run as run
+
+    monkeypatch.setattr(run, "score", lambda record, *a: [])  # scoring is tested elsewhere
+    h = hybrid(kg, bank, PET)
+    pipe = pipeline(kg, bank, h)
+    record = evaluate_question(pipe, _Question(QUESTION), "hybrid", planned=(h.plan(QUESTION, BIEBER), 0.25))
+    record = json.loads(json.dumps(record))  # as a per-question file holds it
+    assert record["plan_raw"] == PET and record["plan"][0].startswith("Find the sibling")
+    assert record["rescue"]["plan_raw"] == SIBLING and record["rescue"]["plan_cost"]["forward_passes"] > 0
+    calls = h.grounded.calls
+    plan, seconds = saved_plan(record, BIEBER)
+    assert seconds == 0.25 and plan.raw == PET and plan.rescue.raw == SIBLING
+    assert plan.rescue.cost["plan_from"] == "saved"
+    again = pipe.answer(QUESTION, BIEBER, plan=plan)
+    assert {i for i, _ in again.answers} == SIBLINGS and h.grounded.calls == calls
+    broken, _ = saved_plan({**record, "rescue": "not a record"}, BIEBER)
+    assert "rescue of WebQTest-1" in str(broken)
+
+
+def test_free_and_grounded_records_of_a_question_make_one_hybrid_record():
+    free = {"id": "q1", "planner": "finetuned", "plan_raw": PET, "plan_s": 0.1}
+    alone = {"id": "q2", "planner": "finetuned", "plan_raw": SIBLING}
+    grounded = {"id": "q1", "planner": "grounded", "plan_raw": SIBLING, "plan_s": 3.0,
+                "plan_beam": [[SIBLING, -1.0]], "plan_cost": {"forward_passes": 9},
+                "fallbacks": ["planner: a note", "step 1: not a planner's note"]}
+    out = hybrid_records([free, alone, grounded, {"id": "q3", "planner": "grounded", "plan_raw": GENDER}])
+    assert set(out) == {"q1", "q2"} and "rescue" not in out["q2"]
+    assert out["q1"]["rescue"] == {"plan_raw": SIBLING, "plan_beam": [[SIBLING, -1.0]],
+                                   "plan_cost": {"forward_passes": 9}, "plan_s": 3.0,
+                                   "fallbacks": ["planner: a note"]}
+    plan, _ = saved_plan(out["q1"], BIEBER)
+    assert plan.rescue.notes == ["a note"] and plan.notes == []
+
+
+def test_the_hybrid_planner_is_a_planner_by_name(kg, bank):  # noqa: F811
+    from memq.errors import MemQError
+    from memq.plan.planner import REPO_ADAPTER, make_planner
+
+    adapter = str(REPO_ADAPTER).format(dataset="webqsp")
+    made = make_planner("hybrid", adapter=adapter, kg=kg, bank=bank)
+    assert isinstance(made, HybridPlanner) and made.free is made.grounded.free and made.name.startswith("hybrid:")
+    with pytest.raises(MemQError, match="the hybrid planner needs the KG"):
+        make_planner("hybrid", adapter=adapter)
