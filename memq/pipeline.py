@@ -190,13 +190,23 @@ class Pipeline:
             trace.fallbacks.extend(getattr(self.planner, "fallbacks", ()))
         trace.fallbacks.extend(f"planner: {note}" for note in plan.notes)
         trace.cost = dict(plan.cost)
-        if len(plan.beam) > 1:
-            plan, (query, rows, choices, rec) = self._choose(plan, entities, trace)
-        else:
-            query, rows, choices, rec = self._execute(plan, entities, trace, self.config.repair)
-        if not rows and (plan.rescue is not None or (not plan.beam and self._planner_choice()[0] == "hybrid")):
-            plan, (query, rows, choices, rec) = self._rescue(question, entities, plan, (query, rows, choices, rec),
-                                                             trace)
+        hybrid = plan.rescue is not None or (not plan.beam and self._planner_choice()[0] == "hybrid")
+        result = failed = None
+        try:
+            if len(plan.beam) > 1:
+                plan, result = self._choose(plan, entities, trace)
+            else:
+                result = self._execute(plan, entities, trace, self.config.repair)
+        except ReconstructionError as exc:  # the plan's statements do not make a query: the hybrid's rescue tries
+            if not hybrid:
+                raise
+            failed = exc
+            trace.fallbacks.append(f"hybrid: free generation's plan makes no query ({str(exc)[:160]})")
+        if hybrid and (result is None or not result[1]):
+            plan, result = self._rescue(question, entities, plan, result, trace)
+            if result is None:
+                raise failed
+        query, rows, choices, rec = result
         t0 = time.perf_counter()
         answers = named_answers(self.kg, rows, ordered=bool(query.order_by))
         trace.timings["names"] = time.perf_counter() - t0
@@ -236,8 +246,9 @@ class Pipeline:
 
     def _rescue(self, question: str, entities: dict[str, str], free: Plan, result, trace: Trace):
         """The hybrid planner's second chance for ``free``, a plan whose query (``result``) found nothing, self-repair
-        included: the grounded planner's plan (``free.rescue``, planned here unless saved), chosen by execution.
-        Its result when it finds rows; else ``free`` and ``result`` stand. Each step is in the trace."""
+        included, or that made no query (``result`` None): the grounded planner's plan (``free.rescue``, planned
+        here unless saved), chosen by execution. Its result when it finds rows; else ``free`` and ``result`` stand.
+        Each step is in the trace."""
         trace.plans.append({"plan": free.raw, "score": None, "rows": 0, "planner": "free generation"})
         if free.rescue is None:
             t0 = time.perf_counter()

@@ -119,3 +119,38 @@ def test_the_hybrid_planner_is_a_planner_by_name(kg, bank):  # noqa: F811
     assert isinstance(made, HybridPlanner) and made.free is made.grounded.free and made.name.startswith("hybrid:")
     with pytest.raises(MemQError, match="the hybrid planner needs the KG"):
         make_planner("hybrid", adapter=adapter)
+
+
+def test_a_free_plan_that_makes_no_query_or_cannot_be_read_is_rescued_too(kg, bank):  # noqa: F811
+    from memq.errors import PlanParseError, ReconstructionError
+
+    nothing = "Make sure ?x is Male.\nFinally the answer is ?x."  # no Find step: no graph pattern to query
+    given = Pipeline(Config(planner="given", repair=False), bank=bank, kg=kg)
+    with pytest.raises(ReconstructionError):
+        given.answer(QUESTION, BIEBER, plan=parse_plan(nothing, ["Justin Bieber"]))
+    answer = pipeline(kg, bank, hybrid(kg, bank, nothing)).answer(QUESTION, BIEBER)
+    assert {i for i, _ in answer.answers} == SIBLINGS and answer.plan.raw == SIBLING
+    assert any(f.startswith("hybrid: free generation's plan makes no query") for f in answer.trace.fallbacks)
+    # nothing found by the rescue either: the free plan's error stands
+    plan = parse_plan(nothing, ["Justin Bieber"])
+    plan.rescue = parse_plan(GENDER, ["Justin Bieber"])
+    with pytest.raises(ReconstructionError):
+        given.answer(QUESTION, BIEBER, plan=plan)
+
+    class Unreadable(ScriptedPlanner):
+        def plan(self, question, entities):
+            raise PlanParseError("no readable plan step in 'blah'")
+
+        def plan_many(self, items, progress=None):
+            return [PlanParseError("no readable plan step in 'blah'") for _ in items]
+
+    h = HybridPlanner(planner(kg, bank, SIBLING), free=Unreadable({}))
+    answer = pipeline(kg, bank, h).answer(QUESTION, BIEBER)
+    assert {i for i, _ in answer.answers} == SIBLINGS
+    assert any("free generation wrote no readable plan" in f and "blah" in f for f in answer.trace.fallbacks)
+    assert h.plan_many([(QUESTION, BIEBER)])[0].steps == []
+    # a saved free-generation record with no plan, and its rescue, re-score with no model call
+    record = {"id": "q", "planner": "finetuned", "exception": "PlanParseError: no readable plan step",
+              "rescue": {"plan_raw": SIBLING}}
+    plan, _ = saved_plan(record, BIEBER)
+    assert plan.steps == [] and plan.rescue.raw == SIBLING

@@ -72,6 +72,10 @@ def evaluate_question(pipeline, question, planner: str, describe=None, planned=N
             plan, seconds = planned
             record["plan_s"] = round(seconds, 4)
             record["llm_calls"] = 1
+            if isinstance(plan, PlanParseError) and planner == "hybrid":  # the rescue plans instead
+                from ..plan.hybrid import unreadable
+
+                plan = unreadable(plan)
             if isinstance(plan, Exception):
                 raise plan
             record.update(plan_record(plan))  # kept even if a later stage fails (``--plans`` re-scores it)
@@ -157,7 +161,9 @@ def saved_plan(record: dict, entities: dict[str, str]) -> tuple[Plan | MemQError
     # batched runs record ``plan_s`` (the question's share of its batch); older runs timed planning in the trace
     seconds = float(record.get("plan_s") or (record.get("timings") or {}).get("plan") or 0.0)
     text = record.get("plan_raw") or "\n".join(record.get("plan") or [])
-    if not text:
+    if not text and isinstance(record.get("rescue"), dict):  # free generation wrote nothing readable
+        plan = Plan(steps=[])
+    elif not text:
         why = record.get("exception", "no plan recorded")
         return PlanParseError(f"the saved run has no plan for {record['id']}: {why}"), seconds
     try:
@@ -168,7 +174,7 @@ def saved_plan(record: dict, entities: dict[str, str]) -> tuple[Plan | MemQError
     if beam:  # ``plan_raw`` is the plan the choice kept; the choice starts again from the planner's best
         text = beam[0].text
     try:
-        plan = parse_plan(text, entity_names(entities))
+        plan = parse_plan(text, entity_names(entities)) if text else plan
     except MemQError as exc:
         return exc, seconds
     plan.beam = beam

@@ -8,17 +8,20 @@ The grounded planner (:mod:`memq.plan.grounded`) only offers lines that bind,
 so its plans almost always answer, at several times the cost.
 
 So the hybrid planner writes the plan freely, and the pipeline runs it (with
-self-repair, as for any plan). Only when that query still finds nothing does
+self-repair, as for any plan). Only when free generation gives nothing to
+answer with (a query with no rows, a plan whose statements cannot be put
+together into a query, or an output with no readable step) does
 :meth:`HybridPlanner.rescue` plan again with the grounded planner, whose beam
 the pipeline then chooses by execution (:meth:`memq.pipeline.Pipeline.answer`).
-Its answers differ from free generation's only where free generation found
-nothing and the grounded plan found rows; an empty free answer is kept when
-the grounded planner finds nothing either, or falls back to free generation
-itself. Every step of this is in the trace (``hybrid: ...``).
+Its answers differ from free generation's only there, and only where the
+grounded plan found rows; the free plan's outcome (an empty answer, or its
+error) stands when the grounded planner finds nothing either, or falls back
+to free generation itself. Every step of this is in the trace (``hybrid: ...``).
 """
 
 from __future__ import annotations
 
+from memq.errors import PlanParseError
 from memq.types import Plan
 
 from .base import Entities
@@ -58,14 +61,23 @@ class HybridPlanner:
     def prompt(self, question: str, entities: Entities) -> str:
         return self.free.prompt(question, entities)
 
-    def plan_many(self, items, progress=None):
+    def plan_many(self, items, progress=None) -> list:
         self._free_calls += len(items)
-        return self.free.plan_many(items, progress)
+        return [unreadable(p) if isinstance(p, PlanParseError) else p
+                for p in self.free.plan_many(items, progress)]
 
     def plan(self, question: str, entities: Entities) -> Plan:
         self._free_calls += 1
-        return self.free.plan(question, entities)
+        try:
+            return self.free.plan(question, entities)
+        except PlanParseError as exc:
+            return unreadable(exc)
 
     def rescue(self, question: str, entities: Entities) -> Plan:
         """The grounded planner's plan (with its beam) for a question whose free plan found nothing."""
         return self.grounded.plan(question, entities)
+
+
+def unreadable(exc: PlanParseError) -> Plan:
+    """An empty plan for free-generation output with no readable step: the pipeline goes on to the rescue."""
+    return Plan(steps=[], notes=[f"hybrid: free generation wrote no readable plan ({str(exc)[:160]})"])
