@@ -151,6 +151,22 @@ def test_ask_and_evaluate_take_a_backend():
         parser.parse_args(["ask", "q", "--backend", "onnx"])
 
 
+def test_evaluate_answers_a_dataset_from_its_own_memory_unless_told_otherwise():
+    from pathlib import Path
+
+    from memq.cli import build_parser
+    from memq.evaluate.cli import evaluation_config
+
+    parser = build_parser()
+    cwq = parser.parse_args(["evaluate", "--dataset", "cwq", "--split", "test", "--planner", "hybrid"])
+    assert Path(evaluation_config(cwq).memory).parts[-2:] == ("memory_bank", "cwq")
+    webqsp = parser.parse_args(["evaluate", "--dataset", "webqsp", "--split", "dev", "--planner", "oracle"])
+    assert Path(evaluation_config(webqsp).memory).parts[-2:] == ("memory_bank", "webqsp")
+    told = parser.parse_args(["evaluate", "--dataset", "cwq", "--split", "test", "--planner", "finetuned",
+                              "--memory", "elsewhere"])
+    assert evaluation_config(told).memory == "elsewhere"
+
+
 # --------------------------------------------------------------------------- slow: the real runtime, SmolLM2
 # SmolLM2-135M is a 4-bit file and llama.cpp also rounds activations to 8 bits, so the two backends' log-probabilities
 # differ by a few hundredths of a nat per token, and greedy text can part where the tiny model is unsure. The tests

@@ -17,7 +17,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--limit", type=int, help="only the first N questions")
     ev.add_argument("--json", metavar="FILE", help="write the summary here")
     ev.add_argument("--per-question", metavar="FILE.jsonl", help="per-question records; a rerun resumes from it")
-    ev.add_argument("--memory", help="memory bank directory")
+    ev.add_argument("--memory", help="memory bank directory (default: the committed bank of --dataset, "
+                                     "memory_bank/DATASET)")
     ev.add_argument("--kg", help="RDF file for the embedded store")
     ev.add_argument("--endpoint", help="SPARQL endpoint URL")
     ev.add_argument("--adapter", help="LoRA adapter for --planner finetuned, grounded or hybrid")
@@ -63,13 +64,24 @@ def _shard(text: str) -> tuple[int, int]:
         raise argparse.ArgumentTypeError(f"--shard must be K/N with 1 <= K <= N, got {text!r}") from None
 
 
-def _evaluate(args: argparse.Namespace) -> int:
+def evaluation_config(args: argparse.Namespace):
+    """The pipeline's :class:`~memq.pipeline.Config` for ``memq evaluate``: the flags, and the memory bank of the
+    dataset evaluated unless ``--memory`` names one (CWQ questions are not to be answered from the WebQSP bank)."""
     from ..ask import config_from
+    from ..pipeline import ROOT
+
+    config = config_from(args)
+    if not args.memory:
+        config = replace(config, memory=str(ROOT / "memory_bank" / args.dataset))
+    return config
+
+
+def _evaluate(args: argparse.Namespace) -> int:
     from ..errors import MemQError
     from ..pipeline import shown_path
     from .run import run
 
-    config = config_from(args)
+    config = evaluation_config(args)
     if args.batch_size is not None:
         config = replace(config, planner_batch_size=args.batch_size)
     recall = config.recall
