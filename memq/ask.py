@@ -105,7 +105,11 @@ def show(a: Answer, gold: list[tuple[str, str]] | None = None) -> str:
         lines += [f"  {p.get('planner') or 'score ' + str(p['score'])}  rows {p['rows']}  "
                   + p["plan"].replace("\n", " / ") for p in a.trace.plans]
     if a.trace.cost:
-        lines.append("planning cost: " + "  ".join(f"{k} {v}" for k, v in a.trace.cost.items()))
+        costs = {"": a.trace.cost, **{f"{k} ": v for k, v in a.trace.cost.items() if isinstance(v, dict)}}
+        for head, cost in costs.items():  # the planner's own cost, then any nested one (the hybrid's rescue)
+            flat = "  ".join(f"{k} {v}" for k, v in cost.items() if not isinstance(v, dict))
+            if flat:
+                lines.append(f"{head}planning cost: {flat}")
     lines.append("answers: " + (", ".join(f"{n} ({i})" for i, n in a.answers) or "(none)"))
     if gold is not None:
         lines.append("gold:    " + ", ".join(f"{n} ({i})" for i, n in gold))

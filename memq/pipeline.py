@@ -269,7 +269,8 @@ class Pipeline:
             chosen, found = self._choose(grounded, entities, sub)
         else:
             chosen, found = grounded, self._execute(grounded, entities, sub, self.config.repair)
-            sub.plans.append({"plan": grounded.raw, "score": None, "rows": len(found[1])})
+            sub.plans.append({"plan": grounded.raw, "score": grounded.beam[0].score if grounded.beam else None,
+                              "rows": len(found[1])})
         if not found[1]:
             trace.fallbacks.append("hybrid: the grounded planner's plans found nothing either; "
                                    "the free plan's empty answer stands")

@@ -154,3 +154,13 @@ def test_a_free_plan_that_makes_no_query_or_cannot_be_read_is_rescued_too(kg, ba
               "rescue": {"plan_raw": SIBLING}}
     plan, _ = saved_plan(record, BIEBER)
     assert plan.steps == [] and plan.rescue.raw == SIBLING
+
+
+def test_memq_ask_shows_the_free_plan_tried_and_the_rescue_s_cost(kg, bank):  # noqa: F811
+    from memq.ask import answer_json, show
+
+    answer = pipeline(kg, bank, hybrid(kg, bank, PET)).answer(QUESTION, BIEBER)
+    text = show(answer)
+    assert "  free generation  rows 0  " + PET.replace("\n", " / ") in text
+    assert "rescue planning cost: " in text and "forward_passes" in text
+    assert answer_json(answer)["plans_tried"][0]["planner"] == "free generation"
