@@ -40,6 +40,14 @@ ROWS: dict[str, list[str]] = {
                              "--plans", f"{RESULTS}/webqsp_test_grounded.planned.jsonl.gz"],
     "webqsp_test_grounded_noprior": [*WEBQSP, "--planner", "grounded", "--limit", "200", "--prior", "0", "--coverage", "0",
                                      "--plans", f"{RESULTS}/webqsp_test_grounded_noprior.planned.jsonl.gz"],
+    # the hybrid planner: free generation's plans, and the grounded planner's saved beams as the rescues of the
+    # questions whose free plan finds nothing (the grounded planner is deterministic; docs/planner.md)
+    "webqsp_test_hybrid": [*WEBQSP, "--planner", "hybrid",
+                           "--plans", f"{RESULTS}/webqsp_test_finetuned.planned.jsonl.gz",
+                           f"{RESULTS}/webqsp_test_grounded.planned.jsonl.gz"],
+    "webqsp_dev_hybrid": ["--dataset", "webqsp", "--split", "dev", "--planner", "hybrid", "--limit", "150",
+                          "--plans", f"{RESULTS}/webqsp_dev_finetuned.planned.jsonl.gz",
+                          f"{RESULTS}/webqsp_dev_grounded.planned.jsonl.gz"],
     "webqsp_test_finetuned_schema": [*WEBQSP, "--planner", "finetuned", "--memory", "memory_bank/webqsp+schema",
                                      "--plans", f"{RESULTS}/webqsp_test_finetuned.planned.jsonl.gz"],
     "webqsp_test_fewshot60": [*WEBQSP, "--planner", "fewshot", "--limit", "60",
