@@ -20,7 +20,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     demo = sub.add_parser("demo", help="answer real WebQSP test questions on the embedded benchmark KG")
     demo.add_argument("--ids", nargs="*", default=list(DEMO_QUESTIONS), help="WebQSP test question ids")
-    demo.add_argument("--planner", choices=("auto", "fewshot", "finetuned", "grounded", "hybrid", "oracle"), default="auto",
+    demo.add_argument("--planner", choices=("auto", "fewshot", "finetuned", "grounded", "hybrid", "oracle"),
+                      default="auto",
                       help="auto: the committed fine-tuned adapter choosing grounded plan lines (llama.cpp; free "
                            "generation on transformers), else few-shot; hybrid: free generation, and the grounded "
                            "planner when its plan finds nothing; "

@@ -45,7 +45,7 @@ PLANNERS = ("auto", "fewshot", "finetuned", "grounded", "hybrid", "given")
 # 0.804 against 0.727 for free generation and 0.792 for the hybrid planner, docs/planner.md)
 GROUNDED_BY_DEFAULT = ("webqsp",)
 # datasets whose ``auto`` planner is the hybrid one. CWQ dev has no gold answers to decide on; the hybrid planner's
-# answers differ from free generation's only where free generation found nothing, so it cannot lose answers to it
+# answers differ from free generation's only where free generation found none, so its F1 cannot be lower
 HYBRID_BY_DEFAULT = ("cwq",)
 
 

@@ -14,7 +14,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     serve.add_argument("--memory", help="memory bank directory (default: memory_bank/webqsp)")
     serve.add_argument("--kg", help="RDF file for the embedded store (default: the benchmark KG)")
     serve.add_argument("--endpoint", help="SPARQL endpoint URL instead of the embedded store")
-    serve.add_argument("--planner", choices=("auto", "fewshot", "finetuned", "grounded", "hybrid", "given"), default="auto",
+    serve.add_argument("--planner", choices=("auto", "fewshot", "finetuned", "grounded", "hybrid", "given"),
+                       default="auto",
                        help="given: no planner is loaded and every request sends its plan")
     serve.add_argument("--adapter", help="LoRA adapter directory for --planner finetuned, grounded or hybrid")
     serve.add_argument("--no-ground", action="store_true", help="turn grounded choice off")
