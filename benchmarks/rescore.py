@@ -42,7 +42,7 @@ ROWS: dict[str, list[str]] = {
                                      "--plans", f"{RESULTS}/webqsp_test_grounded_noprior.planned.jsonl.gz"],
     # the hybrid planner: free generation's plans, and the grounded planner's saved beams as the rescues of the
     # questions whose free plan finds nothing (the grounded planner is deterministic; docs/planner.md)
-    "webqsp_test_hybrid": [*WEBQSP, "--planner", "hybrid",
+    "webqsp_test_hybrid": [*WEBQSP, "--planner", "hybrid", *WEBQSP_ABLATION,
                            "--plans", f"{RESULTS}/webqsp_test_finetuned.planned.jsonl.gz",
                            f"{RESULTS}/webqsp_test_grounded.planned.jsonl.gz"],
     "webqsp_dev_hybrid": ["--dataset", "webqsp", "--split", "dev", "--planner", "hybrid", "--limit", "150",

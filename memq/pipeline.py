@@ -174,8 +174,9 @@ class Pipeline:
 
         A plan with a ``beam`` (the grounded planner's complete plans) is chosen by execution: its plans run
         in order and the first whose query returns rows is kept (``Trace.plans`` lists each one tried).
-        With the hybrid planner, a plan that finds nothing is rescued by the grounded planner (:meth:`_rescue`;
-        a given plan's saved ``rescue`` is used as it is)."""
+        With the hybrid planner, a plan that finds nothing is rescued by the grounded planner (:meth:`_rescue`).
+        A given plan counts as the free plan there (that is how ``memq evaluate --plans`` re-scores saved free
+        plans), and its ``rescue``, if it has one, is used as it is."""
         question, entities = validate(question, entities)
         trace = Trace()
         clock = time.perf_counter()
