@@ -62,6 +62,9 @@ ROWS: dict[str, list[str]] = {
                                     "--plans", f"{RESULTS}/cwq_test_finetuned_webqsp24.planned.jsonl.gz"],
     "cwq_test_finetuned": [*CWQ, "--planner", "finetuned",
                            "--plans", f"{RESULTS}/cwq_test_finetuned.planned.jsonl.gz"],
+    # the hybrid planner on a prefix of CWQ test (docs/planner.md); the planned file also holds the records made past it
+    "cwq_test_hybrid": [*CWQ, "--planner", "hybrid", "--limit", "2739",
+                        "--plans", f"{RESULTS}/cwq_test_hybrid.planned.jsonl.gz"],
     "cwq_test_grounded": [*CWQ, "--planner", "grounded", "--limit", "100", "--coverage", "0",  # a prefix: docs/planner.md
                           "--plans", f"{RESULTS}/cwq_test_grounded.planned.jsonl.gz"],
     "cwq_test_grounded_noprior": [*CWQ, "--planner", "grounded", "--limit", "100", "--prior", "0", "--coverage", "0",
