@@ -62,9 +62,7 @@ def saved_plan(record: dict, entities: dict[str, str]) -> tuple[Plan | MemQError
     # batched runs record ``plan_s`` (the question's share of its batch); older runs timed planning in the trace
     seconds = float(record.get("plan_s") or (record.get("timings") or {}).get("plan") or 0.0)
     text = record.get("plan_raw") or "\n".join(record.get("plan") or [])
-    if not text and isinstance(record.get("rescue"), dict):  # free generation wrote nothing readable
-        plan = Plan(steps=[])
-    elif not text:
+    if not text and not isinstance(record.get("rescue"), dict):  # (with a rescue: no readable free step)
         why = record.get("exception", "no plan recorded")
         return PlanParseError(f"the saved run has no plan for {record['id']}: {why}"), seconds
     try:
@@ -75,7 +73,7 @@ def saved_plan(record: dict, entities: dict[str, str]) -> tuple[Plan | MemQError
     if beam:  # ``plan_raw`` is the plan the choice kept; the choice starts again from the planner's best
         text = beam[0].text
     try:
-        plan = parse_plan(text, entity_names(entities)) if text else plan
+        plan = parse_plan(text, entity_names(entities)) if text else Plan(steps=[])
     except MemQError as exc:
         return exc, seconds
     plan.beam = beam
