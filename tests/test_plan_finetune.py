@@ -150,10 +150,56 @@ def test_bucketed_batches_cover_every_example_once_and_group_lengths():
 def test_bad_training_settings_name_the_value():
     with pytest.raises(MemQError, match="'fp16'"):
         TrainConfig(precision="fp16")
-    with pytest.raises(MemQError, match="'cpu'"):
-        TrainConfig(precision="bf16", device="cpu")
     with pytest.raises(MemQError, match="-1"):
         TrainConfig(lora_r=-1)
+    with pytest.raises(MemQError, match="'some/adapter'"):
+        TrainConfig(lora_r=0, init_adapter="some/adapter")
+
+
+def test_bf16_autocast_trains_on_the_cpu_near_the_fp32_run(tiny_base, plans, tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMQ_CACHE", str(tmp_path / "cache"))
+    path, _ = tiny_base
+    cfg = TrainConfig(base=str(path), max_steps=3, batch_size=4, lr=5e-3, max_length=4096, checkpoint_every=100,
+                      lora_r=4, lora_alpha=8, lora_dropout=0.0)
+    fp32 = train(plans, tmp_path / "fp32", cfg)
+    bf16 = train(plans, tmp_path / "bf16", TrainConfig(**{**cfg.__dict__, "precision": "bf16"}))
+    assert all(torch.isfinite(torch.tensor(bf16.losses)))
+    assert bf16.losses != fp32.losses  # the products really ran in bfloat16
+    assert bf16.losses == pytest.approx(fp32.losses, rel=0.02)
+    manifest = json.loads((tmp_path / "bf16" / "manifest.json").read_text())
+    assert manifest["training"]["precision"] == "bf16" and manifest["training"]["device"] == "cpu"
+
+
+def test_training_continues_from_an_adapter_and_records_it(tiny_base, plans, tmp_path, monkeypatch):
+    from safetensors.torch import load_file
+
+    from memq.hashing import sha256_file
+
+    monkeypatch.setenv("MEMQ_CACHE", str(tmp_path / "cache"))
+    path, _ = tiny_base
+    cfg = TrainConfig(base=str(path), max_steps=3, batch_size=4, lr=5e-3, max_length=4096, checkpoint_every=100,
+                      lora_r=4, lora_alpha=8, lora_dropout=0.0)
+    parent = tmp_path / "parent"
+    train(plans, parent, cfg)
+    more = TrainConfig(**{**cfg.__dict__, "max_steps": 2, "init_adapter": str(parent)})
+    child = tmp_path / "child"
+    # stopped before its first step: the checkpoint holds the starting weights, which are the parent's
+    assert not train(plans, child, more, stop_at=0.0).finished
+    start = load_file(str(child / "checkpoint" / "adapter_model.safetensors"))
+    weights = load_file(str(parent / "adapter_model.safetensors"))
+    assert start.keys() == weights.keys() and all(torch.equal(start[k], weights[k]) for k in weights)
+    fresh = train(plans, tmp_path / "fresh", TrainConfig(**{**cfg.__dict__, "max_steps": 2}))
+    continued = train(plans, child, more, resume=True)
+    assert continued.finished and continued.steps == 2
+    assert continued.losses[0] < fresh.losses[0]  # it starts where the parent's 3 steps left off
+    training = json.loads((child / "manifest.json").read_text())["training"]
+    assert training["init_from"]["sha256"] == sha256_file(parent / "adapter_model.safetensors")
+    assert training["init_from"]["steps"] == 3
+    assert training["epochs_total"] == pytest.approx(training["init_from"]["epochs_done"] + training["epochs_done"])
+    with pytest.raises(MemQError, match="rank 4"):
+        train(plans, tmp_path / "r8", TrainConfig(**{**more.__dict__, "lora_r": 8, "lora_alpha": 16}))
+    with pytest.raises(MemQError, match="no LoRA adapter"):
+        train(plans, tmp_path / "none", TrainConfig(**{**more.__dict__, "init_adapter": str(tmp_path / "fresh" / "x")}))
 
 
 def test_stop_at_leaves_a_checkpoint_that_resumes_to_the_same_run(tiny_base, plans, tmp_path, monkeypatch):

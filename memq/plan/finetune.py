@@ -25,7 +25,6 @@ import logging
 import math
 import os
 import random
-import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -33,6 +32,7 @@ from pathlib import Path
 
 from memq.errors import MemQError
 
+from .checkpoint import load_adapter_weights, load_checkpoint, parent_adapter, portable_config, save_checkpoint
 from .data import DerivedPlan, data_hash
 from .prompt import planner_prompt, prompt_hash
 
@@ -63,8 +63,9 @@ class TrainConfig:
     log_every: int = 1
     checkpoint_every: int = 50
     device: str = "cpu"
-    precision: str = "fp32"  # "bf16": autocast matrix products to bfloat16 (CUDA); weights and AdamW stay fp32
+    precision: str = "fp32"  # "bf16": autocast matrix products to bfloat16 (CUDA or CPU); weights and AdamW stay fp32
     bucket: int = 50  # batches drawn from pools of bucket * batch_size examples sorted by length (0: no bucketing)
+    init_adapter: str = ""  # a LoRA adapter directory to start from (continued training); "": a fresh adapter
 
     @property
     def full(self) -> bool:
@@ -80,10 +81,10 @@ class TrainConfig:
             raise MemQError(f"lr must be in (0, 1), got {self.lr}")
         if self.precision not in PRECISIONS:
             raise MemQError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
-        if self.precision == "bf16" and not self.device.startswith("cuda"):
-            raise MemQError(f"precision 'bf16' needs a CUDA device, got device {self.device!r}")
         if self.lora_r < 0 or self.bucket < 0:
             raise MemQError(f"lora_r and bucket must be >= 0, got {self.lora_r} and {self.bucket}")
+        if self.init_adapter and self.full:
+            raise MemQError(f"init_adapter {self.init_adapter!r} continues a LoRA adapter; lora_r 0 (full) has none")
 
 
 @dataclass
@@ -185,69 +186,6 @@ def _lr_at(step: int, total: int, cfg: TrainConfig) -> float:
     return cfg.lr * max(0.0, (total - step) / max(1, total - warmup))
 
 
-# --------------------------------------------------------------------------- checkpoints (no pickle)
-
-def _save_checkpoint(model, optimizer, state: dict, out_dir: Path) -> None:
-    from safetensors.torch import save_file
-
-    ckpt = out_dir / "checkpoint"
-    tmp = out_dir / f"checkpoint.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(str(tmp))
-    if (tmp / "adapter_config.json").exists():
-        _portable_config(tmp, state.get("base", ""))
-    params = [p for g in optimizer.param_groups for p in g["params"]]
-    tensors = {}
-    for i, p in enumerate(params):
-        st = optimizer.state.get(p)
-        if st:
-            tensors[f"{i}.exp_avg"] = st["exp_avg"].contiguous()
-            tensors[f"{i}.exp_avg_sq"] = st["exp_avg_sq"].contiguous()
-            state.setdefault("adam_steps", {})[str(i)] = float(st["step"])
-    if tensors:
-        save_file(tensors, str(tmp / "optimizer.safetensors"))
-    (tmp / "state.json").write_text(json.dumps(state, indent=1))
-    shutil.rmtree(ckpt, ignore_errors=True)
-    os.replace(tmp, ckpt)
-
-
-def _portable_config(directory: Path, base: str) -> None:
-    """Name the base model in adapter_config.json as memq does (not by this machine's cache path); drop peft's card."""
-    (directory / "README.md").unlink(missing_ok=True)
-    path = directory / "adapter_config.json"
-    config = json.loads(path.read_text())
-    config["base_model_name_or_path"] = base if base and not Path(base).is_absolute() else Path(base).name
-    path.write_text(json.dumps(config, indent=2, sort_keys=True))
-
-
-def _load_checkpoint(model, optimizer, out_dir: Path) -> dict:
-    import torch
-    from peft import set_peft_model_state_dict
-    from safetensors.torch import load_file
-
-    ckpt = out_dir / "checkpoint"
-    state = json.loads((ckpt / "state.json").read_text())
-    if (ckpt / "adapter_model.safetensors").exists():
-        set_peft_model_state_dict(model, load_file(str(ckpt / "adapter_model.safetensors")))
-    else:  # a full fine-tune: every weight (tied embeddings are stored once)
-        weights = {}
-        for f in sorted(ckpt.glob("model*.safetensors")):
-            weights.update(load_file(str(f)))
-        model.load_state_dict(weights, strict=False)
-    opt_file = ckpt / "optimizer.safetensors"
-    if opt_file.exists():
-        moments = load_file(str(opt_file))
-        params = [p for g in optimizer.param_groups for p in g["params"]]
-        for i, p in enumerate(params):
-            if f"{i}.exp_avg" in moments:
-                optimizer.state[p] = {
-                    "step": torch.tensor(state["adam_steps"][str(i)]),
-                    "exp_avg": moments[f"{i}.exp_avg"].to(p.device),
-                    "exp_avg_sq": moments[f"{i}.exp_avg_sq"].to(p.device),
-                }
-    return state
-
-
 # --------------------------------------------------------------------------- training
 
 def train(plans: Sequence[DerivedPlan], out_dir: str | Path, cfg: TrainConfig = TrainConfig(), *,
@@ -277,6 +215,7 @@ def train(plans: Sequence[DerivedPlan], out_dir: str | Path, cfg: TrainConfig = 
         lora = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
                           target_modules=list(cfg.target_modules), task_type="CAUSAL_LM")
         model = get_peft_model(model, lora)
+    parent = parent_adapter(cfg)
     model.train()
     examples = [encode_example(tok, planner_prompt(p.question, p.entities), p.text, cfg.max_length) for p in plans]
     lengths = [len(ids) for ids, _ in examples]
@@ -287,7 +226,7 @@ def train(plans: Sequence[DerivedPlan], out_dir: str | Path, cfg: TrainConfig = 
     step, seconds = 0, 0.0
     log_path = out_dir / "train_log.jsonl"
     if resume and (out_dir / "checkpoint" / "state.json").exists():
-        state = _load_checkpoint(model, optimizer, out_dir)
+        state = load_checkpoint(model, optimizer, out_dir)
         step, seconds = state["step"], state["seconds"]
         if state.get("total") != total:
             logger.warning("resuming with %d total steps (checkpoint was planned for %s)", total, state.get("total"))
@@ -295,17 +234,22 @@ def train(plans: Sequence[DerivedPlan], out_dir: str | Path, cfg: TrainConfig = 
         if log_path.exists():  # forget logged steps the checkpoint does not hold
             kept = [line for line in log_path.read_text().splitlines() if line.strip() and json.loads(line)["step"] <= step]
             log_path.write_text("".join(line + "\n" for line in kept))
-    elif log_path.exists():
-        log_path.unlink()
+    else:
+        if parent:
+            load_adapter_weights(model, Path(cfg.init_adapter))
+            logger.info("starting from the adapter in %s (%s epochs done there)", cfg.init_adapter,
+                        parent.get("epochs_done"))
+        if log_path.exists():
+            log_path.unlink()
     bar = progress(total=total, initial=step) if progress else None
     losses: list[float] = []
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-    autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if cfg.precision == "bf16"
-                else contextlib.nullcontext())
+    autocast = (torch.autocast("cuda" if cfg.device.startswith("cuda") else "cpu", dtype=torch.bfloat16)
+                if cfg.precision == "bf16" else contextlib.nullcontext())
     epoch_batches: tuple[int, list[list[int]]] = (-1, [])
     while step < total:
         if stop_at is not None and time.time() >= stop_at:
-            _save_checkpoint(model, optimizer, {"step": step, "seconds": seconds, "total": total, "base": cfg.base},
+            save_checkpoint(model, optimizer, {"step": step, "seconds": seconds, "total": total, "base": cfg.base},
                              out_dir)
             if bar is not None:
                 bar.close()
@@ -343,7 +287,7 @@ def train(plans: Sequence[DerivedPlan], out_dir: str | Path, cfg: TrainConfig = 
             bar.update(1)
             bar.set_postfix(loss=f"{losses[-1]:.3f}")
         if step % cfg.checkpoint_every == 0 or step == total:
-            _save_checkpoint(model, optimizer, {"step": step, "seconds": seconds, "total": total, "base": cfg.base},
+            save_checkpoint(model, optimizer, {"step": step, "seconds": seconds, "total": total, "base": cfg.base},
                              out_dir)
     if bar is not None:
         bar.close()
@@ -351,8 +295,8 @@ def train(plans: Sequence[DerivedPlan], out_dir: str | Path, cfg: TrainConfig = 
     if cfg.full:
         tok.save_pretrained(str(out_dir))
     else:
-        _portable_config(out_dir, cfg.base)
-    write_manifest(out_dir, cfg, source, plans, data_info or {}, step, seconds, per_epoch)
+        portable_config(out_dir, cfg.base)
+    write_manifest(out_dir, cfg, source, plans, data_info or {}, step, seconds, per_epoch, parent=parent)
     return TrainResult(out_dir, step, losses, seconds)
 
 
@@ -366,7 +310,8 @@ def device_name(device: str) -> str:
 
 
 def write_manifest(out_dir: Path, cfg: TrainConfig, source, plans: Sequence[DerivedPlan], data_info: dict,
-                   steps: int, seconds: float, per_epoch: int, dev_metrics: dict | None = None) -> Path:
+                   steps: int, seconds: float, per_epoch: int, dev_metrics: dict | None = None,
+                   parent: dict | None = None) -> Path:
     import memq
 
     manifest = {
@@ -383,6 +328,10 @@ def write_manifest(out_dir: Path, cfg: TrainConfig, source, plans: Sequence[Deri
                      "device": device_name(cfg.device), "precision": cfg.precision},
         "dev_metrics": dev_metrics or {},
     }
+    if parent:  # continued training: this run's steps come on top of the parent adapter's epochs
+        manifest["training"]["init_from"] = parent
+        if parent.get("epochs_done") is not None:
+            manifest["training"]["epochs_total"] = round(parent["epochs_done"] + steps / per_epoch, 3)
     path = out_dir / "manifest.json"
     tmp = path.with_name(f"manifest.json.tmp-{os.getpid()}")
     tmp.write_text(json.dumps(manifest, indent=2))

@@ -27,12 +27,15 @@ def add_training_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lr", type=float, default=2e-4)
     p.add_argument("--lora-r", type=int, default=8, help="LoRA rank; 0 fine-tunes every weight of the base model")
     p.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
-                   help="bf16: autocast matrix products to bfloat16 (CUDA only)")
+                   help="bf16: autocast matrix products to bfloat16 (CUDA, or a CPU with native bf16)")
     p.add_argument("--bucket", type=int, default=50,
                    help="draw batches from pools of N x batch-size examples sorted by length (0: plain shuffle)")
     p.add_argument("--checkpoint-every", type=int, default=25)
     p.add_argument("--limit", type=int, help="train on the first N examples only")
     p.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
+    p.add_argument("--init-adapter", metavar="DIR", default="",
+                   help="start from this LoRA adapter (e.g. memory_bank/webqsp/planner) instead of a fresh one; "
+                        "same base, rank and modules; the manifest records it and the epochs it had")
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, help="torch CPU threads")
 
@@ -67,7 +70,8 @@ def train_config(args, **overrides):
 
     hp = dict(base=args.base, epochs=args.epochs, max_steps=args.max_steps, batch_size=args.batch_size,
               lr=args.lr, lora_r=args.lora_r, lora_alpha=2 * args.lora_r, checkpoint_every=args.checkpoint_every,
-              device=args.device, precision=args.precision, bucket=args.bucket)
+              device=args.device, precision=args.precision, bucket=args.bucket,
+              init_adapter=getattr(args, "init_adapter", ""))
     return TrainConfig(**{**hp, **overrides})
 
 
