@@ -170,6 +170,18 @@ def test_bf16_autocast_trains_on_the_cpu_near_the_fp32_run(tiny_base, plans, tmp
     assert manifest["training"]["precision"] == "bf16" and manifest["training"]["device"] == "cpu"
 
 
+def test_stop_after_names_a_deadline_in_minutes(monkeypatch):
+    from types import SimpleNamespace
+
+    import memq.plan.train_flags as flags
+
+    monkeypatch.setattr("time.time", lambda: 1000.0)
+    assert flags.stop_at(SimpleNamespace(stop_after=2.5)) == 1150.0
+    assert flags.stop_at(SimpleNamespace(stop_after=None)) is None
+    with pytest.raises(SystemExit, match="--stop-after must be > 0 minutes, got -1"):
+        flags.stop_at(SimpleNamespace(stop_after=-1.0))
+
+
 def test_training_continues_from_an_adapter_and_records_it(tiny_base, plans, tmp_path, monkeypatch):
     from safetensors.torch import load_file
 

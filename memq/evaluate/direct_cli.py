@@ -14,6 +14,7 @@ from ..plan.train_flags import (
     add_training_args,
     data_info,
     result_summary,
+    stop_at,
     train_config,
     training_bar,
     training_plans,
@@ -51,9 +52,13 @@ def _train(args: argparse.Namespace) -> int:
     info = data_info(datasets, same_questions_as="memq planner train", skipped=len(skipped), limit=args.limit,
                      like=str(args.like) if args.like else None)
     bar = None if args.no_progress else training_bar("training direct-SPARQL", unit="step")
-    result = train_direct(examples, Path(args.out), cfg, data_info=info, resume=args.resume, progress=bar)
+    result = train_direct(examples, Path(args.out), cfg, data_info=info, resume=args.resume, progress=bar,
+                          stop_at=stop_at(args))
+    stopped = {} if result.finished else {
+        "stopped": f"--stop-after: checkpoint at step {result.steps} in {Path(args.out) / 'checkpoint'}; "
+                   "--resume goes on"}
     print(json.dumps({"out": str(args.out), "examples": len(examples), "skipped": len(skipped),
-                      **result_summary(result, per_step=True)}, indent=2))
+                      **result_summary(result, per_step=True), **stopped}, indent=2))
     return 0
 
 

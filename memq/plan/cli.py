@@ -15,6 +15,7 @@ from .train_flags import (
     data_info,
     result_summary,
     set_threads,
+    stop_at,
     train_config,
     training_bar,
     training_plans,
@@ -121,8 +122,12 @@ def _train(args) -> int:
     out = Path(args.out) if args.out else default_adapter_dir(args.base, args.data)
     info = data_info(datasets, excluded_webqsp_test_ids=exclude and "cwq" in datasets, limit=args.limit)
     bar = None if (args.json or args.no_progress) else training_bar("training")
-    result = train(plans, out, cfg, data_info=info, resume=args.resume, progress=bar)
+    result = train(plans, out, cfg, data_info=info, resume=args.resume, progress=bar, stop_at=stop_at(args))
     summary: dict = {"out": str(out), **result_summary(result)}
+    if not result.finished:
+        summary["stopped"] = f"--stop-after: checkpoint at step {result.steps} in {out / 'checkpoint'}; --resume goes on"
+        print(json.dumps(summary, indent=2) if args.json else summary["stopped"])
+        return 0
     if args.eval_limit:
         from .evaluate import evaluate
         from .planner import FineTunedPlanner

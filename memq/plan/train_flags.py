@@ -33,6 +33,9 @@ def add_training_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint-every", type=int, default=25)
     p.add_argument("--limit", type=int, help="train on the first N examples only")
     p.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
+    p.add_argument("--stop-after", type=float, metavar="MINUTES",
+                   help="stop with a checkpoint this many minutes after training starts (model load included); "
+                        "run again with --resume to go on")
     p.add_argument("--init-adapter", metavar="DIR", default="",
                    help="start from this LoRA adapter (e.g. memory_bank/webqsp/planner) instead of a fresh one; "
                         "same base, rank and modules; the manifest records it and the epochs it had")
@@ -73,6 +76,18 @@ def train_config(args, **overrides):
               device=args.device, precision=args.precision, bucket=args.bucket,
               init_adapter=getattr(args, "init_adapter", ""))
     return TrainConfig(**{**hp, **overrides})
+
+
+def stop_at(args) -> float | None:
+    """The ``time.time()`` at which ``--stop-after`` stops the run, or None."""
+    import time
+
+    minutes = getattr(args, "stop_after", None)
+    if minutes is None:
+        return None
+    if not minutes > 0:
+        raise SystemExit(f"--stop-after must be > 0 minutes, got {minutes}")
+    return time.time() + 60 * minutes
 
 
 def data_info(datasets: list[str], **more) -> dict:
