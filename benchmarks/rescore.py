@@ -63,7 +63,7 @@ ROWS: dict[str, list[str]] = {
     "cwq_test_finetuned": [*CWQ, "--planner", "finetuned",
                            "--plans", f"{RESULTS}/cwq_test_finetuned.planned.jsonl.gz"],
     # the hybrid planner on a prefix of CWQ test (docs/planner.md); the planned file also holds the records made past it
-    "cwq_test_hybrid": [*CWQ, "--planner", "hybrid", "--limit", "2739",
+    "cwq_test_hybrid": [*CWQ, "--planner", "hybrid",
                         "--plans", f"{RESULTS}/cwq_test_hybrid.planned.jsonl.gz"],
     "cwq_test_grounded": [*CWQ, "--planner", "grounded", "--limit", "100", "--coverage", "0",  # a prefix: docs/planner.md
                           "--plans", f"{RESULTS}/cwq_test_grounded.planned.jsonl.gz"],
