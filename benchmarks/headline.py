@@ -24,7 +24,7 @@ ROWS = (
     ("WebQSP test", "direct SPARQL (w/o PE, QRM)", "webqsp_test_finetuned.json", "ablation"),
     ("WebQSP test", "oracle plans", "webqsp_test_oracle.json", "run"),
     ("CWQ test", "memq, fine-tuned planner", "cwq_test_finetuned.json", "run"),
-    ("CWQ test", "memq, hybrid: the same planner, grounded where its plan finds nothing (CPU rescues; first 2,739)",
+    ("CWQ test", "memq, hybrid: the same planner, grounded where its plan finds nothing (CPU rescues)",
      "cwq_test_hybrid.json", "run"),
     ("CWQ test", "memq, few-shot planner (first 96)", "cwq_test_fewshot96.json", "run"),
     ("CWQ test", "direct SPARQL (w/o PE, QRM; 100 CPU steps; first 96)", "cwq_test_fewshot96.json", "ablation"),
