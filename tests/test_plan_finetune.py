@@ -204,7 +204,9 @@ def test_training_continues_from_an_adapter_and_records_it(tiny_base, plans, tmp
     continued = train(plans, child, more, resume=True)
     assert continued.finished and continued.steps == 2
     assert continued.losses[0] < fresh.losses[0]  # it starts where the parent's 3 steps left off
-    training = json.loads((child / "manifest.json").read_text())["training"]
+    manifest = json.loads((child / "manifest.json").read_text())
+    training = manifest["training"]
+    assert manifest["hyper_parameters"]["init_adapter"] == "parent"  # named, not by this machine's path
     assert training["init_from"]["sha256"] == sha256_file(parent / "adapter_model.safetensors")
     assert training["init_from"]["steps"] == 3
     assert training["epochs_total"] == pytest.approx(training["init_from"]["epochs_done"] + training["epochs_done"])

@@ -209,13 +209,13 @@ def train(plans: Sequence[DerivedPlan], out_dir: str | Path, cfg: TrainConfig = 
     out_dir.mkdir(parents=True, exist_ok=True)
     if not resume and (out_dir / "checkpoint").exists():
         raise MemQError(f"{out_dir} already holds a checkpoint; pass --resume or choose another --out")
+    parent = parent_adapter(cfg)  # checked before the model loads
     torch.manual_seed(cfg.seed)
     model, tok, source = load_pretrained(cfg.base, cfg.device, fresh=True)
     if not cfg.full:
         lora = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
                           target_modules=list(cfg.target_modules), task_type="CAUSAL_LM")
         model = get_peft_model(model, lora)
-    parent = parent_adapter(cfg)
     model.train()
     examples = [encode_example(tok, planner_prompt(p.question, p.entities), p.text, cfg.max_length) for p in plans]
     lengths = [len(ids) for ids, _ in examples]
@@ -250,7 +250,7 @@ def train(plans: Sequence[DerivedPlan], out_dir: str | Path, cfg: TrainConfig = 
     while step < total:
         if stop_at is not None and time.time() >= stop_at:
             save_checkpoint(model, optimizer, {"step": step, "seconds": seconds, "total": total, "base": cfg.base},
-                             out_dir)
+                            out_dir)
             if bar is not None:
                 bar.close()
             logger.info("stopped at step %d of %d (stop_at); resume from %s", step, total, out_dir / "checkpoint")
@@ -288,7 +288,7 @@ def train(plans: Sequence[DerivedPlan], out_dir: str | Path, cfg: TrainConfig = 
             bar.set_postfix(loss=f"{losses[-1]:.3f}")
         if step % cfg.checkpoint_every == 0 or step == total:
             save_checkpoint(model, optimizer, {"step": step, "seconds": seconds, "total": total, "base": cfg.base},
-                             out_dir)
+                            out_dir)
     if bar is not None:
         bar.close()
     model.save_pretrained(str(out_dir))
@@ -322,7 +322,8 @@ def write_manifest(out_dir: Path, cfg: TrainConfig, source, plans: Sequence[Deri
         "base_model": {"name": source.name, "ref": cfg.base, "sha256": source.sha256},
         "prompt": {"name": "memq-table9", "sha256": prompt_hash()},
         "data": {"examples": len(plans), "sha256": data_hash(plans), **data_info},
-        "hyper_parameters": {**asdict(cfg), "target_modules": list(cfg.target_modules)},
+        "hyper_parameters": {**asdict(cfg), "target_modules": list(cfg.target_modules),
+                             "init_adapter": (parent or {}).get("adapter", cfg.init_adapter)},
         "training": {"steps": steps, "steps_per_epoch": per_epoch, "epochs_done": round(steps / per_epoch, 3),
                      "seconds": round(seconds, 1), "seconds_per_step": round(seconds / max(1, steps), 3),
                      "device": device_name(cfg.device), "precision": cfg.precision},
