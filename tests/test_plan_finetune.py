@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -210,10 +211,34 @@ def test_training_continues_from_an_adapter_and_records_it(tiny_base, plans, tmp
     assert training["init_from"]["sha256"] == sha256_file(parent / "adapter_model.safetensors")
     assert training["init_from"]["steps"] == 3
     assert training["epochs_total"] == pytest.approx(training["init_from"]["epochs_done"] + training["epochs_done"])
+    assert training["data_start_step"] == 3  # the batches after the parent's 3, not its first ones again
     with pytest.raises(MemQError, match="rank 4"):
         train(plans, tmp_path / "r8", TrainConfig(**{**more.__dict__, "lora_r": 8, "lora_alpha": 16}))
     with pytest.raises(MemQError, match="no LoRA adapter"):
         train(plans, tmp_path / "none", TrainConfig(**{**more.__dict__, "init_adapter": str(tmp_path / "fresh" / "x")}))
+
+
+def test_a_continued_run_starts_at_its_parents_epoch_position():
+    from memq.plan.finetune import data_start_step
+
+    assert data_start_step({}, 100) == 0
+    assert data_start_step({"epochs_total": None}, 100) == 0
+    assert data_start_step({"epochs_total": 0.598}, 3344) == 2000
+    assert data_start_step({"epochs_total": 2.5}, 10) == 25  # divmod in the loop takes it to epoch 2, batch 5
+
+
+def test_a_parent_that_was_itself_continued_counts_all_its_epochs(tmp_path):
+    from memq.plan.checkpoint import parent_adapter
+
+    cfg = TrainConfig(lora_r=4, init_adapter=str(tmp_path))
+    (tmp_path / "adapter_model.safetensors").write_bytes(b"weights")
+    (tmp_path / "adapter_config.json").write_text(json.dumps({
+        "base_model_name_or_path": Path(cfg.base).name, "r": 4, "target_modules": list(cfg.target_modules)}))
+    (tmp_path / "manifest.json").write_text(json.dumps({"training": {"epochs_done": 0.179, "epochs_total": 0.598}}))
+    parent = parent_adapter(cfg)
+    assert (parent["epochs_done"], parent["epochs_total"]) == (0.179, 0.598)
+    (tmp_path / "manifest.json").write_text(json.dumps({"training": {"epochs_done": 0.419}}))  # a fresh parent
+    assert parent_adapter(cfg)["epochs_total"] == 0.419
 
 
 def test_stop_at_leaves_a_checkpoint_that_resumes_to_the_same_run(tiny_base, plans, tmp_path, monkeypatch):

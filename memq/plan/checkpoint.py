@@ -83,6 +83,8 @@ def load_checkpoint(model, optimizer, out_dir: Path) -> dict:
 def parent_adapter(cfg) -> dict:
     """What ``cfg.init_adapter`` is (its sha256 and the epochs it was trained), after checking it fits ``cfg``.
 
+    ``epochs_total`` counts the epochs of the adapter's own parents too, when it was itself continued.
+
     An adapter of another rank, other target modules or another base cannot be continued: a MemQError names
     the value that differs. Empty when ``cfg`` starts a fresh adapter.
     """
@@ -110,6 +112,7 @@ def parent_adapter(cfg) -> dict:
     training = manifest.get("training", {})
     return {"adapter": src.name if src.is_absolute() else str(src), "sha256": sha256_file(weights),
             "epochs_done": training.get("epochs_done"), "steps": training.get("steps"),
+            "epochs_total": training.get("epochs_total", training.get("epochs_done")),
             "device": training.get("device"), "dev_exact_match": manifest.get("dev_metrics", {}).get("exact_match")}
 
 

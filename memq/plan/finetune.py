@@ -221,6 +221,7 @@ def train(plans: Sequence[DerivedPlan], out_dir: str | Path, cfg: TrainConfig = 
     lengths = [len(ids) for ids, _ in examples]
     per_epoch = math.ceil(len(examples) / cfg.batch_size)
     total = cfg.max_steps or max(1, math.ceil(per_epoch * cfg.epochs))
+    data_start = data_start_step(parent, per_epoch)
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
     step, seconds = 0, 0.0
@@ -255,7 +256,7 @@ def train(plans: Sequence[DerivedPlan], out_dir: str | Path, cfg: TrainConfig = 
                 bar.close()
             logger.info("stopped at step %d of %d (stop_at); resume from %s", step, total, out_dir / "checkpoint")
             return TrainResult(out_dir, step, losses, seconds, finished=False)
-        epoch, offset = divmod(step, per_epoch)
+        epoch, offset = divmod(data_start + step, per_epoch)
         if epoch_batches[0] != epoch:
             epoch_batches = (epoch, _batches(len(examples), cfg.batch_size, cfg.seed, epoch, lengths, cfg.bucket))
         batch = epoch_batches[1][offset]
@@ -296,8 +297,21 @@ def train(plans: Sequence[DerivedPlan], out_dir: str | Path, cfg: TrainConfig = 
         tok.save_pretrained(str(out_dir))
     else:
         portable_config(out_dir, cfg.base)
-    write_manifest(out_dir, cfg, source, plans, data_info or {}, step, seconds, per_epoch, parent=parent)
+    write_manifest(out_dir, cfg, source, plans, data_info or {}, step, seconds, per_epoch, parent=parent,
+                   data_start=data_start)
     return TrainResult(out_dir, step, losses, seconds)
+
+
+def data_start_step(parent: dict, per_epoch: int) -> int:
+    """Where in the batch order a run continued from ``parent`` starts: at the parent's epoch position.
+
+    A fresh run starts at 0. A continued one goes on from ``epochs_total * per_epoch``, so that it trains on
+    batches the parent's schedule had not reached yet instead of repeating the first ones. No batch repeats when
+    the parent was itself trained fresh with the same seed, batch size and bucketing; otherwise (for example a GPU
+    parent with another batch size) the batches are new to this schedule, and overlap the parent's at random.
+    """
+    epochs = (parent or {}).get("epochs_total")
+    return round(float(epochs) * per_epoch) if epochs else 0
 
 
 def device_name(device: str) -> str:
@@ -311,7 +325,7 @@ def device_name(device: str) -> str:
 
 def write_manifest(out_dir: Path, cfg: TrainConfig, source, plans: Sequence[DerivedPlan], data_info: dict,
                    steps: int, seconds: float, per_epoch: int, dev_metrics: dict | None = None,
-                   parent: dict | None = None) -> Path:
+                   parent: dict | None = None, data_start: int = 0) -> Path:
     import memq
 
     manifest = {
@@ -331,8 +345,9 @@ def write_manifest(out_dir: Path, cfg: TrainConfig, source, plans: Sequence[Deri
     }
     if parent:  # continued training: this run's steps come on top of the parent adapter's epochs
         manifest["training"]["init_from"] = parent
-        if parent.get("epochs_done") is not None:
-            manifest["training"]["epochs_total"] = round(parent["epochs_done"] + steps / per_epoch, 3)
+        manifest["training"]["data_start_step"] = data_start
+        if parent.get("epochs_total") is not None:
+            manifest["training"]["epochs_total"] = round(parent["epochs_total"] + steps / per_epoch, 3)
     path = out_dir / "manifest.json"
     tmp = path.with_name(f"manifest.json.tmp-{os.getpid()}")
     tmp.write_text(json.dumps(manifest, indent=2))
