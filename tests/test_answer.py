@@ -378,3 +378,45 @@ def test_shards_cover_the_split_once_and_their_files_rescore_together(setup, tmp
     for bad in ("0/2", "3/2", "2", "a/b"):
         with pytest.raises(argparse.ArgumentTypeError, match=f"got '{bad}'"):
             _shard(bad)
+
+
+def test_a_split_without_gold_answers_has_no_f1_and_record_stores_its_dev_figures(setup, tmp_path):
+    import argparse
+    import json
+
+    from memq.evaluate.cli import record_plan_only, recorded_adapter
+    from memq.evaluate.run import questions_for, run
+
+    pipe, _, _, _ = setup
+    first = [q.id for q in questions_for("cwq", "dev")[:2]]
+    saved = tmp_path / "dev.jsonl"  # what `memq planner eval --out` writes, cut to what --plans reads
+    saved.write_text("".join(json.dumps({"id": i, "planner": "finetuned", "plan_raw": "Finally the answer is ?x."})
+                             + "\n" for i in first))
+    summary = run("cwq", "dev", "finetuned", limit=2, progress=False, pipeline=pipe, plans_from=saved)
+    assert summary["questions"] == 2 and summary["answered_questions"] == 0
+    assert summary["f1"] is None and summary["hits@1"] is None  # no gold answers: no answer metric, not 0.0
+    assert 0.0 <= summary["ehr"] <= 1.0
+
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    (adapter / "manifest.json").write_text(json.dumps({"dev_metrics": {"questions": 300, "exact_match": 0.5}}))
+    manifest = record_plan_only(adapter, summary, limit=2, summary_file=None)
+    block = manifest["dev_metrics"]["plan_only_evaluation"]
+    assert manifest["dev_metrics"]["exact_match"] == 0.5  # the plan-only figures are added, nothing is lost
+    assert block["questions"] == 2 and block["f1"] is None and "no gold answers" in block["note"]
+    assert block["plans_from"] == "dev.jsonl" and block["limit"] == 2
+
+    def args(**kw):
+        base = {"split": "dev", "planner": "finetuned", "shard": None, "dataset": "cwq"}
+        return argparse.Namespace(**{**base, **kw})
+
+    config = argparse.Namespace(adapter=str(adapter))
+    assert recorded_adapter(args(), config) == adapter
+    with pytest.raises(MemQError, match="--split test --planner finetuned"):
+        recorded_adapter(args(split="test"), config)
+    with pytest.raises(MemQError, match="--planner grounded"):
+        recorded_adapter(args(planner="grounded"), config)
+    with pytest.raises(MemQError, match="not shard 1/2"):
+        recorded_adapter(args(shard=(1, 2)), config)
+    with pytest.raises(MemQError, match="no adapter manifest"):
+        recorded_adapter(args(), argparse.Namespace(adapter=str(tmp_path / "nowhere")))

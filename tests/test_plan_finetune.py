@@ -120,10 +120,22 @@ def test_train_checkpoint_resume_manifest_planner_and_eval_cli(tiny_base, plans,
         pass  # a random tiny model writes garbage; what matters is that it ran
     assert planner.calls == 1
 
+    scores = tmp_path / "dev.jsonl"
     assert main(["eval", "--split", "dev", "--adapter", str(out), "--limit", "3", "--json", "--batch-size", "2",
-                 "--record"]) == 0
+                 "--record", "--out", str(scores)]) == 0
     metrics = json.loads(capsys.readouterr().out)
     assert metrics["questions"] == 3 and 0.0 <= metrics["exact_match"] <= 1.0 and metrics["llm_calls"] == 3
+    # the scores file is a saved run: `memq evaluate --plans` reads each plan back with no model call
+    from memq.evaluate.saved import load_records, saved_plan
+
+    from memq.plan.data import load_split
+
+    records = load_records(scores)
+    assert list(records) == [g.question_id for g in load_split("webqsp", "dev")[:3]]
+    for rec in records.values():
+        assert rec["planner"] == "finetuned" and rec["plan_raw"] == rec["predicted"]
+        plan, _ = saved_plan(rec, {})
+        assert isinstance(plan, PlanParseError) or plan.steps
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["dev_metrics"]["questions"] == 3 and manifest["dev_metrics"]["limit"] == 3
 

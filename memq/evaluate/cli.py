@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import replace
+from pathlib import Path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -41,6 +42,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--shard", metavar="K/N", type=_shard,
                     help="evaluate only every N-th question from the K-th (1 <= K <= N), after --limit, so that N "
                          "processes share a split; re-score their per-question files together with --plans")
+    ev.add_argument("--record", action="store_true",
+                    help="store the figures in the adapter's manifest.json as dev_metrics.plan_only_evaluation "
+                         "(--split dev, --planner finetuned, the whole split or a --limit, no --shard)")
     ev.add_argument("--ablation", choices=("direct-sparql",),
                     help="also answer every question with this ablation (MemQ 'w/o PE, QRM')")
     ev.add_argument("--ablation-adapter", help="direct-SPARQL adapter of `memq ablation train`")
@@ -90,6 +94,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         config = replace(config, recall=replace(recall, **changes))
     if args.ablation and not args.ablation_adapter:
         raise MemQError("--ablation direct-sparql needs --ablation-adapter DIR (see `memq ablation train`)")
+    adapter = recorded_adapter(args, config) if args.record else None
     summary = run(args.dataset, args.split, args.planner, config=config, limit=args.limit,
                   per_question=args.per_question, progress=not args.no_progress,
                   ablation=args.ablation, ablation_adapter=args.ablation_adapter, plans_from=args.plans,
@@ -99,8 +104,48 @@ def _evaluate(args: argparse.Namespace) -> int:
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             fh.write(text + "\n")
+    if adapter is not None:
+        record_plan_only(adapter, summary, limit=args.limit, summary_file=args.json)
     print(text)
     return 0
+
+
+def recorded_adapter(args: argparse.Namespace, config):
+    """The adapter whose manifest ``--record`` writes to, checked before anything runs: plan-only figures are
+    those of a fine-tuned adapter's free plans on dev, over a prefix of the split (not a shard of it)."""
+    from ..errors import MemQError
+    from ..plan.planner import default_adapter
+
+    if args.split != "dev" or args.planner != "finetuned":
+        raise MemQError(f"--record stores a fine-tuned adapter's plan-only dev figures: use it with --split dev "
+                        f"and --planner finetuned, not --split {args.split} --planner {args.planner}")
+    if args.shard:
+        raise MemQError(f"--record needs the whole split or a --limit prefix, not shard {args.shard[0]}/"
+                        f"{args.shard[1]}: re-score the shards' files together with --plans, then --record")
+    adapter = Path(config.adapter) if config.adapter else default_adapter(args.dataset)
+    if adapter is None or not (adapter / "manifest.json").is_file():
+        raise MemQError(f"--record: no adapter manifest at {adapter}/manifest.json")
+    return adapter
+
+
+def record_plan_only(adapter, summary: dict, *, limit: int | None, summary_file: str | None) -> dict:
+    """Merge a dev run's figures into ``adapter``'s manifest as ``dev_metrics.plan_only_evaluation``."""
+    from ..pipeline import shown_path
+    from ..plan.finetune import update_manifest
+
+    keys = ("questions", "answered_questions", "f1", "hits@1", "ehr", "ged", "errors", "kg", "kg_sha256", "memory",
+            "backend", "device")
+    block = {k: summary[k] for k in keys if k in summary}
+    block["limit"] = limit
+    if summary.get("plans_from"):
+        block["plans_from"] = summary["plans_from"]["file"]
+    if summary_file:
+        block["summary"] = shown_path(summary_file)
+    if summary.get("f1") is None:
+        block["note"] = ("this split has no gold answers (CWQ dev is carved from CWQ train+dev, which has none): "
+                         "EHR and GED against the gold queries only")
+    dev = json.loads((Path(adapter) / "manifest.json").read_text()).get("dev_metrics") or {}
+    return update_manifest(adapter, dev_metrics={**dev, "plan_only_evaluation": block})
 
 
 def _report(args: argparse.Namespace) -> int:

@@ -43,6 +43,11 @@ def _load(paths) -> list[dict]:
     return out
 
 
+def _shown(value) -> str:
+    """A table cell: ``None`` (no answer metric on a split without gold answers) shows as a dash."""
+    return "-" if value is None else str(value)
+
+
 def _label(s: dict) -> str:
     memory = f" ({s['memory']})" if s.get("memory") else ""
     adapter = f", adapter {s['adapter']}" if s.get("adapter") else ""
@@ -143,7 +148,7 @@ def write_report(paths, out: str | Path) -> Path:
     summaries = _load(paths)
     table = _rows(summaries)
     rows = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(str(s.get(c, '')))}</td>" for c in COLUMNS) + "</tr>" for s in table)
+        "<tr>" + "".join(f"<td>{html.escape(_shown(s.get(c, '')))}</td>" for c in COLUMNS) + "</tr>" for s in table)
     errors = "".join(
         f"<tr><td>{html.escape(_label(s))}</td>"
         f"<td>{html.escape(json.dumps(s.get('errors', {})))}</td>"

@@ -50,7 +50,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--dataset", choices=DATASETS, default="webqsp")
     _planner_args(ev)
     ev.add_argument("--limit", type=int, help="first N questions only")
-    ev.add_argument("--out", help="write per-question scores (JSONL)")
+    ev.add_argument("--out", help="write per-question scores (JSONL); `memq evaluate --plans FILE` re-scores "
+                                  "its plans end to end with no model call")
     ev.add_argument("--record", action="store_true", help="store the dev metrics in the adapter's manifest.json")
     _common(ev)
     ev.set_defaults(handler=_eval)
@@ -170,8 +171,12 @@ def _eval(args) -> int:
                     "fallbacks": list(getattr(planner, "fallbacks", ()))})
     if args.out:
         with open(args.out, "w", encoding="utf-8") as fh:
+            kind = "fewshot" if args.fewshot else "finetuned"
             for g, s in zip(golds, scores, strict=True):
-                fh.write(json.dumps({**s.to_json(), "gold": to_json(g)["plan"]}, ensure_ascii=False) + "\n")
+                # ``id``, ``planner`` and ``plan_raw`` make the file a saved run for `memq evaluate --plans`
+                # (plan-only evaluation end to end, no model call)
+                fh.write(json.dumps({"id": g.question_id, "planner": kind, "plan_raw": s.predicted, **s.to_json(),
+                                     "gold": to_json(g)["plan"]}, ensure_ascii=False) + "\n")
     if args.record:
         from .finetune import update_manifest
 
