@@ -38,22 +38,22 @@ def add_backend_arg(parser: argparse.ArgumentParser) -> None:
 
 
 def add_search_args(parser: argparse.ArgumentParser) -> None:
-    """The grounded planner's search settings (:class:`memq.plan.grounded.GroundedConfig`)."""
-    parser.add_argument("--beam", type=int, help="--planner grounded: partial plans kept per step")
-    parser.add_argument("--lines", type=int, help="--planner grounded: best lines searched per partial plan")
-    parser.add_argument("--norm", choices=("sum", "mean"), help="--planner grounded: how partial plans are ranked")
-    parser.add_argument("--max-candidates", type=int, help="--planner grounded: path statements offered per step")
-    parser.add_argument("--prune", type=float, help="--planner grounded: nats below the best line not expanded")
-    parser.add_argument("--budget", type=int, help="--planner grounded: forward passes per question after which "
-                                                   "the search goes on with a beam of 1 (0: no budget)")
-    parser.add_argument("--prior", type=float, help="--planner grounded: weight of the question prior on Find lines "
-                                                   "(0: off)")
-    parser.add_argument("--neighbours", type=int, help="--planner grounded: training questions that vote in the "
-                                                       "question prior")
-    parser.add_argument("--prior-floor", type=float, help="--planner grounded: added to a statement's support "
-                                                          "before its log is taken")
-    parser.add_argument("--coverage", type=float, help="--planner grounded: nats off a Finally line for each topic "
-                                                       "entity the plan does not name (0: off)")
+    """The grounded planner's search settings (:class:`memq.plan.grounded.GroundedConfig`), which are also the hybrid
+    planner's rescue search."""
+    g = "--planner grounded or hybrid (its rescues):"
+    parser.add_argument("--beam", type=int, help=f"{g} partial plans kept per step")
+    parser.add_argument("--lines", type=int, help=f"{g} best lines searched per partial plan")
+    parser.add_argument("--norm", choices=("sum", "mean"), help=f"{g} how partial plans are ranked")
+    parser.add_argument("--max-candidates", type=int, help=f"{g} path statements offered per step")
+    parser.add_argument("--prune", type=float, help=f"{g} nats below the best line not expanded")
+    parser.add_argument("--budget", type=int, help=f"{g} forward passes per question after which the search goes on "
+                                                   "with a beam of 1 (0: no budget)")
+    parser.add_argument("--prior", type=float, help=f"{g} weight of the question prior on Find lines (0: off)")
+    parser.add_argument("--neighbours", type=int, help=f"{g} training questions that vote in the question prior")
+    parser.add_argument("--prior-floor", type=float, help=f"{g} added to a statement's support before its log is "
+                                                          "taken")
+    parser.add_argument("--coverage", type=float, help=f"{g} nats off a Finally line for each topic entity the plan "
+                                                       "does not name (0: off)")
 
 
 def parse_entities(items: list[str]) -> dict[str, str]:
