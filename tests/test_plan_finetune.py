@@ -127,7 +127,6 @@ def test_train_checkpoint_resume_manifest_planner_and_eval_cli(tiny_base, plans,
     assert metrics["questions"] == 3 and 0.0 <= metrics["exact_match"] <= 1.0 and metrics["llm_calls"] == 3
     # the scores file is a saved run: `memq evaluate --plans` reads each plan back with no model call
     from memq.evaluate.saved import load_records, saved_plan
-
     from memq.plan.data import load_split
 
     records = load_records(scores)
