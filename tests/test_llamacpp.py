@@ -167,6 +167,33 @@ def test_evaluate_answers_a_dataset_from_its_own_memory_unless_told_otherwise():
     assert evaluation_config(told).memory == "elsewhere"
 
 
+def test_ask_and_serve_take_the_planner_of_the_memory_bank_they_are_given(tmp_path):
+    import json
+    from pathlib import Path
+
+    from memq.ask import bank_planner, config_from
+    from memq.cli import build_parser
+    from memq.pipeline import Pipeline
+
+    bank = tmp_path / "cwq"
+    (bank / "planner").mkdir(parents=True)
+    (bank / "planner" / "adapter_config.json").write_text("{}")
+    (bank / "planner" / "manifest.json").write_text(json.dumps({"data": {"datasets": ["cwq"]}}))
+    parser = build_parser()
+    config = bank_planner(config_from(parser.parse_args(["ask", "q", "--memory", str(bank)])))
+    assert (config.adapter, config.planner_dataset) == (str(bank / "planner"), "cwq")
+    assert Pipeline(config)._planner_choice() == ("hybrid", bank / "planner")  # CWQ's auto, not WebQSP's
+    told = bank_planner(config_from(parser.parse_args(["ask", "q", "--memory", str(bank), "--adapter", "mine"])))
+    assert (told.adapter, told.planner_dataset) == ("mine", "cwq")  # a named adapter wins; the questions are CWQ's
+    plain = tmp_path / "plain"  # a bank without a planner changes nothing
+    plain.mkdir()
+    config = bank_planner(config_from(parser.parse_args(["ask", "q", "--memory", str(plain)])))
+    assert (config.adapter, config.planner_dataset) == (None, "webqsp")
+    committed = bank_planner(config_from(parser.parse_args(["ask", "q"])))  # the default bank: WebQSP's planner
+    assert committed.planner_dataset == "webqsp" and Path(committed.adapter).parts[-3:] == ("memory_bank", "webqsp",
+                                                                                          "planner")
+
+
 # --------------------------------------------------------------------------- slow: the real runtime, SmolLM2
 # SmolLM2-135M is a 4-bit file and llama.cpp also rounds activations to 8 bits, so the two backends' log-probabilities
 # differ by a few hundredths of a nat per token, and greedy text can part where the tiny model is unsure. The tests
