@@ -142,30 +142,9 @@ def config_from(args: argparse.Namespace):
     return replace(config, **changes)
 
 
-def bank_planner(config):
-    """``config`` with the planner its memory bank brings. A bank folder that holds ``planner/`` (as
-    ``memory_bank/cwq/planner``) gives the adapter, unless one is named, and the dataset that adapter was trained on,
-    which ``auto`` chooses by (grounded for WebQSP, hybrid for CWQ) and few-shot examples come from. A bank without
-    one leaves ``config`` as it is. ``memq evaluate`` needs none of this: it names its dataset."""
-    from dataclasses import replace
-    from pathlib import Path
-
-    from .datasets import DATASETS
-    from .plan.planner import read_manifest
-
-    planner = Path(config.memory) / "planner"
-    if not (planner / "adapter_config.json").is_file():
-        return config
-    datasets = (read_manifest(planner).get("data") or {}).get("datasets") or []
-    changes = {} if config.adapter else {"adapter": str(planner)}
-    if len(datasets) == 1 and datasets[0] in DATASETS:
-        changes["planner_dataset"] = datasets[0]
-    return replace(config, **changes)
-
-
 def run(args: argparse.Namespace) -> int:
     from .api import answer
 
-    a = answer(args.question, parse_entities(args.entity), config=bank_planner(config_from(args)))
+    a = answer(args.question, parse_entities(args.entity), config=config_from(args))
     print(json.dumps(answer_json(a), indent=2) if args.json else show(a))
     return 0

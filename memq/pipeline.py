@@ -77,7 +77,9 @@ class Config:
     planner: str = "auto"
     planner_model: str = "qwen2.5-coder-0.5b"
     adapter: str | None = None
-    planner_dataset: str = "webqsp"
+    # whose few-shot examples, default adapter and ``auto`` choice the planner takes; None: the dataset the memory
+    # bank's own planner (``<memory>/planner``) was trained on, else WebQSP (memq evaluate names it)
+    planner_dataset: str | None = None
     planner_batch_size: int = 8  # prompts per generate call (batched evaluation)
     backend: str = DEFAULT_BACKEND  # the planner's LLM: "llamacpp", or "transformers" (also the traced fallback)
     recall: RecallConfig = field(default_factory=RecallConfig)
@@ -104,6 +106,7 @@ class Pipeline:
     def __init__(self, config: Config | None = None, *, bank=None, kg=None, planner=None) -> None:
         self.config = config or Config()
         self._bank, self._kg, self._planner = bank, kg, planner
+        self._planner_source: tuple[str, Path] | None = None
 
     # -- lazily loaded parts -------------------------------------------------
     @property
@@ -136,7 +139,7 @@ class Pipeline:
                          "timeout": self.config.timeout}
             self._planner = make_planner(kind, model=self.config.planner_model, adapter=adapter,
                                          batch_size=self.config.planner_batch_size,
-                                         dataset=self.config.planner_dataset, backend=self.config.backend, **extra)
+                                         dataset=self.planner_source[0], backend=self.config.backend, **extra)
         return self._planner
 
     @property
@@ -147,22 +150,43 @@ class Pipeline:
         kind, adapter = self._planner_choice()
         return adapter if kind in ("finetuned", "grounded", "hybrid") else None
 
+    @property
+    def planner_source(self) -> tuple[str, Path]:
+        """(dataset, adapter) of the planner, read once. ``planner_dataset`` set: that dataset, and ``adapter`` or
+        the dataset's default one. Unset (``memq.answer``, ``memq ask``, ``memq serve``): a memory bank that holds
+        ``planner/`` (as ``memory_bank/cwq``) gives its planner, unless ``adapter`` names one, and the dataset that
+        planner was trained on, so CWQ questions in the CWQ bank are planned as ``memq evaluate --dataset cwq``
+        plans them; a bank without one gives WebQSP's."""
+        if self._planner_source is None:
+            from .datasets import DATASETS
+            from .plan.planner import default_adapter, read_manifest
+
+            config, dataset, adapter = self.config, self.config.planner_dataset, None
+            if dataset is None:
+                bank_planner = Path(config.memory) / "planner"
+                if (bank_planner / "adapter_config.json").is_file():
+                    adapter = bank_planner
+                    datasets = (read_manifest(bank_planner).get("data") or {}).get("datasets") or []
+                    dataset = datasets[0] if len(datasets) == 1 and datasets[0] in DATASETS else None
+                dataset = dataset or "webqsp"
+            adapter = Path(config.adapter) if config.adapter else adapter or default_adapter(dataset)
+            self._planner_source = (dataset, adapter)
+        return self._planner_source
+
     def _planner_choice(self) -> tuple[str, Path]:
         """(planner kind, fine-tuned adapter path). ``auto`` picks the committed or cached adapter if there is one,
         else few-shot; with an adapter and llama.cpp (it scores tokens; the transformers fallback only generates),
         the grounded planner where it won on dev (``GROUNDED_BY_DEFAULT``) or the hybrid one
         (``HYBRID_BY_DEFAULT``), else free generation."""
-        from .plan.planner import default_adapter
-
         config = self.config
-        adapter = Path(config.adapter) if config.adapter else default_adapter(config.planner_dataset)
+        dataset, adapter = self.planner_source
         kind = config.planner
         if kind == "auto":
             if not (adapter / "adapter_config.json").exists():
                 kind = "fewshot"
-            elif config.planner_dataset in GROUNDED_BY_DEFAULT and config.backend == "llamacpp":
+            elif dataset in GROUNDED_BY_DEFAULT and config.backend == "llamacpp":
                 kind = "grounded"
-            elif config.planner_dataset in HYBRID_BY_DEFAULT and config.backend == "llamacpp":
+            elif dataset in HYBRID_BY_DEFAULT and config.backend == "llamacpp":
                 kind = "hybrid"
             else:
                 kind = "finetuned"

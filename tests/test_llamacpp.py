@@ -167,31 +167,33 @@ def test_evaluate_answers_a_dataset_from_its_own_memory_unless_told_otherwise():
     assert evaluation_config(told).memory == "elsewhere"
 
 
-def test_ask_and_serve_take_the_planner_of_the_memory_bank_they_are_given(tmp_path):
+def test_a_memory_bank_brings_its_own_planner_to_ask_serve_and_answer(tmp_path):
     import json
     from pathlib import Path
 
-    from memq.ask import bank_planner, config_from
+    from memq.ask import config_from
     from memq.cli import build_parser
-    from memq.pipeline import Pipeline
+    from memq.pipeline import Config, Pipeline
 
     bank = tmp_path / "cwq"
     (bank / "planner").mkdir(parents=True)
     (bank / "planner" / "adapter_config.json").write_text("{}")
     (bank / "planner" / "manifest.json").write_text(json.dumps({"data": {"datasets": ["cwq"]}}))
     parser = build_parser()
-    config = bank_planner(config_from(parser.parse_args(["ask", "q", "--memory", str(bank)])))
-    assert (config.adapter, config.planner_dataset) == (str(bank / "planner"), "cwq")
-    assert Pipeline(config)._planner_choice() == ("hybrid", bank / "planner")  # CWQ's auto, not WebQSP's
-    told = bank_planner(config_from(parser.parse_args(["ask", "q", "--memory", str(bank), "--adapter", "mine"])))
-    assert (told.adapter, told.planner_dataset) == ("mine", "cwq")  # a named adapter wins; the questions are CWQ's
+    pipe = Pipeline(config_from(parser.parse_args(["ask", "q", "--memory", str(bank)])))
+    assert pipe.planner_source == ("cwq", bank / "planner")
+    assert pipe._planner_choice() == ("hybrid", bank / "planner")  # CWQ's auto, not WebQSP's
+    assert Pipeline(Config(memory=str(bank))).planner_source == ("cwq", bank / "planner")  # memq.answer's config too
+    told = Pipeline(config_from(parser.parse_args(["ask", "q", "--memory", str(bank), "--adapter", "mine"])))
+    assert told.planner_source == ("cwq", Path("mine"))  # a named adapter wins; the questions are CWQ's
+    named = Pipeline(Config(memory=str(bank), planner_dataset="webqsp"))  # memq evaluate names its dataset
+    assert named.planner_source[0] == "webqsp" and named.planner_source[1] != bank / "planner"
     plain = tmp_path / "plain"  # a bank without a planner changes nothing
     plain.mkdir()
-    config = bank_planner(config_from(parser.parse_args(["ask", "q", "--memory", str(plain)])))
-    assert (config.adapter, config.planner_dataset) == (None, "webqsp")
-    committed = bank_planner(config_from(parser.parse_args(["ask", "q"])))  # the default bank: WebQSP's planner
-    assert committed.planner_dataset == "webqsp" and Path(committed.adapter).parts[-3:] == ("memory_bank", "webqsp",
-                                                                                          "planner")
+    dataset, adapter = Pipeline(config_from(parser.parse_args(["ask", "q", "--memory", str(plain)]))).planner_source
+    assert dataset == "webqsp" and adapter.parts[-2:] != ("plain", "planner")
+    dataset, adapter = Pipeline(config_from(parser.parse_args(["ask", "q"]))).planner_source  # the default bank
+    assert dataset == "webqsp" and adapter.parts[-3:] == ("memory_bank", "webqsp", "planner")
 
 
 # --------------------------------------------------------------------------- slow: the real runtime, SmolLM2

@@ -37,12 +37,12 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise ImportError(f"memq serve needs FastAPI and uvicorn ({exc}); install memq with its dependencies: "
                           "pip install -e .") from exc
-    from memq.ask import bank_planner, config_from
+    from memq.ask import config_from
 
     parts = ("the memory bank and the KG (no planner: requests send their plans)" if args.planner == "given"
              else "the memory bank, the KG and the planner")
     print(f"memq serve: loading {parts} ...", file=sys.stderr, flush=True)
-    app = create_app(bank_planner(config_from(args)), max_queue=args.max_queue)
+    app = create_app(config_from(args), max_queue=args.max_queue)
     print(f"memq serve: answering on http://{args.host}:{args.port} (POST /answer, GET /health); Ctrl-C stops",
           file=sys.stderr, flush=True)
     uvicorn.run(app, host=args.host, port=args.port, workers=1,
