@@ -67,8 +67,12 @@ ROWS: dict[str, list[str]] = {
     # the hybrid planner on a prefix of CWQ test (docs/planner.md); the planned file also holds the records made past it
     "cwq_test_hybrid": [*CWQ, "--planner", "hybrid", *CWQ_H100,
                         "--plans", f"{RESULTS}/cwq_test_hybrid.planned.jsonl.gz"],
-    "cwq_test_grounded": [*CWQ, "--planner", "grounded", *CWQ_H100, "--limit", "100", "--coverage", "0",  # a prefix: docs/planner.md
+    # a prefix: docs/planner.md
+    "cwq_test_grounded": [*CWQ, "--planner", "grounded", *CWQ_H100, "--limit", "100", "--coverage", "0",
                           "--plans", f"{RESULTS}/cwq_test_grounded.planned.jsonl.gz"],
+    "cwq_test_grounded_noprior": [*CWQ, "--planner", "grounded", *CWQ_H100, "--limit", "100", "--prior", "0",
+                                  "--coverage", "0",
+                                  "--plans", f"{RESULTS}/cwq_test_grounded_noprior.planned.jsonl.gz"],
     # the default CWQ planner (0.90 epoch, planned on the CPU) on the first 1,000 questions: free, and hybrid
     "cwq_test1000_finetuned": [*CWQ, "--planner", "finetuned", "--limit", "1000",
                                "--plans", f"{RESULTS}/cwq_test1000_finetuned.planned.jsonl.gz"],
@@ -77,8 +81,6 @@ ROWS: dict[str, list[str]] = {
     # the H100 adapter's hybrid run, the same 1,000 questions (a prefix of cwq_test_hybrid)
     "cwq_test1000_hybrid_h100": [*CWQ, "--planner", "hybrid", *CWQ_H100, "--limit", "1000",
                                  "--plans", f"{RESULTS}/cwq_test_hybrid.planned.jsonl.gz"],
-    "cwq_test_grounded_noprior": [*CWQ, "--planner", "grounded", *CWQ_H100, "--limit", "100", "--prior", "0", "--coverage", "0",
-                                  "--plans", f"{RESULTS}/cwq_test_grounded_noprior.planned.jsonl.gz"],
 }
 
 
