@@ -205,3 +205,18 @@ def test_a_compact_index_recalls_as_the_flat_one_does_and_says_so_in_the_manifes
     assert (tmp_path / "bank" / "index.faiss").stat().st_size < flat.index.ntotal * flat.index.d * 4 / 1.9
     with pytest.raises(MemoryBankError, match="unknown index type 'pq'"):
         flat.compacted("pq")
+
+
+def test_a_subset_keeps_the_chosen_statements_with_their_own_vectors(tmp_path):
+    records = [MemoryRecord(Statement(f"{i:012d}", "1", f"?entity1 ns:x.r{i} ?entity2 .", (f"x.r{i}",),
+                                      (f"q{i % 3}",)), (f"the relation number {i} of ?entity1", f"words {i}"),
+                            "template") for i in range(30)]
+    for kind in ("flat", "sq8"):
+        bank = MemoryBank.build(records, HashingEmbedder(), index_type=kind)
+        held = bank.subset(lambda r, _sources: r.statement.question_ids != ("q0",))
+        assert len(held) == 20 and held.get("000000000003") is None and held.get("000000000004") is not None
+        assert held.index.ntotal == 40 and held.manifest == {} and type(held.index) is type(bank.index)
+        want = bank.search("the relation number 4 of", 1)[0]
+        got = held.search("the relation number 4 of", 1)[0]
+        assert got[0].statement.id == want[0].statement.id == "000000000004"
+        assert abs(got[2] - want[2]) < 2e-2

@@ -28,7 +28,7 @@ import json
 import logging
 import os
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -59,6 +59,15 @@ def index_type_of(index) -> str:
     if isinstance(index, faiss.IndexScalarQuantizer):
         return "fp16" if index.sq.qtype == faiss.ScalarQuantizer.QT_fp16 else "sq8"
     return "flat"
+
+
+def _flat_index(vecs: np.ndarray, dim: int):
+    import faiss
+
+    index = faiss.IndexFlatIP(dim)
+    if len(vecs):
+        index.add(np.ascontiguousarray(vecs, dtype=np.float32))
+    return index
 
 
 def memq_version() -> str:
@@ -142,6 +151,18 @@ class MemoryBank:
                 progress(len(vecs))
         bank = cls(list(records), index, embedder, sources, info)
         return bank if index_type == "flat" else bank.compacted(index_type)
+
+    def subset(self, keep: Callable[[MemoryRecord, tuple[str, ...]], bool]) -> MemoryBank:
+        """The bank of the records ``keep(record, sources)`` accepts, their vectors copied (no re-embedding), in
+        the same index type. A memory without some questions' statements, to measure on those questions."""
+        kept = [i for i, (r, s) in enumerate(zip(self.records, self.sources, strict=True)) if keep(r, s)]
+        rows = np.flatnonzero(np.isin(self._row_record, kept))
+        vecs = np.stack([self.index.reconstruct(int(r)) for r in rows]) if len(rows) else \
+            np.zeros((0, self.index.d), dtype=np.float32)
+        flat = type(self)([self.records[i] for i in kept], _flat_index(vecs, self.index.d), self.embedder,
+                          [self.sources[i] for i in kept], dict(self.info))
+        kind = index_type_of(self.index)
+        return flat if kind == "flat" else flat.compacted(kind)
 
     def compacted(self, index_type: str) -> MemoryBank:
         """The same bank with its vectors stored as ``index_type``: ``flat`` (float32), ``fp16`` (half the

@@ -1,0 +1,43 @@
+"""A memory bank without the statements that only WebQSP dev questions gave it, to measure memories on dev.
+
+    .venv/bin/python benchmarks/memory_heldout.py BANK OUT [--dataset webqsp]
+
+memq's WebQSP bank is built from all of WebQSP train, and dev is carved from train (memq.plan.data.split_of), so
+every dev question's statements are in it by construction: on dev, a train memory and a train + schema memory
+recall the same gold statements, and a comparison says nothing about coverage. This writes BANK less every
+statement whose questions are all dev questions, unless another source (the schema) also gave it; vectors are
+copied, not re-embedded. Run a dev evaluation on OUT for each memory compared (docs/memory.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from memq.memory.bank import MemoryBank
+from memq.plan.data import split_of
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("bank")
+    ap.add_argument("out")
+    ap.add_argument("--dataset", default="webqsp", help="the source whose dev questions are held out")
+    args = ap.parse_args()
+    started = time.perf_counter()
+    bank = MemoryBank.load(args.bank)
+    source = f"{args.dataset}-train"
+
+    def keep(record, sources) -> bool:
+        if any(s != source for s in sources):
+            return True  # also given by another source (the schema): a dev question does not bring it
+        return any(split_of(q) == "train" for q in record.statement.question_ids)
+
+    held = bank.subset(keep)
+    held.save(args.out)
+    print(f"{args.out}: {len(held)} of {len(bank)} statements kept ({len(bank) - len(held)} came from dev questions "
+          f"only), {held.index.ntotal} rows, in {time.perf_counter() - started:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
