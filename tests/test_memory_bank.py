@@ -220,3 +220,19 @@ def test_a_subset_keeps_the_chosen_statements_with_their_own_vectors(tmp_path):
         got = held.search("the relation number 4 of", 1)[0]
         assert got[0].statement.id == want[0].statement.id == "000000000004"
         assert abs(got[2] - want[2]) < 2e-2
+
+
+def test_merging_adds_the_other_banks_statements_it_lacks_and_unites_sources():
+    def record(i: int) -> MemoryRecord:
+        return MemoryRecord(Statement(f"{i:012d}", "1", f"?entity1 ns:x.r{i} ?entity2 .", (f"x.r{i}",)),
+                            (f"the relation number {i} of ?entity1",), "template")
+
+    ours = MemoryBank.build([record(i) for i in range(10)], HashingEmbedder(), sources=[("a",)] * 10)
+    theirs = MemoryBank.build([record(i) for i in range(5, 20)], HashingEmbedder(), sources=[("b",)] * 15)
+    both = ours.merged(theirs)
+    assert len(both) == 20 and both.index.ntotal == 20
+    assert both.sources[7] == ("a", "b") and both.sources[2] == ("a",) and both.sources[-1] == ("b",)
+    hit = both.search("the relation number 17 of", 1)[0]
+    assert hit[0].statement.id == "000000000017" and abs(hit[2] - theirs.search("the relation number 17 of", 1)[0][2]) < 1e-5
+    with pytest.raises(MemoryBankError, match="cannot merge"):
+        ours.merged(MemoryBank(theirs.records, theirs.index, type("E", (), {"name": "other", "dim": 64})()))

@@ -164,6 +164,26 @@ class MemoryBank:
         kind = index_type_of(self.index)
         return flat if kind == "flat" else flat.compacted(kind)
 
+    def merged(self, other: MemoryBank) -> MemoryBank:
+        """This bank and the records of ``other`` it lacks, vectors copied (no re-embedding), in this bank's index
+        type; a statement in both keeps this bank's record, with the sources of both. The embedders must match."""
+        if (other.embedder.name, other.embedder.dim) != (self.embedder.name, self.embedder.dim):
+            raise MemoryBankError(f"cannot merge banks embedded by {self.embedder.name!r} and {other.embedder.name!r}")
+        theirs = {r.statement.id: src for r, src in zip(other.records, other.sources, strict=True)}
+        sources = [tuple(dict.fromkeys(src + theirs.get(r.statement.id, ())))
+                   for r, src in zip(self.records, self.sources, strict=True)]
+        new = [i for i, r in enumerate(other.records) if r.statement.id not in self._by_id]
+        rows = np.flatnonzero(np.isin(other._row_record, new))
+        vecs = [self.index.reconstruct_n(0, self.index.ntotal)]
+        if len(rows):
+            vecs.append(np.stack([other.index.reconstruct(int(r)) for r in rows]))
+        info = {**self.info, "source": {"merged": [self.info.get("source", {}), other.info.get("source", {})]}}
+        info.pop("manifest", None)
+        flat = type(self)(self.records + [other.records[i] for i in new], _flat_index(np.concatenate(vecs), self.index.d),
+                          self.embedder, sources + [other.sources[i] for i in new], info)
+        kind = index_type_of(self.index)
+        return flat if kind == "flat" else flat.compacted(kind)
+
     def compacted(self, index_type: str) -> MemoryBank:
         """The same bank with its vectors stored as ``index_type``: ``flat`` (float32), ``fp16`` (half the
         size, scores within about 1e-3) or ``sq8`` (a quarter, one byte a dimension, trained on the bank's own

@@ -4,6 +4,7 @@
     memq memory inspect memory_bank/webqsp "Find the spouse of Richard Nixon" -k 5 [--json]
     memq memory stats memory_bank/webqsp [--json]
     memq memory compact memory_bank/webqsp+schema --index sq8 --out memory_bank/webqsp+schema-sq8
+    memq memory merge memory_bank/cwq memory_bank/webqsp+schema --only-source schema --out memory_bank/cwq+schema
 """
 
 from __future__ import annotations
@@ -62,6 +63,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--index", choices=INDEX_TYPES, required=True)
     c.add_argument("--out", required=True, help="the new bank's directory (not the bank itself)")
     c.set_defaults(handler=_compact)
+
+    m = cmds.add_parser("merge", help="one bank with the statements of another that it lacks (no re-embedding)")
+    m.add_argument("bank")
+    m.add_argument("other")
+    m.add_argument("--out", required=True)
+    m.add_argument("--index", choices=INDEX_TYPES, default=None, help="the new bank's index type (default: BANK's)")
+    m.add_argument("--only-source", action="append", default=None,
+                   help="take from OTHER only statements that this source gave (repeatable), e.g. schema")
+    m.set_defaults(handler=_merge)
 
     s = cmds.add_parser("stats", help="counts of a memory bank")
     s.add_argument("bank")
@@ -124,6 +134,27 @@ def _compact(args) -> int:
     bank.save(args.out)
     size = (Path(args.out) / "index.faiss").stat().st_size
     print(f"wrote {args.out}: {bank.index.ntotal} rows as {args.index}, index {size / 2**20:.1f} MiB, "
+          f"in {time.perf_counter() - start:.1f} s")
+    return 0
+
+
+def _merge(args) -> int:
+    from pathlib import Path
+
+    from .bank import MemoryBank
+
+    if Path(args.out).resolve() in (Path(args.bank).resolve(), Path(args.other).resolve()):
+        raise MemQError(f"--out {args.out} is one of the banks merged; name a new directory")
+    start = time.perf_counter()
+    other = MemoryBank.load(args.other)
+    if args.only_source:
+        other = other.subset(lambda _record, sources: any(s in args.only_source for s in sources))
+    bank = MemoryBank.load(args.bank).merged(other)
+    if args.index:
+        bank = bank.compacted(args.index)
+    bank.save(args.out)
+    counts = bank.counts()
+    print(f"wrote {args.out}: {counts['statements']} statements, {bank.index.ntotal} rows, "
           f"in {time.perf_counter() - start:.1f} s")
     return 0
 
