@@ -337,8 +337,8 @@ def main(argv=None) -> int:
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
         kg_shown = os.path.relpath(args.kg, ROOT) if Path(args.kg).is_absolute() else args.kg  # no machine paths
-        from memq.gguf_weights import weights_from_env
-        from memq.llamacpp import default_threads
+        from memq.llm.gguf_weights import weights_from_env
+        from memq.llm.llamacpp import default_threads
 
         tmp.write_text(json.dumps({"threads": torch.get_num_threads(), "cpus": os.cpu_count(), "loads_s": loads,
                                    "llama_threads": default_threads(),

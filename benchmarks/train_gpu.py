@@ -88,7 +88,7 @@ def prepare(work: Path) -> None:
 
     from memq.evaluate.direct import examples_from_plans
     from memq.evaluate.run import questions_for
-    from memq.llm import _qwen_gguf
+    from memq.llm.base import _qwen_gguf
     from memq.plan.data import load_split, to_json
 
     data = work / "data"

@@ -9,7 +9,8 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 
 from memq.errors import MemQError
-from memq.llm import LLM, LLMError, LocalLLM, OpenAIChat, _cut, resolve_model
+from memq.llm import LLM, LLMError, LocalLLM, OpenAIChat, resolve_model
+from memq.llm.base import _cut
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -254,7 +254,7 @@ def load_pretrained(model: str, device: str = "cpu", adapter: str | None = None,
 def chat_text(tok, prompt: str, system: str | None = None) -> str:
     """``prompt`` as one user turn in the tokenizer's chat template, ready for the assistant's answer.
 
-    Both backends (:class:`LocalLLM`, :class:`memq.llamacpp.LlamaCppLLM`) feed the model this text."""
+    Both backends (:class:`LocalLLM`, :class:`memq.llm.llamacpp.LlamaCppLLM`) feed the model this text."""
     messages = ([{"role": "system", "content": system}] if system else [])
     messages.append({"role": "user", "content": prompt})
     return tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)

@@ -4,7 +4,7 @@
     drafter.draft(context_ids, k=6)          # up to k token ids that probably come next
 
 Plans are formulaic (``Find the ... of the person Nina Dobrev, assign it to ?x.`` / ``Finally the answer is
-?x.``), so a cheap guess of the next tokens is often right. :meth:`memq.llamacpp.LlamaCppLLM.generate`
+?x.``), so a cheap guess of the next tokens is often right. :meth:`memq.llm.llamacpp.LlamaCppLLM.generate`
 evaluates the current token and the draft in one forward pass and keeps the drafted tokens up to the
 first one that greedy decoding would not have chosen: the output is the greedy output, only fewer passes
 are made (on one CPU thread a pass over 8 tokens costs about 2.3 passes over one, and a pass keeps about

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .llm import LLMError, cache_root
+from .base import LLMError, cache_root
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ class Runner:
         import llama_cpp
 
         self.lib = llama_cpp
-        self.state = state  # where the first prompt's KV state is kept between processes (memq.kv_state)
+        self.state = state  # where the first prompt's KV state is kept between processes (memq.llm.kv_state)
         self._save_state = False
         self.llama = llama
         self.n_vocab = llama.n_vocab()

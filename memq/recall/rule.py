@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .types import PlanStep, Recalled
+from ..types import PlanStep, Recalled
 
 RULES = ("adaptive", "memq-code")
 TIE = 1e-4

@@ -18,10 +18,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from .decompose.assemble import fragment
-from .decompose.split import _subst, _subst_group
-from .errors import ReconstructionError
-from .sparql.model import (
+from ..decompose.assemble import fragment
+from ..decompose.split import _subst, _subst_group
+from ..errors import ReconstructionError
+from ..sparql.model import (
     FB,
     MIRRORED,
     XSD,
@@ -37,8 +37,8 @@ from .sparql.model import (
     Triple,
     Var,
 )
-from .sparql.safety import FREEBASE_ID, check_entity_id
-from .types import PlanStep, Statement
+from ..sparql.safety import FREEBASE_ID, check_entity_id
+from ..types import PlanStep, Statement
 
 _VAR_NAME = re.compile(r"^\?[A-Za-z_][A-Za-z0-9_]{0,40}$")
 _DATE = re.compile(r"^(-?\d{4})(-\d{2}(-\d{2})?)?(T[0-9:.]+Z?)?$")
@@ -129,7 +129,7 @@ class Draft:
 
 
 def _projection(var: Var):
-    from .sparql.model import Projection
+    from ..sparql.model import Projection
 
     return Projection(var)
 
