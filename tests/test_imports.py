@@ -9,7 +9,13 @@ Imports under ``if TYPE_CHECKING:`` never run and do not count.
 from __future__ import annotations
 
 import ast
+import importlib
+import sys
 from pathlib import Path
+
+import pytest
+
+from memq import MOVED_MODULES
 
 PACKAGE = Path(__file__).resolve().parent.parent / "memq"
 MAX_LINES = 450
@@ -120,3 +126,18 @@ def test_no_module_is_over_the_line_limit():
              for p in sorted(PACKAGE.rglob("*.py"))}
     over = {path: n for path, n in sizes.items() if n > MAX_LINES}
     assert not over, f"modules over {MAX_LINES} lines: " + ", ".join(f"{p} ({n} lines)" for p, n in over.items())
+
+
+@pytest.mark.parametrize("old", sorted(MOVED_MODULES))
+def test_a_moved_module_still_imports_from_its_old_path_with_a_deprecation_warning(old, monkeypatch):
+    new = importlib.import_module(MOVED_MODULES[old])
+    monkeypatch.delitem(sys.modules, old, raising=False)
+    with pytest.warns(DeprecationWarning, match=f"{old} moved to {MOVED_MODULES[old]}"):
+        module = importlib.import_module(old)
+    assert module is new  # one module object: a monkeypatch through either path patches both
+    assert module.__spec__.name == MOVED_MODULES[old]  # the module keeps its own spec
+
+
+def test_the_old_paths_point_at_modules_that_exist():
+    modules = _modules()
+    assert all(old not in modules and new in modules for old, new in MOVED_MODULES.items())
