@@ -143,7 +143,7 @@ def main(argv=None) -> int:
     import torch
 
     torch.set_num_threads(args.threads)
-    from memq.hashing import sha256_file
+    from memq.files import sha256_file
     from memq.llm.gguf_weights import weights_from_env
     from memq.llm.llamacpp import default_threads
     from memq.plan.data import load_split

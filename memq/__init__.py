@@ -24,6 +24,7 @@ MOVED_MODULES = {
     **{f"memq.{name}": f"memq.llm.{name}" for name in (
         "llamacpp", "draft", "kv_state", "gguf_weights", "lora_gguf", "chat_tokenizer")},
     **{f"memq.{name}": f"memq.reconstruct.{name}" for name in ("ground", "assemble", "repair")},
+    "memq.hashing": "memq.files",
 }
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from .. import datasets
 from ..errors import MemQError, PlanParseError
-from ..hashing import sha256_file
+from ..files import sha256_file
 from ..types import Plan
 from .direct import ABLATIONS, DirectSparqlModel, evaluate_direct
 from .metrics import mean

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from memq.errors import MemQError
-from memq.hashing import sha256_file
+from memq.files import sha256_file
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

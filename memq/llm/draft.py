@@ -26,6 +26,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from ..files import write_atomic
+
 ORDER = 5  # longest context (tokens) the n-gram model looks at
 MIN_CONTEXT = 1  # shortest context it uses
 MIN_SHARE = 0.7  # a drafted token follows its context in at least this share of the training plans
@@ -75,8 +77,6 @@ class NgramDrafter:
     def save(self, path: str | Path) -> None:
         """Write the model as JSON (atomically). A saved drafter only ever changes speed: every drafted token is
         checked against the model's own choice before it is kept."""
-        from memq.memory.bank import write_atomic  # the project's atomic writer (temporary file, fsync, rename)
-
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         data = {"format": FORMAT, "order": self.order, "min_context": self.min_context, "min_share": self.min_share,

@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -40,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import MemQError
+from ..files import atomic_path
 from .base import LLMError, _cut, _validate, cache_root, chat_text, gguf_source
 from .chat_tokenizer import open_tokenizer
 from .draft import DRAFT, MAX_TEXTS, NgramDrafter
@@ -77,12 +77,10 @@ def tokenizer_dir(name: str, gguf: Path, digest: str) -> tuple[Path, float]:
 
     logger.warning("first use of %s with llama.cpp: saving its tokenizer in %s (once)", gguf.name, target)
     start = time.perf_counter()
-    tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name).save_pretrained(str(tmp))
-    (tmp / "memq_source.json").write_text(json.dumps({"name": name, "gguf": gguf.name, "sha256": digest}, indent=2))
-    shutil.rmtree(target, ignore_errors=True)
-    os.replace(tmp, target)
+    with atomic_path(target) as tmp:
+        AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name).save_pretrained(str(tmp))
+        (tmp / "memq_source.json").write_text(json.dumps({"name": name, "gguf": gguf.name, "sha256": digest},
+                                                         indent=2))
     return target, time.perf_counter() - start
 
 

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..hashing import sha256_file
+from ..files import sha256_file
 from .base import LLMError, cache_root
 
 logger = logging.getLogger(__name__)
