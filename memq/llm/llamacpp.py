@@ -40,7 +40,7 @@ import numpy as np
 
 from ..errors import MemQError
 from ..files import atomic_path
-from .base import LLMError, _cut, _validate, cache_root, chat_text, gguf_source
+from .base import LLMError, cache_root, chat_text, check_generate_args, cut_at_stop, gguf_source
 from .chat_tokenizer import open_tokenizer
 from .draft import DRAFT, MAX_TEXTS, NgramDrafter
 from .gguf_weights import WEIGHTS, f16_gguf, weights_from_env
@@ -279,7 +279,7 @@ class LlamaCppLLM:
 
     def generate(self, prompts: list[str], max_new_tokens: int = 64,
                  stop: list[str] | None = None, chat: bool = True) -> list[str]:
-        _validate(prompts, max_new_tokens)
+        check_generate_args(prompts, max_new_tokens)
         if not prompts:
             return []
         loaded = self.load()
@@ -294,7 +294,7 @@ class LlamaCppLLM:
                 new = self._greedy(runner, tok, ids, max_new_tokens, stop, self.drafter)
             kept = [t for t in new if t != tok.pad_token_id]
             self.tokens += len(kept)
-            out.append(_cut(tok.decode(kept, skip_special_tokens=True), stop).strip())
+            out.append(cut_at_stop(tok.decode(kept, skip_special_tokens=True), stop).strip())
         self.calls += len(prompts)
         return out
 

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from ..decompose.assemble import fragment
-from ..decompose.split import _subst, _subst_group
+from ..decompose.split import substitute_expr, substitute_group
 from ..errors import ReconstructionError
 from ..sparql.model import (
     FB,
@@ -225,7 +225,7 @@ class Reconstructor:
                     return local[key]
                 return n
 
-            return _subst_group(frag.where, sub)
+            return substitute_group(frag.where, sub)
 
         groups = [instantiate(b) for b in readings]
         return groups[0] if len(groups) == 1 else Group(unions=(tuple(groups),))
@@ -257,7 +257,7 @@ class Reconstructor:
                     return local.setdefault(key, self.fresh(n.name))
                 return n
 
-            return _subst(expr, sub)
+            return substitute_expr(expr, sub)
         if target is None:
             raise ReconstructionError(f"step {step.text!r}: Make sure needs a ?variable to check")
         if value is None:
