@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from memq.errors import MemQError
-from memq.files import sha256_file
+from memq.files import sha256_file, write_atomic
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -200,9 +200,7 @@ def memo_sha256(path: Path) -> str:
     digest = sha256_file(path)
     known[key] = digest
     memo.parent.mkdir(parents=True, exist_ok=True)
-    tmp = memo.with_name(f"sha256.json.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(known, indent=1))
-    os.replace(tmp, memo)
+    write_atomic(memo, json.dumps(known, indent=1).encode())
     return digest
 
 
