@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..errors import ReconstructionError
-from ..recall.rule import TIE_ORDER, RecallConfig, break_tie, is_tie, preferred, query_text, recall_step
+from ..recall import TIE_ORDER, RecallConfig, break_tie, is_tie, preferred, query_text, recall_step
 from ..sparql.model import Query, Var
 from ..types import Plan, PlanStep, Recalled, Trace
 from .reconstructor import Draft, Reconstructor
