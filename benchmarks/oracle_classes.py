@@ -8,13 +8,25 @@ Classes, checked in order for every question that is not perfect (F1 < 1 or EHR 
   empty-gold       the gold answer is empty, memq answered anyway (self-repair relaxes checks when a query finds
                    nothing; on the dev split that gains F1, see the README)
   not-in-memory    a statement of the gold query is not in the memory bank (never seen in the memory's source)
-  other            everything else: recall picked another statement, or reconstruction differs
+  other            everything else: recall picked another statement, or reconstruction differs; split by what
+                   the gold query has and what went wrong:
+                     stray-synthetic  an answer is a synthetic node of the benchmark KG that the gold query does
+                                      not return (a filter of the gold query is missing or weaker)
+                     order            the gold query sorts (ORDER BY), and the answers differ
+                     comparison       the gold query compares two values (FILTER ?a < ?b, a date or number)
+                     time-constraint  the gold query checks a CVT's dates (NOT EXISTS ... || EXISTS ...)
+                     missing          some gold answers are missing, no other sign
+                     extra            answers the gold query does not return, no other sign
+                     structure        EHR < 1 with the answers right
+
+Before and after the reconstruction-ceiling rules (issue 32) on CWQ test: docs/results.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 from collections import Counter, defaultdict
 
 from memq import datasets
@@ -29,13 +41,15 @@ def main() -> None:
     ap.add_argument("run")
     ap.add_argument("--dataset", default="webqsp")
     ap.add_argument("--memory", default="memory_bank/webqsp")
+    ap.add_argument("--split", default="test")
+    ap.add_argument("--list", action="store_true", help="list every 'other' question")
     args = ap.parse_args()
     records = list(load_records(args.run).values())  # .jsonl or .jsonl.gz
     with open(f"{args.memory}/statements.jsonl", encoding="utf-8") as fh:
         memory = {json.loads(line)["id"] for line in fh}
     report = json.load(open("data/kg/benchmark_report.json", encoding="utf-8"))
     inexact = {f["id"] for f in report.get("failures", []) if not f.get("exact_anyway")}
-    questions = {q.id: q for q in datasets.load(args.dataset, "test")}
+    questions = {q.id: q for q in datasets.load(args.dataset, args.split)}
     classes: dict[str, list] = defaultdict(list)
     for r in records:
         q = questions[r["id"]]
@@ -74,8 +88,29 @@ def main() -> None:
     print(f"\nwithin reach (plan derivable, KG exact, all statements in memory): {len(inside)} questions, "
           f"F1 {sum(f1) / max(1, len(f1)):.3f}, EHR {sum(x['ehr'] for x in inside) / max(1, len(inside)):.3f}")
     print("'other' errors:", dict(Counter(x.get("error") for x in classes.get("other", []))))
-    for x in classes.get("other", []):
-        print("  ", x["id"], x.get("error"), round(x["f1"] or 0, 3), round(x["ehr"], 3), (x.get("fallbacks") or [""])[:2])
+    kinds = Counter(other_kind(x, questions[x["id"]]) for x in classes.get("other", []))
+    print("'other' by kind:", ", ".join(f"{k} {v}" for k, v in kinds.most_common()))
+    if args.list:
+        for x in classes.get("other", []):
+            print("  ", x["id"], other_kind(x, questions[x["id"]]), x.get("error"), round(x["f1"] or 0, 3),
+                  round(x["ehr"], 3), (x.get("fallbacks") or [""])[:2])
+
+
+def other_kind(record: dict, question) -> str:
+    """What an 'other' question's gold query has, or what went wrong (the module docstring's list)."""
+    gold = " ".join(p.sparql or "" for p in question.parses)
+    if any("memq.dev/synthetic/" in str(a[0]) for a in record.get("answers") or []):
+        return "stray-synthetic"
+    if "ORDER BY" in gold:
+        return "order"
+    if re.search(r"FILTER\s*\(\s*\?\w+\s*[<>]=?\s*\?\w+", gold):
+        return "comparison"
+    if "NOT EXISTS" in gold:
+        return "time-constraint"
+    if record["f1"] is not None and record["f1"] >= 1.0:
+        return "structure"
+    got = {str(a[0]) for a in record.get("answers") or []}
+    return "missing" if not got or got <= set(record.get("gold") or []) else "extra"
 
 
 if __name__ == "__main__":

@@ -186,3 +186,22 @@ def test_minilm_without_onnxruntime_runs_on_torch_and_says_so(monkeypatch):
     assert embedder.fallback == "MiniLM runs on torch: onnxruntime is not importable (test)"
     with pytest.raises(ValueError, match="'tensorrt'"):
         embed.MiniLMEmbedder(runtime="tensorrt")
+
+
+@pytest.mark.parametrize("kind, tolerance", [("fp16", 2e-3), ("sq8", 2e-2)])
+def test_a_compact_index_recalls_as_the_flat_one_does_and_says_so_in_the_manifest(tmp_path, kind, tolerance):
+    records = [MemoryRecord(Statement(f"{i:012d}", "1", f"?entity1 ns:x.r{i} ?entity2 .", (f"x.r{i}",)),
+                            (f"the relation number {i} of ?entity1", f"relation {i} words {i * 7}"), "template")
+               for i in range(60)]
+    flat = MemoryBank.build(records, HashingEmbedder())
+    small = MemoryBank.build(records, HashingEmbedder(), index_type=kind)
+    for text in ("the relation number 7 of", "relation 31 words 217", "number 59"):
+        want, got = flat.search(text, 3), small.search(text, 3)
+        assert got[0][0].statement.id == want[0][0].statement.id
+        assert abs(got[0][2] - want[0][2]) <= tolerance
+    small.save(tmp_path / "bank")
+    loaded = MemoryBank.load(tmp_path / "bank", HashingEmbedder())
+    assert loaded.manifest["index"]["type"] == kind
+    assert (tmp_path / "bank" / "index.faiss").stat().st_size < flat.index.ntotal * flat.index.d * 4 / 1.9
+    with pytest.raises(MemoryBankError, match="unknown index type 'pq'"):
+        flat.compacted("pq")

@@ -5,8 +5,7 @@ step budget as the planner it is compared with; only the prompt and the
 target change. The target is the gold query of the parse the plan was derived
 from, in the readable ``ns:`` form without its PREFIX header and without the
 boilerplate every gold query carries (the language filter on the answer and
-``?x != topic``); both are added back before execution, as memq's
-reconstruction adds them. The prompt is Table 9 asking for a SPARQL query, with
+``?x != topic``); both are added back before execution (:func:`add_boilerplate`). The prompt is Table 9 asking for a SPARQL query, with
 the topic entities as ``Name (m.xxx)`` so the model can copy ids.
 
 At answer time the output is cut to its first query (code fences and trailing
@@ -88,8 +87,10 @@ def strip_boilerplate(query: Query, topic_ids: Sequence[str]) -> Query:
 
 
 def add_boilerplate(query: Query, topic_ids: Sequence[str]) -> Query:
-    """memq's reconstruction boilerplate: the language filter on a plain answer variable, and
-    ``?answer != topic`` for each topic entity the query mentions (the rule of Reconstructor.boilerplate)."""
+    """The boilerplate the ablation's targets were stripped of: the language filter on a plain answer variable,
+    and ``?answer != topic`` for each topic entity the query mentions. That was memq's reconstruction rule when
+    the ablations were trained; reconstruction now says the answer is not the node its own step starts from
+    (:meth:`memq.reconstruct.Reconstructor.answer_starts`). The ablation keeps the rule its model learned with."""
     answer = query.answer_var
     if answer is None or query.projection[0].expr is not None:
         return query

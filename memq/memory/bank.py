@@ -12,7 +12,8 @@ On disk a bank is a directory (format version 1)::
                        files {name: sha256}
     statements.jsonl   one statement per line: Statement.to_json() + descriptions,
                        describer, fallback, sources
-    index.faiss        FAISS IndexFlatIP; row i is the i-th description in file order
+    index.faiss        FAISS inner-product index (flat float32, or fp16 / sq8 scalar-quantised: manifest
+                       index.type); row i is the i-th description in file order
                        (line 1's descriptions first, in their order, then line 2's ...)
 
 No pickle. Every file is written to a temporary name and renamed; the
@@ -45,8 +46,18 @@ FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 STATEMENTS = "statements.jsonl"
 INDEX = "index.faiss"
+INDEX_TYPES = ("flat", "fp16", "sq8")
 
 Hit = tuple[MemoryRecord, str, float]
+
+
+def index_type_of(index) -> str:
+    """``flat``, ``fp16`` or ``sq8``: how a bank's FAISS index stores its vectors (the manifest's index.type)."""
+    import faiss
+
+    if isinstance(index, faiss.IndexScalarQuantizer):
+        return "fp16" if index.sq.qtype == faiss.ScalarQuantizer.QT_fp16 else "sq8"
+    return "flat"
 
 
 def memq_version() -> str:
@@ -98,8 +109,8 @@ class MemoryBank:
     @classmethod
     def build(cls, records: list[MemoryRecord], embedder: Embedder, *,
               sources: list[tuple[str, ...]] | None = None, info: dict | None = None,
-              batch_size: int = 512, progress=None) -> MemoryBank:
-        """Embed every description of ``records`` (in order) into a new flat inner-product index.
+              batch_size: int = 512, progress=None, index_type: str = "flat") -> MemoryBank:
+        """Embed every description of ``records`` (in order) into a new inner-product index (:meth:`compacted`).
 
         ``progress`` is called with the number of descriptions encoded after each batch.
         """
@@ -118,7 +129,27 @@ class MemoryBank:
             index.add(np.ascontiguousarray(vecs, dtype=np.float32))
             if progress is not None:
                 progress(len(vecs))
-        return cls(list(records), index, embedder, sources, info)
+        bank = cls(list(records), index, embedder, sources, info)
+        return bank if index_type == "flat" else bank.compacted(index_type)
+
+    def compacted(self, index_type: str) -> MemoryBank:
+        """The same bank with its vectors stored as ``index_type``: ``flat`` (float32), ``fp16`` (half the
+        size, scores within about 1e-3) or ``sq8`` (a quarter, one byte a dimension, trained on the bank's own
+        vectors; scores within about 1e-2, so a γ threshold can fall the other way for a statement at its edge).
+        Recall compared on WebQSP dev: docs/memory.md."""
+        import faiss
+
+        if index_type not in INDEX_TYPES:
+            raise MemoryBankError(f"unknown index type {index_type!r}; expected one of {', '.join(INDEX_TYPES)}")
+        vecs = self.index.reconstruct_n(0, self.index.ntotal)
+        if index_type == "flat":
+            index = faiss.IndexFlatIP(self.index.d)
+        else:
+            kind = faiss.ScalarQuantizer.QT_fp16 if index_type == "fp16" else faiss.ScalarQuantizer.QT_8bit
+            index = faiss.IndexScalarQuantizer(self.index.d, kind, faiss.METRIC_INNER_PRODUCT)
+            index.train(vecs)
+        index.add(vecs)
+        return type(self)(self.records, index, self.embedder, self.sources, dict(self.info))
 
     # ------------------------------------------------------------------ search
     def __len__(self) -> int:
@@ -192,7 +223,7 @@ class MemoryBank:
             "embedder": {"name": self.embedder.name, "dim": int(self.embedder.dim)},
             "describer": self.info.get("describer", {}),
             "source": self.info.get("source", {}),
-            "index": {"type": "IndexFlatIP", "rows": int(self.index.ntotal),
+            "index": {"type": index_type_of(self.index), "rows": int(self.index.ntotal),
                       "row_order": "row i = i-th description in statements.jsonl order"},
             "counts": self.counts(),
             "files": {name: sha256_file(out / name) for name in (STATEMENTS, INDEX)},

@@ -172,6 +172,7 @@ class BuildConfig:
     keep_cache: bool = True
     embed_batch: int = 512
     progress: bool = True
+    index_type: str = "flat"  # flat, fp16 or sq8 (MemoryBank.compacted)
 
 
 def _bar(total: int, desc: str, enabled: bool):
@@ -200,7 +201,7 @@ def build_memory(statements: list[Statement], describer: Describer, embedder: Em
     total = sum(len(r.descriptions) for r in records)
     with _bar(total, "embed", config.progress) as bar:
         bank = MemoryBank.build(records, embedder, sources=sources, info=info, batch_size=config.embed_batch,
-                                progress=bar.update)
+                                progress=bar.update, index_type=config.index_type)
     bank.save(out)
     if not config.keep_cache:
         cache_path.unlink(missing_ok=True)

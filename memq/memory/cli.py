@@ -3,6 +3,7 @@
     memq memory build --source webqsp-train --describer template --out memory_bank/webqsp
     memq memory inspect memory_bank/webqsp "Find the spouse of Richard Nixon" -k 5 [--json]
     memq memory stats memory_bank/webqsp [--json]
+    memq memory compact memory_bank/webqsp+schema --index sq8 --out memory_bank/webqsp+schema-sq8
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import time
 
 from memq.errors import MemQError
 
+from .bank import INDEX_TYPES
 from .build import SOURCES
 
 DESCRIBERS = ("template", "local", "openai")
@@ -34,6 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--include-base", action="store_true", help="schema: keep the base./user./freebase. domains")
     b.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm")
     b.add_argument("--threads", type=int, default=None, help="torch CPU threads for embedding")
+    b.add_argument("--index", choices=INDEX_TYPES, default="flat",
+                   help="how the index stores vectors: flat float32, fp16 (half) or sq8 (a quarter; docs/memory.md)")
     b.add_argument("--keep-cache", action=argparse.BooleanOptionalAction, default=None,
                    help="keep describe.cache.jsonl (default: yes for LLM describers, no for template)")
     b.add_argument("--local-model", default="qwen2.5-coder-0.5b", help="--describer local: model name or path")
@@ -52,6 +56,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     i.add_argument("-k", type=int, default=5)
     i.add_argument("--json", action="store_true")
     i.set_defaults(handler=_inspect)
+
+    c = cmds.add_parser("compact", help="copy a bank with its vectors stored as fp16 or sq8 (no re-embedding)")
+    c.add_argument("bank")
+    c.add_argument("--index", choices=INDEX_TYPES, required=True)
+    c.add_argument("--out", required=True, help="the new bank's directory (not the bank itself)")
+    c.set_defaults(handler=_compact)
 
     s = cmds.add_parser("stats", help="counts of a memory bank")
     s.add_argument("bank")
@@ -90,7 +100,8 @@ def _build(args) -> int:
         source_config=SourceConfig(exclude_webqtest=args.exclude_webqtest,
                                    schema=SchemaSourceConfig(include_base=args.include_base)),
         config=BuildConfig(keep_cache=keep, progress=not args.no_progress,
-                           chunk_size=256 if args.describer == "template" else max(1, args.batch_size)))
+                           chunk_size=256 if args.describer == "template" else max(1, args.batch_size),
+                           index_type=args.index))
     counts = bank.counts()
     print(f"built {args.out}: {counts['statements']} statements, {counts['descriptions']} descriptions "
           f"in {time.perf_counter() - start:.1f} s")
@@ -98,6 +109,22 @@ def _build(args) -> int:
     print("by source: " + ", ".join(f"{k}={v}" for k, v in counts["by_source"].items()))
     if counts["fallbacks"]:
         print("fallbacks: " + ", ".join(f"{k}={v}" for k, v in counts["fallbacks"].items()))
+    return 0
+
+
+def _compact(args) -> int:
+    from pathlib import Path
+
+    from .bank import MemoryBank
+
+    if Path(args.out).resolve() == Path(args.bank).resolve():
+        raise MemQError(f"--out {args.out} is the bank itself; name a new directory")
+    start = time.perf_counter()
+    bank = MemoryBank.load(args.bank).compacted(args.index)
+    bank.save(args.out)
+    size = (Path(args.out) / "index.faiss").stat().st_size
+    print(f"wrote {args.out}: {bank.index.ntotal} rows as {args.index}, index {size / 2**20:.1f} MiB, "
+          f"in {time.perf_counter() - start:.1f} s")
     return 0
 
 

@@ -3,7 +3,8 @@
 * :func:`answer_variable`: the variable the plan answers with.
 * :func:`build_query`: every step's choice (:func:`memq.reconstruct.ground.apply_step`)
   in one draft, plus the boilerplate every gold query carries (the language
-  filter on the answer, ``?answer != topic``).
+  filter on the answer, and that the answer is not the node its own step
+  starts from: ``?x != topic`` in WebQSP, ``?x != ?c`` in CWQ's compositions).
 * :func:`distinct_values` and :func:`named_answers`: the answer terms of
   the rows, then ``(id, name)`` pairs.
 
@@ -18,7 +19,7 @@ from ..errors import ReconstructionError
 from ..sparql.model import Iri, Literal, Query, Var
 from ..types import Plan, Trace
 from .ground import StepChoice, apply_step
-from .reconstructor import Draft, Reconstructor, query_terms
+from .reconstructor import Draft, Reconstructor
 
 
 def answer_variable(plan: Plan, trace: Trace) -> Var:
@@ -43,7 +44,9 @@ def build_query(choices: list[StepChoice], rec: Reconstructor, answer: Var, trac
         apply_step(draft, c, rec, trace, skip=c.index in skipped)
     if not draft.triples and not draft.unions:
         raise ReconstructionError("no step produced a graph pattern")
-    return draft.query(answer, rec.boilerplate(answer, query_terms(draft)))
+    triples = list(draft.triples) + [t for u in draft.unions for alt in u for t in alt.all_triples()]
+    starts = rec.answer_starts([c.step for c in choices], answer, triples)
+    return draft.query(answer, rec.boilerplate(answer, starts))
 
 
 def distinct_values(rows: list[dict], var: Var) -> list:

@@ -16,9 +16,11 @@ plan is pasted into SPARQL text.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..decompose.assemble import fragment
+from ..decompose.cvt import CvtOracle, SchemaCvtOracle
 from ..decompose.split import substitute_expr, substitute_group
 from ..errors import ReconstructionError
 from ..sparql.model import (
@@ -44,6 +46,7 @@ _VAR_NAME = re.compile(r"^\?[A-Za-z_][A-Za-z0-9_]{0,40}$")
 _DATE = re.compile(r"^(-?\d{4})(-\d{2}(-\d{2})?)?(T[0-9:.]+Z?)?$")
 _NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
 XSD_DATETIME = XSD + "dateTime"
+XSD_DOUBLE = XSD + "double"
 
 
 ORDERING = ("<", "<=", ">", ">=")
@@ -299,18 +302,54 @@ class Reconstructor:
         return Literal(text)
 
     def sort(self, step: PlanStep) -> tuple[tuple[OrderKey, ...], int | None, int | None]:
+        """ORDER BY the key as a number, then as it is: numbers compare as numbers even where the KG keeps them
+        as text (a country's calling code "81" after "686", as the gold queries' ``xsd:integer(?num)`` does),
+        and values that are no number (dates, names) have no first key, so the second orders them."""
         key = self.var(step.target)
         if key is None:
             raise ReconstructionError(f"step {step.text!r}: Sort needs a ?variable")
-        return (OrderKey(key, descending=(step.op == "desc")),), step.limit or 1, step.offset
+        desc = step.op == "desc"
+        return (OrderKey(Call(XSD_DOUBLE, (key,)), desc), OrderKey(key, desc)), step.limit or 1, step.offset
 
-    def boilerplate(self, answer: Var, query_terms: set[Term]) -> list[Expr]:
+    def boilerplate(self, answer: Var, starts: Iterable[Term] = ()) -> list[Expr]:
+        """What every gold query says besides its path: the language filter on the answer, and that the
+        answer is not the node its own step starts from (:meth:`answer_starts`)."""
         out = [language_filter(answer)]
-        for mid in self.entities:
-            iri = Iri(FB + mid)
-            if iri in query_terms:
-                out.append(Call("!=", (answer, iri)))
+        for node in starts:
+            if node != answer:
+                out.append(Call("!=", (answer, node)))
         return out
+
+    def answer_starts(self, steps: Iterable[PlanStep], answer: Var, triples: Sequence[Triple] = (),
+                      cvt: CvtOracle | None = None) -> list[Term]:
+        """The node that the path to ``answer`` starts its last hop from: a given entity or a ?variable.
+
+        The gold queries of both datasets say the answer is not that node, and only that one. WebQSP's
+        ``ns:m.topic rel ?y . ?y rel ?x`` has ``FILTER(?x != ns:m.topic)``; CWQ's compositions
+        ``ns:m.topic rel ?c . ?c rel ?x`` have ``FILTER(?x != ?c)`` and let the topic entity be an answer (the
+        club that won the 1988 World Series also won the 1988 World Series). The sources of the find steps that
+        assign ``answer``; a source that is a CVT node in the query's ``triples`` (a plan walks through one when a
+        Make sure checks its dates) stands for the sources of the steps that reached it, as the CVT stands
+        between them and the answer. Constraint entities (a structure-3 step's value) are never excluded.
+        """
+        steps = [s for s in steps if s.kind == "find"]
+        cvt = cvt or SchemaCvtOracle()
+        out: list[Term] = []
+        seen: set[Var] = set()
+
+        def walk(var: Var) -> None:
+            seen.add(var)
+            for step in steps:
+                if self.var(step.target) != var:
+                    continue
+                for term in self.terms(step.source):
+                    if isinstance(term, Var) and term not in seen and cvt.is_cvt(term, triples):
+                        walk(term)
+                    elif term not in out:
+                        out.append(term)
+
+        walk(answer)
+        return [t for t in out if t != answer]
 
 
 def _star_key(where: Group, binding: dict[str, Term]) -> tuple[str, ...] | None:

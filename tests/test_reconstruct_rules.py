@@ -1,0 +1,111 @@
+"""Rules of reconstruction that the gold queries follow, each on a hand-made KG through the whole pipeline.
+
+* the answer is not the node its own step starts from (``FILTER(?x != ?c)``), and only that one;
+* through a CVT the plan walks over (a Make sure on its dates), that node is the one before the CVT;
+* Sort orders numbers as numbers, also where the KG keeps them as text.
+"""
+
+from __future__ import annotations
+
+from memq.kg.oxigraph import OxigraphStore
+from memq.memory.bank import MemoryBank
+from memq.memory.embed import HashingEmbedder
+from memq.pipeline import Config, Pipeline
+from memq.plan.format import parse_plan
+from memq.types import MemoryRecord, Statement
+
+FB = "http://rdf.freebase.com/ns/"
+NAME = f"<{FB}type.object.name>"
+
+
+def _pipeline(tmp_path, kg_text: str, relations: list[str]) -> Pipeline:
+    """A pipeline over ``kg_text`` whose memory holds one structure-1 statement per relation."""
+    (tmp_path / "kg.nt").write_text(kg_text, encoding="utf-8")
+    records = [MemoryRecord(Statement(f"{i:012d}", "1", f"?entity1 ns:{rel} ?entity2 .", (rel,), ("q",)),
+                            (f"?entity2 is the {rel.rsplit('.', 1)[1].replace('_', ' ')} of ?entity1",), "template")
+               for i, rel in enumerate(relations)]
+    bank = MemoryBank.build(records, HashingEmbedder())
+    return Pipeline(Config(planner="given"), bank=bank, kg=OxigraphStore.from_file(tmp_path / "kg.nt"))
+
+
+def _triples(*rows: tuple[str, str, str]) -> str:
+    def node(x: str) -> str:
+        return x if x.startswith(('"', "<")) else f"<{FB}{x}>"
+
+    return "".join(f"{node(s)} <{FB}{p}> {node(o)} .\n" for s, p, o in rows)
+
+
+def test_the_answer_is_not_the_node_its_step_starts_from_and_the_topic_may_be_one(tmp_path):
+    # "In which years did the club that won the 1988 World Series win it?": the 1988 series is an answer too.
+    # The club is also (wrongly, as a distractor) listed among its own championships: the gold query's
+    # FILTER(?x != ?c) removes it, and nothing removes the topic entity.
+    kg = _triples(("m.ws88", "x.event.champion", "m.club"), ("m.club", "x.team.championships", "m.ws88"),
+                  ("m.club", "x.team.championships", "m.ws81"), ("m.club", "x.team.championships", "m.club"),
+                  ("m.ws88", "type.object.name", '"1988 World Series"@en'),
+                  ("m.ws81", "type.object.name", '"1981 World Series"@en'),
+                  ("m.club", "type.object.name", '"Dodgers"@en'))
+    pipe = _pipeline(tmp_path, kg, ["x.event.champion", "x.team.championships"])
+    plan = parse_plan("Find the champion of 1988 World Series, assign it to ?c.\n"
+                      "Find the championships of ?c, assign it to ?x.\nFinally the answer is ?x.",
+                      ["1988 World Series"])
+    got = pipe.answer("which years did the 1988 champion win?", {"m.ws88": "1988 World Series"}, plan=plan)
+    assert sorted(m for m, _ in got.answers) == ["m.ws81", "m.ws88"]
+    assert "FILTER(?x != ?c)" in got.sparql and f"?x != <{FB}m.ws88>" not in got.sparql
+
+
+def test_the_topic_is_excluded_when_the_answer_is_one_hop_from_it(tmp_path):
+    kg = _triples(("m.fr", "x.country.borders", "m.es"), ("m.fr", "x.country.borders", "m.fr"),
+                  ("m.fr", "type.object.name", '"France"@en'))
+    pipe = _pipeline(tmp_path, kg, ["x.country.borders"])
+    plan = parse_plan("Find the borders of France, assign it to ?x.\nFinally the answer is ?x.", ["France"])
+    got = pipe.answer("which countries border france?", {"m.fr": "France"}, plan=plan)
+    assert [m for m, _ in got.answers] == ["m.es"]
+
+
+def test_through_a_cvt_the_answer_is_not_the_node_before_it(tmp_path):
+    # CWQ's "who governs the country whose anthem is X": ?c -> governing officials -> ?y (a CVT, checked on its
+    # dates) -> office holder -> ?x. The gold query says ?x != ?c, not ?x != ?y.
+    date = "<http://www.w3.org/2001/XMLSchema#dateTime>"
+    kg = _triples(("m.anthem", "type.object.name", '"Anthem"@en'),
+                  ("m.anthem", "x.anthem.country", "m.qa"),
+                  ("m.qa", "government.governmental_jurisdiction.governing_officials", "m.cvt1"),
+                  ("m.cvt1", "government.government_position_held.office_holder", "m.emir"),
+                  ("m.qa", "government.governmental_jurisdiction.governing_officials", "m.cvt2"),
+                  ("m.cvt2", "government.government_position_held.office_holder", "m.qa"),
+                  ("m.cvt1", "government.government_position_held.from", f'"2013-06-25T00:00:00"^^{date}'),
+                  ("m.cvt2", "government.government_position_held.from", f'"2013-06-25T00:00:00"^^{date}'))
+    pipe = _pipeline(tmp_path, kg, ["x.anthem.country", "government.governmental_jurisdiction.governing_officials",
+                                    "government.government_position_held.office_holder",
+                                    "government.government_position_held.from"])
+    plan = parse_plan("Find the country of Anthem, assign it to ?c.\n"
+                      "Find the governing officials of ?c, assign it to ?y.\n"
+                      "Find the office holder of ?y, assign it to ?x.\n"
+                      "Find the from of ?y, assign it to ?from.\n"
+                      "Make sure ?from is 2013-06-25.\nFinally the answer is ?x.", ["Anthem"])
+    got = pipe.answer("who governs the country of Anthem?", {"m.anthem": "Anthem"}, plan=plan)
+    assert [m for m, _ in got.answers] == ["m.emir"]
+    assert "FILTER(?x != ?c)" in got.sparql and "?x != ?y" not in got.sparql
+
+
+def test_sort_orders_numbers_kept_as_text_as_numbers_and_dates_as_dates(tmp_path):
+    # Freebase keeps a calling code as text: "686" comes after "81" as text, before it as a number.
+    date = "<http://www.w3.org/2001/XMLSchema#dateTime>"
+    kg = _triples(("m.jp", "type.object.name", '"Japan"@en'),
+                  *[("m.jp", "x.country.exports_to", c) for c in ("m.ki", "m.us", "m.kr")],
+                  ("m.ki", "x.country.calling_code", '"686"'), ("m.us", "x.country.calling_code", '"1"'),
+                  ("m.kr", "x.country.calling_code", '"82"'),
+                  ("m.ki", "x.country.founded", f'"1979-07-12T00:00:00"^^{date}'),
+                  ("m.us", "x.country.founded", f'"1776-07-04T00:00:00"^^{date}'),
+                  ("m.kr", "x.country.founded", f'"1948-08-15T00:00:00"^^{date}'))
+    pipe = _pipeline(tmp_path, kg, ["x.country.exports_to", "x.country.calling_code", "x.country.founded"])
+
+    def top(key: str, order: str) -> str:
+        plan = parse_plan(f"Find the exports to of Japan, assign it to ?x.\nFind the {key} of ?x, assign it to ?n.\n"
+                          f"Sort ?n in {order} order and keep the first result.\nFinally the answer is ?x.",
+                          ["Japan"])
+        return pipe.answer("which?", {"m.jp": "Japan"}, plan=plan).answers[0][0]
+
+    assert top("calling code", "descending") == "m.ki"
+    assert top("calling code", "ascending") == "m.us"
+    assert top("founded", "descending") == "m.ki"
+    assert top("founded", "ascending") == "m.us"
