@@ -21,7 +21,7 @@ Every per-question row holds the plan text of each backend that ran. ``--gguf`` 
 file with the same adapter (say an F16 or F32 copy of the base made by llama.cpp's quantizer, to see what its
 quantised matrix products cost); the adapter manifest's base sha256 is then not checked, and the JSON records the
 file's name and sha256. ``--backends`` runs one backend only (no agreement is computed) and ``--ids`` plans only
-the named questions of the first ``--limit``. ``--weights`` picks llama.cpp's weights (memq.gguf_weights: ``f16``,
+the named questions of the first ``--limit``. ``--weights`` picks llama.cpp's weights (memq.llm.gguf_weights: ``f16``,
 the default, or ``shipped``).
 
 ``--transformers-plans FILE`` takes transformers' plan texts from a JSON file (``{"plans": {id: text}, "source":
@@ -67,7 +67,7 @@ def run_backend(backend: str, adapter: Path, golds, batch_size: int, progress: b
 
     planner = FineTunedPlanner(adapter, backend=backend, batch_size=batch_size)
     if gguf is not None and backend == "llamacpp":
-        from memq.llamacpp import LlamaCppLLM
+        from memq.llm.llamacpp import LlamaCppLLM
 
         # another file than the adapter's base on purpose (an F16/F32 copy): skip the planner's base-sha256 check
         planner._llm = LlamaCppLLM(str(gguf), adapter=adapter, batch_size=batch_size)
@@ -93,7 +93,7 @@ def run_backend(backend: str, adapter: Path, golds, batch_size: int, progress: b
 
 
 def _passes(llm) -> dict:
-    """llama.cpp's forward passes and the drafts it decoded with (speculative decoding, memq.draft)."""
+    """llama.cpp's forward passes and the drafts it decoded with (speculative decoding, memq.llm.draft)."""
     if not hasattr(llm, "counters"):
         return {}
     passes, tokens = llm.counters
@@ -143,9 +143,9 @@ def main(argv=None) -> int:
     import torch
 
     torch.set_num_threads(args.threads)
-    from memq.gguf_weights import weights_from_env
-    from memq.hashing import sha256_file
-    from memq.llamacpp import default_threads
+    from memq.files import sha256_file
+    from memq.llm.gguf_weights import weights_from_env
+    from memq.llm.llamacpp import default_threads
     from memq.plan.data import load_split
     from memq.plan.format import normalise
     from memq.plan.planner import default_adapter, read_manifest

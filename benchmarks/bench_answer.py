@@ -250,7 +250,7 @@ def main(argv=None) -> int:
     import torch
 
     torch.set_num_threads(args.threads)
-    from memq.evaluate.run import _oracle, questions_for
+    from memq.evaluate.run import oracle_plan, questions_for
     from memq.kg.oxigraph import OxigraphStore
     from memq.memory.bank import MemoryBank
     from memq.pipeline import Config, Pipeline
@@ -278,7 +278,7 @@ def main(argv=None) -> int:
         if len(oracle) >= args.limit_oracle + 1:
             break
         try:
-            oracle[q.id] = _oracle(q, describe)
+            oracle[q.id] = oracle_plan(q, describe)
         except Exception:  # noqa: BLE001 - a question without an oracle plan is not timed
             skipped += 1
     pipeline = Pipeline(config, bank=bank, kg=kg)
@@ -337,8 +337,8 @@ def main(argv=None) -> int:
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
         kg_shown = os.path.relpath(args.kg, ROOT) if Path(args.kg).is_absolute() else args.kg  # no machine paths
-        from memq.gguf_weights import weights_from_env
-        from memq.llamacpp import default_threads
+        from memq.llm.gguf_weights import weights_from_env
+        from memq.llm.llamacpp import default_threads
 
         tmp.write_text(json.dumps({"threads": torch.get_num_threads(), "cpus": os.cpu_count(), "loads_s": loads,
                                    "llama_threads": default_threads(),

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bench_draft.py                      # the grid, and the cost of a pass of k tokens
     .venv/bin/python benchmarks/bench_draft.py --no-cost --interleave 0 --json /tmp/draft.json   # replay only
 
-Greedy decoding with drafts (memq.draft, memq.llamacpp) writes exactly the greedy tokens, so its passes can be
+Greedy decoding with drafts (memq.llm.draft, memq.llm.llamacpp) writes exactly the greedy tokens, so its passes can be
 counted without the model: replay each plan's greedy tokens (the llama.cpp plans in a backend_parity JSON, first
 200 WebQSP dev questions) and, at each pass, keep the drafted tokens up to the first that differs. The drafter is
 built from the committed adapter's training plans (the train part; dev is held out). Each setting reports the
@@ -71,7 +71,7 @@ def interleaved(llm, golds, seqs: list[list[int]], n: int) -> dict:
     """Seconds and passes of real decoding of the first ``n`` dev prompts without drafts, with the first drafter
     settings tried and with memq's, taking turns on each question (so a busier moment hits all three alike).
     Each prompt is decoded once untimed first, so every setting starts from the same KV cache (generation only)."""
-    import memq.llamacpp as backend
+    import memq.llm.llamacpp as backend
     from memq import draft
     from memq.plan.prompt import planner_prompt
 
@@ -79,7 +79,7 @@ def interleaved(llm, golds, seqs: list[list[int]], n: int) -> dict:
     settings = {"none": (None, 0),
                 "first tried (order 4, contexts of 2+, 50%, 6 a pass)": (
                     draft.NgramDrafter(seqs, eos=runner.eos, order=4, min_context=2, min_share=0.5), 6),
-                "memq (memq.draft defaults)": (draft.NgramDrafter(seqs, eos=runner.eos), draft.DRAFT)}
+                "memq (memq.llm.draft defaults)": (draft.NgramDrafter(seqs, eos=runner.eos), draft.DRAFT)}
     out = {name: {"s": 0.0, "passes": 0, "texts": []} for name in settings}
     default = llm.drafter, backend.DRAFT
     try:
@@ -109,7 +109,7 @@ def main(argv=None) -> int:
     p.add_argument("--json", help="write the results here")
     args = p.parse_args(argv)
 
-    from memq.draft import NgramDrafter
+    from memq.llm.draft import NgramDrafter
     from memq.plan.data import load_split
     from memq.plan.planner import FineTunedPlanner, default_adapter, training_plans
     from memq.plan.prompt import planner_prompt

@@ -77,7 +77,7 @@ def oracle_questions(dataset: str, split: str, limit: int) -> list[dict]:
     """The first ``limit`` questions with an oracle plan that a request may carry: id, question, entities,
     plan steps and gold answers of every parse."""
     from memq.api import check_request
-    from memq.evaluate.run import _oracle, questions_for
+    from memq.evaluate.run import oracle_plan, questions_for
     from memq.plan.data import template_describe
 
     describe = template_describe()
@@ -86,7 +86,7 @@ def oracle_questions(dataset: str, split: str, limit: int) -> list[dict]:
         if len(out) >= limit:
             break
         try:
-            plan, entities = _oracle(q, describe)
+            plan, entities = oracle_plan(q, describe)
             check_request(q.question, entities)
         except Exception:  # noqa: BLE001 - no derivable plan, or over the request limits: not asked
             continue

@@ -19,11 +19,11 @@ import re
 from collections import Counter
 
 from memq import datasets
-from memq.assemble import answer_variable
 from memq.errors import MemQError
 from memq.plan.data import template_describe
 from memq.plan.derive import derive_plan
 from memq.reconstruct import Reconstructor
+from memq.reconstruct.assemble import answer_variable
 from memq.schema import freebase_schema
 from memq.sparql import parse_query
 from memq.sparql.model import Call, Iri, Var

@@ -88,7 +88,7 @@ def prepare(work: Path) -> None:
 
     from memq.evaluate.direct import examples_from_plans
     from memq.evaluate.run import questions_for
-    from memq.llm import _qwen_gguf
+    from memq.llm import gguf_source
     from memq.plan.data import load_split, to_json
 
     data = work / "data"
@@ -107,7 +107,7 @@ def prepare(work: Path) -> None:
             for q in questions_for(ds, "test")))
     joint = load_split("cwq", "train", exclude_webqsp_test=True)
     counts["cwq-train-no-webqtest"] = _write_jsonl(data / "cwq-train-no-webqtest.jsonl.gz", map(to_json, joint))
-    gguf, digest = _qwen_gguf()
+    _, gguf, digest = gguf_source("qwen2.5-coder-0.5b")
     parts = work / "model"
     shutil.rmtree(parts, ignore_errors=True)
     parts.mkdir(parents=True)

@@ -118,14 +118,14 @@ def load_questions(dataset: str, limit: int | None) -> list:
 
 def oracle_plans(questions) -> dict[str, tuple]:
     """id -> (Plan | None, entities, error)."""
-    from memq.evaluate.run import _oracle
+    from memq.evaluate.run import oracle_plan
     from memq.plan.data import template_describe
 
     describe = template_describe()
     out = {}
     for q in questions:
         try:
-            plan, entities = _oracle(q, describe)
+            plan, entities = oracle_plan(q, describe)
             out[q.id] = (plan, entities, None)
         except MemQError as exc:
             out[q.id] = (None, dict(q.parses[0].topic_entities), f"no oracle plan: {exc}")
@@ -235,8 +235,8 @@ def summarise(records: list[dict]) -> dict:
 
 class Tuner:
     def __init__(self, bank, kg, questions, plans, timeout: float) -> None:
-        from memq.evaluate.metrics import _reverse_map
         from memq.pipeline import Config
+        from memq.schema import freebase_schema
         from memq.sparql import parse_query
 
         self.bank, self.kg, self.questions, self.plans = bank, kg, questions, plans
@@ -245,7 +245,7 @@ class Tuner:
         self.per_question: dict[tuple, list[float]] = {}
         self.error_kinds: dict[tuple, Counter] = {}
         self.runs = 0
-        _reverse_map()  # load the schema once, outside the timings
+        freebase_schema()  # load the schema once, outside the timings (query_edges reads its reverse map)
         self.golds = {}
         for q in questions:
             parsed = []

@@ -45,7 +45,7 @@ def answer(question: str, entities: dict[str, str] | list[tuple[str, str]], *, c
     """Answer ``question`` about the topic ``entities`` (Freebase id -> name).
 
     Returns an :class:`~memq.types.Answer`: answers as (id, name) in a
-    deterministic order (see :mod:`memq.assemble`), the final SPARQL, the
+    deterministic order (see :mod:`memq.reconstruct.assemble`), the final SPARQL, the
     plan, each recalled statement with its score, the fallbacks that fired and
     the time spent in each stage. Raises ValueError for bad input (naming the
     value) and :class:`~memq.errors.MemQError` when a stage fails.

@@ -79,13 +79,13 @@ def run(args: argparse.Namespace) -> int:
     print("(the KG is synthesised from the gold annotations, so answers here are not full-Freebase results)\n")
     plans: dict[str, object] = {}
     if kind == "oracle":
-        from .evaluate.run import _oracle
+        from .evaluate.run import oracle_plan
         from .plan.data import template_describe
 
         describe = template_describe()
         for q in questions:
             try:
-                plans[q.id] = _oracle(q, describe)
+                plans[q.id] = oracle_plan(q, describe)
             except Exception as exc:  # noqa: BLE001 - shown to the user, question skipped
                 plans[q.id] = exc
         pipe = Pipeline(replace(Config(), planner="given"))

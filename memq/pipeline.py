@@ -5,16 +5,16 @@
 1. validate the question and topic entities (:func:`validate`), check the KG knows them;
 2. plan: question -> steps (:mod:`memq.plan`), unless a plan is given;
 3. step choice and grounding: recall each step's statements and keep those
-   that bind in the KG (:mod:`memq.ground`, on :mod:`memq.recall`);
-4. answer assembly: the chosen statements -> one query (:mod:`memq.assemble`,
+   that bind in the KG (:mod:`memq.reconstruct.ground`, on :mod:`memq.recall`);
+4. answer assembly: the chosen statements -> one query (:mod:`memq.reconstruct.assemble`,
    on :mod:`memq.reconstruct`), executed on the KG (:mod:`memq.kg`);
-5. self-repair when it finds nothing (:mod:`memq.repair`), then, for the hybrid planner, the grounded
+5. self-repair when it finds nothing (:mod:`memq.reconstruct.repair`), then, for the hybrid planner, the grounded
    planner's plans (:mod:`memq.plan.hybrid`);
-6. the answer terms named and ordered (:func:`memq.assemble.named_answers`).
+6. the answer terms named and ordered (:func:`memq.reconstruct.assemble.named_answers`).
 
 Every fallback that fires is appended to ``Answer.trace.fallbacks`` and every
 self-repair attempt to ``Answer.trace.attempts``; nothing happens silently.
-The answer order is documented in :mod:`memq.assemble`.
+The answer order is documented in :mod:`memq.reconstruct.assemble`.
 """
 
 from __future__ import annotations
@@ -24,14 +24,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .assemble import answer_variable, build_query, distinct_values, named_answers
 from .errors import KnowledgeGraphError, MemQError, ReconstructionError
-from .ground import ground, recall_steps
 from .plan.base import BACKENDS, DEFAULT_BACKEND
 from .plan.grounded import GroundedConfig
 from .recall import RecallConfig
 from .reconstruct import Reconstructor
-from .repair import repair
+from .reconstruct.assemble import answer_variable, build_query, distinct_values, named_answers
+from .reconstruct.ground import ground, recall_steps
+from .reconstruct.repair import repair
 from .sparql import to_standard
 from .sparql.model import Query, Var
 from .types import Answer, Plan, Trace

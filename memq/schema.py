@@ -3,7 +3,7 @@
 The one loader of these files, lazily, once per process: :func:`freebase_schema`
 (the label file, the CVT types, the reverse properties) and
 :func:`numeric_ranges`. The describers (:mod:`memq.describe.schema`) and the
-benchmark-KG builder (:func:`memq.benchmark.sources.load_schema`) build their
+benchmark-KG builder (:func:`memq.benchmark.builder_schema.load_schema`) build their
 views on it.
 """
 

@@ -1,4 +1,4 @@
-"""memq.chat_tokenizer runs a model's tokenizer and chat template without transformers: the same ids, the same
+"""memq.llm.chat_tokenizer runs a model's tokenizer and chat template without transformers: the same ids, the same
 decoded text and the same chat text as transformers' own tokenizer, for both models the llama.cpp backend runs."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from memq.chat_tokenizer import ChatTokenizer, open_tokenizer
-from memq.llamacpp import tokenizer_dir
 from memq.llm import LLMError, gguf_source
+from memq.llm.chat_tokenizer import ChatTokenizer, open_tokenizer
+from memq.llm.llamacpp import tokenizer_dir
 from memq.plan.prompt import planner_prompt
 
 TEXTS = [

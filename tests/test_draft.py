@@ -1,4 +1,4 @@
-"""Speculative greedy decoding (memq.draft, LlamaCppLLM._greedy): the n-gram drafter's guesses, and decoding with
+"""Speculative greedy decoding (memq.llm.draft, LlamaCppLLM._greedy): the n-gram drafter's guesses, and decoding with
 drafts giving exactly the tokens of one-token-a-pass greedy decoding, whatever the drafts are, in fewer passes
 when they are good. A fake llama.cpp context stands in for the model (the real one is in test_llamacpp.py)."""
 
@@ -10,8 +10,8 @@ import zlib
 import numpy as np
 import pytest
 
-from memq.draft import DRAFT, NgramDrafter
-from memq.llamacpp import LlamaCppLLM
+from memq.llm.draft import DRAFT, NgramDrafter
+from memq.llm.llamacpp import LlamaCppLLM
 
 EOS, VOCAB = 0, 40
 
@@ -176,7 +176,7 @@ def test_the_llamacpp_model_builds_its_drafter_on_load_and_says_from_what(tmp_pa
 
 
 def test_the_finetuned_planner_drafts_from_the_plans_its_adapter_was_trained_on(monkeypatch):
-    import memq.llamacpp
+    import memq.llm.llamacpp
     from memq.errors import MemQError
     from memq.plan.data import data_hash, load_split
     from memq.plan.planner import FineTunedPlanner, default_adapter, read_manifest, training_plans
@@ -188,7 +188,7 @@ def test_the_finetuned_planner_drafts_from_the_plans_its_adapter_was_trained_on(
     assert training_plans(manifest, 10) == [p.text for p in plans[:10]]
     with pytest.raises(MemQError, match="names no training data"):
         training_plans({"kind": "lora-planner"})
-    monkeypatch.setattr(memq.llamacpp, "unavailable", lambda: None)
+    monkeypatch.setattr(memq.llm.llamacpp, "unavailable", lambda: None)
     llm = FineTunedPlanner(default_adapter("webqsp")).llm  # nothing loads until it plans
     assert isinstance(llm, LlamaCppLLM) and llm._draft_source[0] == "training plans of planner"
 

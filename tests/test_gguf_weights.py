@@ -1,4 +1,4 @@
-"""memq.gguf_weights: the shipped GGUF's weights dequantised once to f16 for llama.cpp, cached and verified."""
+"""memq.llm.gguf_weights: the shipped GGUF's weights dequantised once to f16 for llama.cpp, cached and verified."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from memq.gguf_weights import f16_gguf, quantised_types, weights_from_env
 from memq.llm import LLMError, gguf_source
+from memq.llm.gguf_weights import f16_gguf, quantised_types, weights_from_env
 
 
 def test_the_weights_setting_is_checked_by_name(monkeypatch):
-    from memq.llamacpp import LlamaCppLLM
+    from memq.llm.llamacpp import LlamaCppLLM
 
     monkeypatch.delenv("MEMQ_LLAMA_WEIGHTS", raising=False)
     assert weights_from_env() == "f16" and LlamaCppLLM("smollm2").weights == "f16"

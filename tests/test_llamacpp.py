@@ -1,6 +1,6 @@
 """The llama.cpp backend: choosing it, falling back to transformers (recorded, never silent), validation; and, when
 llama-cpp-python is installed (slow), the same greedy text and log-likelihoods as transformers for SmolLM2 with a
-LoRA adapter converted by memq.lora_gguf."""
+LoRA adapter converted by memq.llm.lora_gguf."""
 
 from __future__ import annotations
 
@@ -25,13 +25,13 @@ JAMAICA = f"""
 
 
 def _no_llama(monkeypatch):
-    import memq.llamacpp
+    import memq.llm.llamacpp
 
-    monkeypatch.setattr(memq.llamacpp, "unavailable", lambda: "llama-cpp-python is not importable (test)")
+    monkeypatch.setattr(memq.llm.llamacpp, "unavailable", lambda: "llama-cpp-python is not importable (test)")
 
 
 def test_make_llm_falls_back_to_transformers_and_says_why(monkeypatch):
-    from memq.llamacpp import LlamaCppLLM, make_llm
+    from memq.llm.llamacpp import LlamaCppLLM, make_llm
 
     _no_llama(monkeypatch)
     llm, note = make_llm("llamacpp", "smollm2")
@@ -39,9 +39,9 @@ def test_make_llm_falls_back_to_transformers_and_says_why(monkeypatch):
     llm, note = make_llm("transformers", "smollm2")
     assert isinstance(llm, LocalLLM) and note is None
     monkeypatch.undo()
-    import memq.llamacpp
+    import memq.llm.llamacpp
 
-    monkeypatch.setattr(memq.llamacpp, "unavailable", lambda: None)
+    monkeypatch.setattr(memq.llm.llamacpp, "unavailable", lambda: None)
     llm, note = make_llm("llamacpp", "smollm2", adapter="some/adapter")
     assert isinstance(llm, LlamaCppLLM) and note is None and llm.name == "smollm2+adapter"  # nothing loads yet
     llm, note = make_llm("llamacpp", "smollm2", device="cuda")
@@ -53,7 +53,7 @@ def test_make_llm_falls_back_to_transformers_and_says_why(monkeypatch):
 
 
 def test_validation_names_the_bad_value(monkeypatch):
-    from memq.llamacpp import LlamaCppLLM
+    from memq.llm.llamacpp import LlamaCppLLM
 
     with pytest.raises(LLMError, match="threads must be >= 1, got 0"):
         LlamaCppLLM("smollm2", threads=0)
@@ -88,7 +88,7 @@ def tiny_planner(tmp_path, monkeypatch):
 
 
 def test_the_planner_records_its_backend_and_fallback(tiny_planner, monkeypatch):
-    from memq.llamacpp import LlamaCppLLM
+    from memq.llm.llamacpp import LlamaCppLLM
 
     _no_llama(monkeypatch)
     planner = FineTunedPlanner(tiny_planner)
@@ -96,9 +96,9 @@ def test_the_planner_records_its_backend_and_fallback(tiny_planner, monkeypatch)
     assert planner.backend_used == "transformers"  # chooses its model (nothing loads)
     assert planner.fallbacks == ["backend llamacpp -> transformers: llama-cpp-python is not importable (test)"]
     monkeypatch.undo()
-    import memq.llamacpp
+    import memq.llm.llamacpp
 
-    monkeypatch.setattr(memq.llamacpp, "unavailable", lambda: None)
+    monkeypatch.setattr(memq.llm.llamacpp, "unavailable", lambda: None)
     planner = FineTunedPlanner(tiny_planner)
     assert isinstance(planner.llm, LlamaCppLLM) and planner.backend_used == "llamacpp" and planner.fallbacks == []
     assert FineTunedPlanner(tiny_planner, backend="transformers").backend_used == "transformers"
@@ -252,11 +252,11 @@ def test_the_converted_adapter_changes_llamacpp_as_peft_changes_transformers(tar
     """The adapter's effect per token under llama.cpp tracks its effect under transformers (a q/k row order
     left unpermuted gives a correlation near 0.3 and a gap several times larger)."""
     pytest.importorskip("llama_cpp")
-    import memq.llm
-    from memq.llamacpp import LlamaCppLLM
+    import memq.llm.base
+    from memq.llm.llamacpp import LlamaCppLLM
 
     adapter = _lora(targets, tmp_path / "lora")
-    memq.llm._LOADED.clear()
+    memq.llm.base._LOADED.clear()
     base_tf = _transformers_logprobs(LocalLLM("smollm2"), PROMPT, CONTINUATION)
     base_cpp = _llamacpp_logprobs(LlamaCppLLM("smollm2"), PROMPT, CONTINUATION)
     tuned_tf = _transformers_logprobs(LocalLLM("smollm2", adapter=adapter), PROMPT, CONTINUATION)
@@ -275,7 +275,7 @@ def test_greedy_generation_scoring_and_the_prompt_cache(tmp_path):
     pytest.importorskip("llama_cpp")
     import torch
 
-    from memq.llamacpp import LlamaCppLLM
+    from memq.llm.llamacpp import LlamaCppLLM
 
     tf, cpp = LocalLLM("smollm2"), LlamaCppLLM("smollm2")
     model, tok, _ = tf.load()
@@ -307,7 +307,7 @@ def test_greedy_generation_scoring_and_the_prompt_cache(tmp_path):
         "The quick brown fox jumps over the lazy dog."]  # stopped at EOS, special tokens dropped
     assert cpp.generate(repeat, max_new_tokens=24, stop=[" fox", "lazy"]) == ["The quick brown"]
     assert cpp.calls == 2 and cpp.tokens > 0
-    drafted = LlamaCppLLM("smollm2")  # speculative decoding (memq.draft): the same text in fewer passes
+    drafted = LlamaCppLLM("smollm2")  # speculative decoding (memq.llm.draft): the same text in fewer passes
     drafted.draft_from("the fox", lambda: ["The quick brown fox jumps over the lazy dog."])
     passes = drafted.counters[0]
     assert drafted.generate(repeat, max_new_tokens=24) == ["The quick brown fox jumps over the lazy dog."]
@@ -327,18 +327,18 @@ def test_greedy_generation_scoring_and_the_prompt_cache(tmp_path):
 @pytest.mark.slow
 def test_a_new_process_starts_from_the_saved_prompt_state(tmp_path, monkeypatch, caplog):
     pytest.importorskip("llama_cpp")
-    import memq.llamacpp
-    from memq.llamacpp import LlamaCppLLM
+    import memq.llm.llamacpp
+    from memq.llm.llamacpp import LlamaCppLLM
 
     monkeypatch.setenv("MEMQ_CACHE", str(tmp_path))
-    monkeypatch.setattr(memq.llamacpp, "_LOADED", {})  # no model loaded by an earlier test (its state is elsewhere)
+    monkeypatch.setattr(memq.llm.llamacpp, "_LOADED", {})  # no model loaded by an earlier test (its state is elsewhere)
     prompts = ["Repeat exactly: the quick brown fox jumps over the lazy dog", "Count from 1 to 10."]
     first = LlamaCppLLM("smollm2").generate(prompts[:1], max_new_tokens=16)
     saved = list(tmp_path.glob("gguf/prompt-states/*/state.json"))
     assert len(saved) == 1 and json.loads(saved[0].read_text())["tokens"]
 
     def fresh():  # what a new process sees: no loaded model, the cache on disk
-        memq.llamacpp._LOADED.clear()
+        memq.llm.llamacpp._LOADED.clear()
         return LlamaCppLLM("smollm2")
 
     llm = fresh()
@@ -352,7 +352,7 @@ def test_a_new_process_starts_from_the_saved_prompt_state(tmp_path, monkeypatch,
     data = saved[0].with_name("state.bin")
     data.write_bytes(data.read_bytes()[:-8] + b"\0" * 8)  # corrupt: refused, deleted, the prompt evaluated in full
     llm = fresh()
-    with caplog.at_level("WARNING", logger="memq.kv_state"):
+    with caplog.at_level("WARNING", logger="memq.llm.kv_state"):
         assert llm.generate(prompts[:1], max_new_tokens=16) == first
     assert "sha256 does not match" in caplog.text
     assert json.loads(saved[0].read_text())["tokens"]  # saved anew from this prompt

@@ -9,7 +9,8 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 
 from memq.errors import MemQError
-from memq.llm import LLM, LLMError, LocalLLM, OpenAIChat, _cut, resolve_model
+from memq.llm import LLM, LLMError, LocalLLM, OpenAIChat, resolve_model
+from memq.llm.base import cut_at_stop
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -95,9 +96,9 @@ def test_validation_names_the_bad_value():
 
 
 def test_cut_at_first_stop():
-    assert _cut("a. b\nc", ["\n", "."]) == "a"
-    assert _cut("abc", ["x"]) == "abc"
-    assert _cut("abc", None) == "abc"
+    assert cut_at_stop("a. b\nc", ["\n", "."]) == "a"
+    assert cut_at_stop("abc", ["x"]) == "abc"
+    assert cut_at_stop("abc", None) == "abc"
 
 
 @pytest.mark.slow

@@ -1,4 +1,4 @@
-"""memq.lora_gguf: a peft LoRA adapter -> a GGUF LoRA adapter (layout, scale, q/k row order), its verified cache,
+"""memq.llm.lora_gguf: a peft LoRA adapter -> a GGUF LoRA adapter (layout, scale, q/k row order), its verified cache,
 and the errors that name what cannot be converted. No llama.cpp needed: a tiny base GGUF is written here."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from tiny_gguf import (
 )
 
 from memq.llm import LLMError
-from memq.lora_gguf import adapter_gguf, convert
+from memq.llm.lora_gguf import adapter_gguf, convert
 
 
 def test_layout_scale_and_llama_qk_rows(tmp_path):

@@ -197,7 +197,7 @@ def test_stop_after_names_a_deadline_in_minutes(monkeypatch):
 def test_training_continues_from_an_adapter_and_records_it(tiny_base, plans, tmp_path, monkeypatch):
     from safetensors.torch import load_file
 
-    from memq.hashing import sha256_file
+    from memq.files import sha256_file
 
     monkeypatch.setenv("MEMQ_CACHE", str(tmp_path / "cache"))
     path, _ = tiny_base

@@ -6,8 +6,8 @@ answers only the queries the test says answer.
 
 from __future__ import annotations
 
-from memq.ground import StepChoice
-from memq.repair import MOVES, repair
+from memq.reconstruct.ground import StepChoice
+from memq.reconstruct.repair import MOVES, repair
 from memq.types import PlanStep, Recalled, Statement, Trace
 
 

@@ -36,9 +36,10 @@ from functools import lru_cache
 from memq.datasets import data_path
 from memq.sparql.model import FB, Iri, Literal
 
+from .builder_schema import LITERAL_RANGES, BuilderSchema
 from .eval import FLOAT_RE, INT_RE
 from .paths import SYN, synthetic
-from .sources import LITERAL_RANGES, NAME, Schema, is_fb15k_cvt, is_mid
+from .sources import NAME, is_fb15k_cvt, is_mid
 from .state import BuildState, synthetic_name, triple_sort
 from .values import FLOAT, INTEGER, TEMPORAL, TEXT, make_value, shift, to_python, value_kind
 
@@ -56,7 +57,7 @@ _VALUE_KINDS = {"type.datetime": TEMPORAL, "type.int": INTEGER, "type.float": FL
 class Roles:
     """The Freebase schema by type: the relations out of a type (its domain) and into it (its range)."""
 
-    def __init__(self, schema: Schema) -> None:
+    def __init__(self, schema: BuilderSchema) -> None:
         self.schema = schema
         self.freq = relation_freq()
         self.out: dict[str, list[str]] = defaultdict(list)

@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 from memq.sparql.model import Exists, Expr, Iri, Literal, Triple, Var, expr_vars, walk_exprs
 from memq.sparql.serialize import STANDARD
 
+from .builder_schema import BuilderSchema
 from .eval import XSD_DATETIME, Env, holds
 from .graph import BenchmarkGraph, TripleKey, sort_key
 from .shape import Shape, Variant
-from .sources import Schema, is_mid
+from .sources import is_mid
 from .values import TEMPORAL, TEXT, RelationTypes, candidates, constants_of, literal_for_answer, make_value
 
 SYN = "http://memq.dev/synthetic/"
@@ -69,7 +70,7 @@ class Want:
 
 
 class Binder:
-    def __init__(self, graph: BenchmarkGraph, schema: Schema, types: RelationTypes,
+    def __init__(self, graph: BenchmarkGraph, schema: BuilderSchema, types: RelationTypes,
                  swap: Callable[[list[TripleKey], TripleKey], bool] | None = None) -> None:
         self.graph = graph
         self.schema = schema

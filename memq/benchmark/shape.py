@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from memq.sparql.model import Call, Exists, Expr, Group, Iri, Literal, Query, Triple, Var, expr_vars
 
-from .sources import Schema
+from .builder_schema import BuilderSchema
 
 AttrKey = tuple[object, str]
 """An attribute: (subject: Var or Iri, predicate IRI)."""
@@ -155,7 +155,7 @@ def _unsupported(q: Query) -> str | None:
     return walk(g)
 
 
-def analyse(q: Query, schema: Schema) -> Shape:
+def analyse(q: Query, schema: BuilderSchema) -> Shape:
     shape = Shape(q)
     shape.unsupported = _unsupported(q)
     if shape.unsupported:

@@ -20,15 +20,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from memq.datasets import data_path, mid_names
-from memq.schema import freebase_schema, numeric_ranges
 from memq.sparql.model import FB, Iri, Literal
 
+from .builder_schema import LITERAL_RANGES, BuilderSchema
 from .values import literal_for_answer, literal_from_raw
 
-LITERAL_RANGES = frozenset({
-    "type.datetime", "type.int", "type.float", "type.text", "type.rawstring", "type.boolean",
-    "type.enumeration", "type.uri", "type.id", "type.key",
-})
 _MID = re.compile(r"^[mg]\.[0-9a-z_]+$")
 _TYPE_ID = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)+$")
 NAME = FB + "type.object.name"
@@ -36,39 +32,6 @@ NAME = FB + "type.object.name"
 FB15K_CVT = "http://memq.dev/fb15k237/cvt_"
 # EPR relations that are not Freebase facts or that carry mangled values
 _EPR_SKIP = {"type.object.name", "en", "common.topic.description"}
-
-
-@dataclass(frozen=True)
-class Schema:
-    """Ranges and domains of Freebase relations and the CVT (mediator) types."""
-
-    ranges: dict[str, str]
-    domains: dict[str, str]
-    cvt_types: frozenset[str]
-
-    def range(self, relation: str) -> str | None:
-        return self.ranges.get(relation)
-
-    def is_literal_relation(self, relation: str) -> bool:
-        return self.ranges.get(relation) in LITERAL_RANGES
-
-    def cvt_range(self, relation: str) -> bool:
-        return self.ranges.get(relation) in self.cvt_types
-
-    def cvt_domain(self, relation: str) -> bool:
-        return self.domains.get(relation) in self.cvt_types
-
-
-@lru_cache(maxsize=1)
-def load_schema() -> Schema:
-    """The builder's view of :func:`memq.schema.freebase_schema`: ranges (:func:`memq.schema.numeric_ranges`
-    fills those the label file lacks), domains and CVT types."""
-    base = freebase_schema()
-    ranges = {r: v.range for r, v in base.relations.items() if v.range}
-    domains = {r: v.domain for r, v in base.relations.items() if v.domain}
-    for rel, rng in numeric_ranges().items():
-        ranges.setdefault(rel, rng)
-    return Schema(ranges, domains, base.cvt_types)
 
 
 def fb(local: str) -> Iri:
@@ -82,7 +45,7 @@ class RealTriples:
     triples: dict[tuple[Iri, Iri, Iri | Literal], str] = field(default_factory=dict)
     skipped: dict[str, int] = field(default_factory=dict)
 
-    def add(self, h: str, r: str, t: str, source: str, schema: Schema, kind_of=None) -> None:
+    def add(self, h: str, r: str, t: str, source: str, schema: BuilderSchema, kind_of=None) -> None:
         if not _MID.match(h) or not _TYPE_ID.match(r):
             self.skipped["bad head or relation"] = self.skipped.get("bad head or relation", 0) + 1
             return
@@ -100,7 +63,7 @@ class RealTriples:
         self.triples.setdefault((fb(h), fb(r), obj), source)
 
 
-def load_real_triples(schema: Schema, kind_of=None) -> RealTriples:
+def load_real_triples(schema: BuilderSchema, kind_of=None) -> RealTriples:
     """The GoG gold-path triples (WebQSP test, CWQ test) and EPR's WebQSP-train subgraphs.
 
     ``kind_of(relation)`` types EPR's bare literals of relations the schema has no range for.
@@ -209,3 +172,18 @@ def load_fb15k237(folder=None) -> dict[tuple[Iri, Iri, Iri], str]:
 
 def is_fb15k_cvt(term) -> bool:
     return isinstance(term, Iri) and term.value.startswith(FB15K_CVT)
+
+
+def __getattr__(name: str):
+    """``Schema`` and ``load_schema`` moved to :mod:`memq.benchmark.builder_schema` (Schema as BuilderSchema);
+    the old names still resolve here for one release, with a DeprecationWarning."""
+    moved = {"Schema": "BuilderSchema", "load_schema": "load_schema"}
+    if name not in moved:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import warnings
+
+    from . import builder_schema
+
+    warnings.warn(f"memq.benchmark.sources.{name} moved to memq.benchmark.builder_schema.{moved[name]}",
+                  DeprecationWarning, stacklevel=2)
+    return getattr(builder_schema, moved[name])

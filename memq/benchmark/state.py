@@ -20,11 +20,12 @@ from memq.kg.dialect import virtuoso_dates
 from memq.sparql import parse_query, to_standard
 from memq.sparql.model import FB, Iri, Literal, Query
 
+from .builder_schema import load_schema
 from .graph import BenchmarkGraph, TripleKey
 from .order import OrderSpec, competitor_keys, gold_key, key_better
 from .paths import Binder, Binding, Want, synthetic
 from .shape import Shape, analyse
-from .sources import NAME, Names, is_fb15k_cvt, is_mid, load_fb15k237, load_real_triples, load_schema
+from .sources import NAME, Names, is_fb15k_cvt, is_mid, load_fb15k237, load_real_triples
 from .values import RelationTypes
 
 

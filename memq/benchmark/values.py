@@ -31,8 +31,8 @@ from .eval import (
 )
 
 if TYPE_CHECKING:
+    from .builder_schema import BuilderSchema
     from .shape import Variant
-    from .sources import Schema
 
 _PAD = re.compile(r"^(-?\d{4})(?:-(\d{2}))?(?:-(\d{2}))?(?:T(\d{2}:\d{2}:\d{2}))?(?:\.\d+)?(?:Z)?$")
 
@@ -190,7 +190,7 @@ class RelationTypes:
     with a dateTime, and the gold queries compare with dateTime constants).
     """
 
-    def __init__(self, schema: Schema) -> None:
+    def __init__(self, schema: BuilderSchema) -> None:
         self.schema = schema
         self.hints: dict[str, set[str]] = {}
 

@@ -17,7 +17,7 @@ from ..sparql.model import Expr, Group, Iri, OrderKey, Query, Term, Triple, Var
 from ..sparql.parser import parse_query
 from ..sparql.serialize import READABLE
 from ..types import Statement
-from .split import Bound, Decomposition, _flatten, _subst, _subst_group
+from .split import Bound, Decomposition, flatten_group, substitute_expr, substitute_group
 
 
 @lru_cache(maxsize=65536)
@@ -37,10 +37,10 @@ def instantiate(statement: Statement, binding: dict[str, Term]) -> Query:
 
     frag = fragment(statement.sparql, statement.structure)
     try:
-        where = _subst_group(frag.where, sub)
+        where = substitute_group(frag.where, sub)
     except Exception as exc:  # pragma: no cover - defensive: fragments are memq's own text
         raise ReconstructionError(f"cannot instantiate statement {statement.id}: {exc}") from exc
-    order = tuple(replace(k, expr=_subst(k.expr, sub)) for k in frag.order_by)
+    order = tuple(replace(k, expr=substitute_expr(k.expr, sub)) for k in frag.order_by)
     return replace(frag, where=where, order_by=order)
 
 
@@ -67,10 +67,10 @@ def assemble(bounds: list[Bound], template: Query, boilerplate: list[Expr] = ())
 
 def shape(query: Query) -> dict:
     """What a round trip must preserve, in comparable form."""
-    triples, unions, filters = _flatten(query.where)
+    triples, unions, filters = flatten_group(query.where)
 
     def alt_key(g: Group) -> frozenset:
-        t, u, f = _flatten(g)
+        t, u, f = flatten_group(g)
         return frozenset([READABLE.triple(x) for x in t] + [READABLE.expr(x, top=True) for x in f])
 
     return {

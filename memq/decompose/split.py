@@ -90,7 +90,7 @@ def _is_exclusion(expr: Expr, answer: Var | None) -> bool:
             and isinstance(expr.args[1], (Var, Iri)))
 
 
-def _flatten(group: Group) -> tuple[list[Triple], list[tuple[Group, ...]], list[Expr]]:
+def flatten_group(group: Group) -> tuple[list[Triple], list[tuple[Group, ...]], list[Expr]]:
     """Main triples, UNION blocks and filters, with single-alternative nested groups merged in."""
     if group.optionals or group.minus or group.subqueries or group.binds or group.values:
         what = ("OPTIONAL" if group.optionals else "MINUS" if group.minus else
@@ -99,7 +99,7 @@ def _flatten(group: Group) -> tuple[list[Triple], list[tuple[Group, ...]], list[
     triples, unions, filters = list(group.triples), [], list(group.filters)
     for union in group.unions:
         if len(union) == 1:
-            t, u, f = _flatten(union[0])
+            t, u, f = flatten_group(union[0])
             triples += t
             unions += u
             filters += f
@@ -164,7 +164,7 @@ class Decomposer:
         for j, union in enumerate(unions):
             ends_per_alt = []
             for alt in union:
-                t, u, _ = _flatten(alt)
+                t, u, _ = flatten_group(alt)
                 if u:
                     raise DecompositionError("nested UNION inside a UNION alternative is not supported")
                 inner = self._units(t, [], keep)
@@ -189,7 +189,7 @@ class Decomposer:
         answer = query.answer_var
         if answer is None:
             raise DecompositionError("SELECT * has no answer variable")
-        triples, unions, filters = _flatten(query.where)
+        triples, unions, filters = flatten_group(query.where)
         boiler = [f for f in filters if is_language_filter(f) or _is_exclusion(f, answer)]
         checks = [f for f in filters if f not in boiler]
         # Nodes that must stay statement ends: the answer and whatever filters and orderings look at.
@@ -296,9 +296,9 @@ class Decomposer:
         if unit.kind == "union":
             alts = []
             for alt in unit.alts:
-                triples, _, filters = _flatten(alt)
+                triples, _, filters = flatten_group(alt)
                 body = lines_of(triples)
-                body += [f"FILTER({READABLE.expr(_subst(f, canon), top=True)})" for f in filters]
+                body += [f"FILTER({READABLE.expr(substitute_expr(f, canon), top=True)})" for f in filters]
                 alts.append("{ " + " ".join(body) + " }")
             sparql = " UNION ".join(sorted(alts))
             relations = sorted({t.p.local for alt in unit.alts for t in alt.all_triples() if isinstance(t.p, Iri)})
@@ -331,7 +331,7 @@ class Decomposer:
             binding["?" + name] = n
             return rename[n]
 
-        canon_expr = _subst(expr, canon)
+        canon_expr = substitute_expr(expr, canon)
         sparql = f"FILTER({READABLE.expr(canon_expr, top=True)})"
         relations = sorted({t.p.local for e in walk_exprs(expr) if isinstance(e, Exists)
                             for t in e.pattern.all_triples() if isinstance(t.p, Iri)})
@@ -351,7 +351,7 @@ class Decomposer:
 
         from dataclasses import replace
 
-        shape = Query(where=Group(), order_by=tuple(replace(k, expr=_subst(k.expr, canon)) for k in query.order_by),
+        shape = Query(where=Group(), order_by=tuple(replace(k, expr=substitute_expr(k.expr, canon)) for k in query.order_by),
                       limit=query.limit, offset=query.offset)
         sparql = " ".join(READABLE.modifier_lines(shape))
         return Bound(Statement(statement_id("order", sparql), "order", sparql, ()), binding)
@@ -364,19 +364,21 @@ def expr_vars_outside(expr: Expr, triples: Sequence[Triple]) -> set[Var]:
     return direct | (expr_vars(expr) & in_triples)
 
 
-def _subst(expr: Expr, f) -> Expr:
+def substitute_expr(expr: Expr, f) -> Expr:
+    """``expr`` with ``f`` applied to each of its terms (variables, IRIs, literals), inside EXISTS too."""
     from dataclasses import replace
 
     if isinstance(expr, (Var, Iri, Literal)):
         return f(expr)
     if isinstance(expr, Call):
-        return replace(expr, args=tuple(_subst(a, f) for a in expr.args))
+        return replace(expr, args=tuple(substitute_expr(a, f) for a in expr.args))
     if isinstance(expr, Exists):
-        return Exists(_subst_group(expr.pattern, f), expr.negated)
+        return Exists(substitute_group(expr.pattern, f), expr.negated)
     return expr
 
 
-def _subst_group(g: Group, f) -> Group:
+def substitute_group(g: Group, f) -> Group:
+    """``g`` with ``f`` applied to the variables and entities of its triples, UNIONs and filters."""
     from dataclasses import replace
 
     def tt(t: Triple) -> Triple:
@@ -384,8 +386,8 @@ def _subst_group(g: Group, f) -> Group:
                       f(t.o) if not isinstance(t.o, Iri) or t.o.is_entity else t.o)
 
     return replace(g, triples=tuple(tt(t) for t in g.triples),
-                   unions=tuple(tuple(_subst_group(a, f) for a in u) for u in g.unions),
-                   filters=tuple(_subst(x, f) for x in g.filters))
+                   unions=tuple(tuple(substitute_group(a, f) for a in u) for u in g.unions),
+                   filters=tuple(substitute_expr(x, f) for x in g.filters))
 
 
 def _star_triples(unit: _Unit, roles: dict[Term, str]) -> list[Triple]:

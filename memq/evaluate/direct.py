@@ -11,7 +11,7 @@ the topic entities as ``Name (m.xxx)`` so the model can copy ids.
 At answer time the output is cut to its first query (code fences and trailing
 text dropped), parsed with :func:`memq.sparql.parse_query`, executed on the
 pipeline's KG and its answers named and ordered as memq's own are
-(:func:`memq.assemble.named_answers`: KG order with ORDER BY, else sorted by
+(:func:`memq.reconstruct.assemble.named_answers`: KG order with ORDER BY, else sorted by
 name). An output that does not parse scores 0 with error stage
 ``direct-sparql-parse``.
 """
@@ -27,9 +27,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..assemble import named_answers
 from ..errors import MemQError, SparqlParseError
 from ..reconstruct import language_filter
+from ..reconstruct.assemble import named_answers
 from ..sparql import parse_query, to_readable, to_standard
 from ..sparql.model import FB, Call, Iri, Query, Var
 from .scoring import error_stage, score

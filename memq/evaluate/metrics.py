@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ..decompose.split import _flatten
+from ..decompose.split import flatten_group
 from ..sparql.model import Call, Iri, Literal, Query, Term, Var
 
 
@@ -36,9 +36,9 @@ def normalise_answer(value: str) -> str:
 
 
 def _match(a: str, b: str) -> bool:
-    from ..kg.check import _keys_match
+    from ..kg.check import answer_keys_match
 
-    return _keys_match(a, b)
+    return answer_keys_match(a, b)
 
 
 def hits_at_1(predicted: Sequence[str], gold: Iterable[str]) -> float:
@@ -135,7 +135,7 @@ def _equalities(query: Query) -> dict[Term, Term]:
 
 def _flatten_safe(query: Query):
     try:
-        return _flatten(query.where)
+        return flatten_group(query.where)
     except Exception:  # noqa: BLE001 - structure metrics also cover queries outside the statement language
         return list(query.where.all_triples()), [], list(query.where.filters)
 

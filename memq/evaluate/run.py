@@ -23,7 +23,7 @@ from pathlib import Path
 
 from .. import datasets
 from ..errors import MemQError, PlanParseError
-from ..hashing import sha256_file
+from ..files import sha256_file
 from ..types import Plan
 from .direct import ABLATIONS, DirectSparqlModel, evaluate_direct
 from .metrics import mean
@@ -48,11 +48,7 @@ def questions_for(dataset: str, split: str) -> list:
     raise ValueError(f"unknown evaluation split {split!r}; expected dev or test")
 
 
-def _oracle_plan(question, describe) -> Plan:
-    return _oracle(question, describe)[0]
-
-
-def _oracle(question, describe) -> tuple[Plan, dict[str, str]]:
+def oracle_plan(question, describe) -> tuple[Plan, dict[str, str]]:
     """The plan derived from the gold query, and the topic entities of the parse it came from."""
     from ..plan.derive import derive_plan
 
@@ -85,7 +81,7 @@ def evaluate_question(pipeline, question, planner: str, describe=None, planned=N
                 record["llm_calls"] = plan.cost.get("llm_calls", 1)
         elif planner == "oracle":
             try:
-                plan, entities = _oracle(question, describe)
+                plan, entities = oracle_plan(question, describe)
             except MemQError as exc:
                 raise PlanParseError(f"no oracle plan: {exc}") from exc
         answer = pipeline.answer(question.question, entities, plan=plan)

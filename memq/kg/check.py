@@ -64,7 +64,8 @@ def answer_key(value: Term | str) -> str:
     return text
 
 
-def _keys_match(a: str, b: str) -> bool:
+def answer_keys_match(a: str, b: str) -> bool:
+    """Two answer keys name one answer: equal, or two dates, one a prefix of the other at a component boundary."""
     if a == b:
         return True
     if a.startswith("d:") and b.startswith("d:"):
@@ -78,8 +79,8 @@ def same_answers(got: Iterable[str], gold: Iterable[str]) -> bool:
     got, gold = set(got), set(gold)
     if got == gold:
         return True
-    return (all(any(_keys_match(g, r) for r in got) for g in gold)
-            and all(any(_keys_match(r, g) for g in gold) for r in got))
+    return (all(any(answer_keys_match(g, r) for r in got) for g in gold)
+            and all(any(answer_keys_match(r, g) for g in gold) for r in got))
 
 
 def result_keys(rows: list[Row], var: str) -> set[str]:

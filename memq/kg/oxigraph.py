@@ -47,7 +47,7 @@ from typing import Any
 import pyoxigraph as ox
 
 from memq.errors import KnowledgeGraphError
-from memq.hashing import sha256_file
+from memq.files import sha256_file
 from memq.kg import dialect
 from memq.kg.base import Row, Term, lookup_names, make_literal, query_error
 from memq.sparql.model import XSD, Iri

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections import Counter
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
@@ -36,7 +35,7 @@ import numpy as np
 
 from memq.describe.base import shared_descriptions
 from memq.errors import MemoryBankError
-from memq.hashing import sha256_file
+from memq.files import sha256_file, write_atomic
 from memq.types import STRUCTURES, MemoryRecord, Statement
 
 from .embed import Embedder, embedder_for
@@ -77,16 +76,6 @@ def memq_version() -> str:
         return version("memq")
     except Exception:  # not installed (running from a checkout)
         return "unknown"
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 def record_to_json(record: MemoryRecord, sources: Iterable[str] = ()) -> dict:

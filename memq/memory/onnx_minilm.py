@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from memq.errors import MemoryBankError
-from memq.hashing import sha256_file
+from memq.files import sha256_file
 
 logger = logging.getLogger(__name__)
 

@@ -88,7 +88,7 @@ def parent_adapter(cfg) -> dict:
     An adapter of another rank, other target modules or another base cannot be continued: a MemQError names
     the value that differs. Empty when ``cfg`` starts a fresh adapter.
     """
-    from memq.hashing import sha256_file
+    from memq.files import sha256_file
 
     if not cfg.init_adapter:
         return {}

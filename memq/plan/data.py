@@ -22,13 +22,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from memq.errors import MemQError
+from memq.files import atomic_path
 from memq.types import PlanStep, Statement
 
 from .derive import DERIVE_VERSION, DerivationError, DerivedPlan, derive_plan
@@ -152,11 +152,9 @@ def write_jsonl(plans: Iterable[DerivedPlan], path: str | Path) -> Path:
     """Write atomically (temp file + rename)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as fh:
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as fh:
         for p in plans:
             fh.write(json.dumps(to_json(p), ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
     return path
 
 

@@ -111,7 +111,8 @@ def _phrase(description: str) -> str:
     return _LEAD.sub("", description.strip()).rstrip(" .")
 
 
-def _fresh(statement: Statement, used: set[str]) -> str:
+def fresh_variable(statement: Statement, used: set[str]) -> str:
+    """A new ``?name`` after the statement's last relation, not in ``used`` (which it joins)."""
     base = statement.relations[-1].split(".")[-1] if statement.relations else "value"
     base = re.sub(r"[^A-Za-z0-9_]", "_", base).strip("_") or "value"
     if base[0].isdigit():
@@ -239,7 +240,7 @@ def derive_steps(decomposition, names: dict[str, str], describe: Describe) -> tu
             check_value = None
             if not isinstance(target, Var):
                 check_value = term_name(target, names)
-                binding[assigned] = Var(_fresh(st, used)[1:])
+                binding[assigned] = Var(fresh_variable(st, used)[1:])
             mentions = {k: term_name(binding[k], names) for k in ("?entity1", "?entity2")
                         if k != assigned and k in binding}
             var = term_name(binding[assigned], names)

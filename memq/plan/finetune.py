@@ -23,7 +23,6 @@ import contextlib
 import json
 import logging
 import math
-import os
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -31,6 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from memq.errors import MemQError
+from memq.files import write_atomic
 
 from .checkpoint import load_adapter_weights, load_checkpoint, parent_adapter, portable_config, save_checkpoint
 from .data import DerivedPlan, data_hash
@@ -349,9 +349,7 @@ def write_manifest(out_dir: Path, cfg: TrainConfig, source, plans: Sequence[Deri
         if parent.get("epochs_total") is not None:
             manifest["training"]["epochs_total"] = round(parent["epochs_total"] + steps / per_epoch, 3)
     path = out_dir / "manifest.json"
-    tmp = path.with_name(f"manifest.json.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(manifest, indent=2))
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(manifest, indent=2).encode())
     return path
 
 
@@ -360,9 +358,7 @@ def update_manifest(out_dir: str | Path, **fields) -> dict:
     path = Path(out_dir) / "manifest.json"
     manifest = json.loads(path.read_text())
     manifest.update(fields)
-    tmp = path.with_name(f"manifest.json.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(manifest, indent=2))
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(manifest, indent=2).encode())
     return manifest
 
 

@@ -86,7 +86,7 @@ from memq.sparql.model import FB, Group, Iri, Var
 from memq.types import BeamPlan, Plan, PlanStep
 
 from .base import Entities
-from .derive import DerivationError, _fresh, find_step
+from .derive import DerivationError, find_step, fresh_variable
 from .format import VAR, parse_plan, parse_step
 from .linesearch import SearchCost, best_lines
 from .neighbourhood import Edge, Neighbourhood, statement_edges
@@ -398,7 +398,7 @@ class GroundedPlanner:
                 continue
             used = set(h.assigned)
             targets = [v for v in ("?x", "?y") if v not in used]
-            fresh = _fresh(st, {v[1:] for v in used})
+            fresh = fresh_variable(st, {v[1:] for v in used})
             if fresh not in targets:
                 targets.append(fresh)
             for target in targets:

@@ -24,7 +24,7 @@ writes greedily (:meth:`LineModel.greedy`); it is completed when the search
 reaches it.
 
 The model is anything with the small :class:`LineModel` protocol
-(:class:`memq.llamacpp.LlamaCppLLM` has it).
+(:class:`memq.llm.llamacpp.LlamaCppLLM` has it).
 """
 
 from __future__ import annotations

@@ -15,8 +15,8 @@ import json
 import logging
 from pathlib import Path
 
-from memq.draft import MAX_TEXTS
 from memq.errors import MemQError
+from memq.llm.draft import MAX_TEXTS
 from memq.types import Plan
 
 from .base import DEFAULT_BACKEND, BatchPlanner, Entities, Planner, check_backend
@@ -45,7 +45,7 @@ class FineTunedPlanner(BatchPlanner):
     ``base`` defaults to the one named in the adapter's manifest; a base model
     whose sha256 differs from the manifest's is refused. ``backend``:
     ``"llamacpp"`` (default: the base GGUF + the adapter converted to a GGUF
-    LoRA adapter, :mod:`memq.llamacpp`) or ``"transformers"`` (training, and the
+    LoRA adapter, :mod:`memq.llm.llamacpp`) or ``"transformers"`` (training, and the
     fallback when llama.cpp cannot run; ``fallbacks`` then says why and
     ``backend_used`` names the backend that plans).
     """
@@ -68,8 +68,8 @@ class FineTunedPlanner(BatchPlanner):
     @property
     def llm(self):
         if self._llm is None:
-            from memq.llamacpp import make_llm
             from memq.llm import gguf_source, resolve_model
+            from memq.llm.llamacpp import make_llm
 
             if self.manifest.get("kind") == "full-planner":  # every weight fine-tuned: the directory is the model
                 self._llm, note = make_llm(self.backend, str(self.adapter), device=self.device,
@@ -97,7 +97,7 @@ class FineTunedPlanner(BatchPlanner):
 def training_plans(manifest: dict, limit: int | None = None) -> list[str]:
     """The first ``limit`` (default all) plan texts an adapter was trained on: its manifest's datasets, train
     part, derived from the bundled data once and cached (:func:`memq.plan.data.load_split`). They feed the
-    llama.cpp drafter (:mod:`memq.draft`)."""
+    llama.cpp drafter (:mod:`memq.llm.draft`)."""
     from .data import default_data_path, load_split
 
     data = manifest.get("data") or {}
@@ -160,7 +160,7 @@ def make_planner(kind: str = "fewshot", *, model: str = "qwen2.5-coder-0.5b", ad
     plan finds nothing: :mod:`memq.plan.hybrid`), run by ``backend`` (``"llamacpp"`` or ``"transformers"``)."""
     check_backend(backend)
     if kind == "fewshot":
-        from memq.llamacpp import make_llm
+        from memq.llm.llamacpp import make_llm
 
         from .fewshot import FewShotPlanner
 

@@ -119,7 +119,7 @@ class QuestionPrior:
                            path.parent if path is not None else "memory only")
             vectors = np.concatenate([emb.encode(texts[i:i + 256]) for i in range(0, len(texts), 256)])
             if path is not None:
-                from memq.memory.bank import write_atomic
+                from memq.files import write_atomic
 
                 buf = io.BytesIO()
                 np.save(buf, vectors.astype(np.float32), allow_pickle=False)

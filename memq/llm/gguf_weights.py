@@ -21,7 +21,7 @@ import os
 import time
 from pathlib import Path
 
-from .llm import LLMError, cache_root, memo_sha256
+from .base import LLMError, cache_root, memo_sha256
 
 logger = logging.getLogger(__name__)
 

@@ -8,17 +8,17 @@ The model sees exactly what :class:`~memq.llm.LocalLLM` feeds transformers:
 the prompt in the tokenizer's chat template (:func:`memq.llm.chat_text`),
 tokenized by the same tokenizer transformers uses (saved once from the GGUF file
 under ``$MEMQ_CACHE/tokenizers/``, or the converted model's own), run by
-``tokenizers`` without importing transformers (:mod:`memq.chat_tokenizer`).
+``tokenizers`` without importing transformers (:mod:`memq.llm.chat_tokenizer`).
 The token ids go to llama.cpp; the new ids are decoded by that tokenizer.
 Greedy decoding takes the argmax of llama.cpp's logits and stops, as
 transformers does, at the model's EOS id, at ``max_new_tokens``, or once a stop
 string appears (the text is then cut at its first occurrence).
 
-The base GGUF's weights are dequantised once to f16 (:mod:`memq.gguf_weights`;
+The base GGUF's weights are dequantised once to f16 (:mod:`memq.llm.gguf_weights`;
 ``$MEMQ_LLAMA_WEIGHTS=shipped`` runs them as shipped, quantised); a peft LoRA adapter is
-converted once to a GGUF LoRA adapter (:mod:`memq.lora_gguf`) that llama.cpp
+converted once to a GGUF LoRA adapter (:mod:`memq.llm.lora_gguf`) that llama.cpp
 applies at run time. Greedy decoding may check drafted tokens in the same forward pass
-(:meth:`LlamaCppLLM.draft_from`, :mod:`memq.draft`: the fine-tuned planner drafts from its training plans);
+(:meth:`LlamaCppLLM.draft_from`, :mod:`memq.llm.draft`: the fine-tuned planner drafts from its training plans);
 the text is the same, the passes fewer. Models load on first use and are shared per process by
 (GGUF, adapter GGUF, threads, context size). The KV cache keeps the last
 prompt, so prompts that share a prefix (the planner's instructions) only
@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -39,12 +38,13 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import MemQError
+from ..files import atomic_path
+from .base import LLMError, cache_root, chat_text, check_generate_args, cut_at_stop, gguf_source
 from .chat_tokenizer import open_tokenizer
 from .draft import DRAFT, MAX_TEXTS, NgramDrafter
-from .errors import MemQError
 from .gguf_weights import WEIGHTS, f16_gguf, weights_from_env
 from .kv_state import Runner, state_dir
-from .llm import LLMError, _cut, _validate, cache_root, chat_text, gguf_source
 
 logger = logging.getLogger(__name__)
 
@@ -77,12 +77,10 @@ def tokenizer_dir(name: str, gguf: Path, digest: str) -> tuple[Path, float]:
 
     logger.warning("first use of %s with llama.cpp: saving its tokenizer in %s (once)", gguf.name, target)
     start = time.perf_counter()
-    tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name).save_pretrained(str(tmp))
-    (tmp / "memq_source.json").write_text(json.dumps({"name": name, "gguf": gguf.name, "sha256": digest}, indent=2))
-    shutil.rmtree(target, ignore_errors=True)
-    os.replace(tmp, target)
+    with atomic_path(target) as tmp:
+        AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name).save_pretrained(str(tmp))
+        (tmp / "memq_source.json").write_text(json.dumps({"name": name, "gguf": gguf.name, "sha256": digest},
+                                                         indent=2))
     return target, time.perf_counter() - start
 
 
@@ -93,7 +91,7 @@ _LOG_CALLBACK = None  # kept alive while llama.cpp may call it
 
 
 def _route_native_logs() -> None:
-    """llama.cpp's own messages to the ``memq.llamacpp.native`` logger instead of stderr.
+    """llama.cpp's own messages to the ``memq.llm.llamacpp.native`` logger instead of stderr.
 
     Its errors stay errors; its warnings (buffer placement, context size) become INFO, the rest DEBUG.
     (llama-cpp-python 0.3.36 maps ggml's log levels off by one and prints warnings even when not verbose.)"""
@@ -141,7 +139,7 @@ class LlamaCppLLM:
     """A GGUF model (+ a peft LoRA adapter) run by llama.cpp; greedy, one prompt at a time.
 
     ``model``: ``"qwen2.5-coder-0.5b"``, ``"smollm2"`` or a ``.gguf`` file; ``adapter``: a peft LoRA
-    directory. ``weights``: ``f16`` (the shipped weights dequantised once, :mod:`memq.gguf_weights`) or
+    directory. ``weights``: ``f16`` (the shipped weights dequantised once, :mod:`memq.llm.gguf_weights`) or
     ``shipped``; default ``$MEMQ_LLAMA_WEIGHTS``, else ``f16``. ``threads`` defaults to :func:`default_threads`
     (``$MEMQ_LLAMA_THREADS``, else one fewer than the CPUs). ``batch_size`` is only how many prompts a batched caller hands over at once.
     ``calls`` counts prompts answered, ``tokens`` new tokens.
@@ -177,7 +175,7 @@ class LlamaCppLLM:
         self._draft_source: tuple[str, Callable[[], list[str]]] | None = None
 
     def draft_from(self, what: str, texts: Callable[[], list[str]]) -> None:
-        """Speculative greedy decoding with drafts from an n-gram model of ``texts()`` (:mod:`memq.draft`),
+        """Speculative greedy decoding with drafts from an n-gram model of ``texts()`` (:mod:`memq.llm.draft`),
         built when the model loads. Outputs do not change, only the number of forward passes. ``what``
         names the texts. ``$MEMQ_LLAMA_DRAFT=0`` turns drafting off."""
         self._draft_source = (what, texts)
@@ -281,7 +279,7 @@ class LlamaCppLLM:
 
     def generate(self, prompts: list[str], max_new_tokens: int = 64,
                  stop: list[str] | None = None, chat: bool = True) -> list[str]:
-        _validate(prompts, max_new_tokens)
+        check_generate_args(prompts, max_new_tokens)
         if not prompts:
             return []
         loaded = self.load()
@@ -296,7 +294,7 @@ class LlamaCppLLM:
                 new = self._greedy(runner, tok, ids, max_new_tokens, stop, self.drafter)
             kept = [t for t in new if t != tok.pad_token_id]
             self.tokens += len(kept)
-            out.append(_cut(tok.decode(kept, skip_special_tokens=True), stop).strip())
+            out.append(cut_at_stop(tok.decode(kept, skip_special_tokens=True), stop).strip())
         self.calls += len(prompts)
         return out
 
@@ -427,7 +425,7 @@ def make_llm(backend: str, model: str, *, adapter: str | None = None, device: st
 
     When llama.cpp cannot run ``model`` here (llama-cpp-python not importable, a device other than the CPU,
     a model that is not a GGUF file), the LocalLLM comes back with ``fallback`` saying why; else it is None."""
-    from .llm import LocalLLM
+    from .base import LocalLLM
 
     if backend not in ("llamacpp", "transformers"):
         raise LLMError(f"unknown backend {backend!r}; expected llamacpp or transformers")

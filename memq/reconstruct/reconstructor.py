@@ -19,11 +19,11 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
-from .decompose.assemble import fragment
-from .decompose.cvt import CvtOracle, SchemaCvtOracle
-from .decompose.split import _subst, _subst_group
-from .errors import ReconstructionError
-from .sparql.model import (
+from ..decompose.assemble import fragment
+from ..decompose.cvt import CvtOracle, SchemaCvtOracle
+from ..decompose.split import substitute_expr, substitute_group
+from ..errors import ReconstructionError
+from ..sparql.model import (
     FB,
     MIRRORED,
     XSD,
@@ -39,8 +39,8 @@ from .sparql.model import (
     Triple,
     Var,
 )
-from .sparql.safety import FREEBASE_ID, check_entity_id
-from .types import PlanStep, Statement
+from ..sparql.safety import FREEBASE_ID, check_entity_id
+from ..types import PlanStep, Statement
 
 _VAR_NAME = re.compile(r"^\?[A-Za-z_][A-Za-z0-9_]{0,40}$")
 _DATE = re.compile(r"^(-?\d{4})(-\d{2}(-\d{2})?)?(T[0-9:.]+Z?)?$")
@@ -132,7 +132,7 @@ class Draft:
 
 
 def _projection(var: Var):
-    from .sparql.model import Projection
+    from ..sparql.model import Projection
 
     return Projection(var)
 
@@ -228,7 +228,7 @@ class Reconstructor:
                     return local[key]
                 return n
 
-            return _subst_group(frag.where, sub)
+            return substitute_group(frag.where, sub)
 
         groups = [instantiate(b) for b in readings]
         return groups[0] if len(groups) == 1 else Group(unions=(tuple(groups),))
@@ -260,7 +260,7 @@ class Reconstructor:
                     return local.setdefault(key, self.fresh(n.name))
                 return n
 
-            return _subst(expr, sub)
+            return substitute_expr(expr, sub)
         if target is None:
             raise ReconstructionError(f"step {step.text!r}: Make sure needs a ?variable to check")
         if value is None:

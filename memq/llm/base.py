@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from memq.errors import MemQError
-from memq.hashing import sha256_file
+from memq.files import sha256_file, write_atomic
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -200,9 +200,7 @@ def memo_sha256(path: Path) -> str:
     digest = sha256_file(path)
     known[key] = digest
     memo.parent.mkdir(parents=True, exist_ok=True)
-    tmp = memo.with_name(f"sha256.json.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(known, indent=1))
-    os.replace(tmp, memo)
+    write_atomic(memo, json.dumps(known, indent=1).encode())
     return digest
 
 
@@ -254,13 +252,14 @@ def load_pretrained(model: str, device: str = "cpu", adapter: str | None = None,
 def chat_text(tok, prompt: str, system: str | None = None) -> str:
     """``prompt`` as one user turn in the tokenizer's chat template, ready for the assistant's answer.
 
-    Both backends (:class:`LocalLLM`, :class:`memq.llamacpp.LlamaCppLLM`) feed the model this text."""
+    Both backends (:class:`LocalLLM`, :class:`memq.llm.llamacpp.LlamaCppLLM`) feed the model this text."""
     messages = ([{"role": "system", "content": system}] if system else [])
     messages.append({"role": "user", "content": prompt})
     return tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
 
-def _cut(text: str, stop: list[str] | None) -> str:
+def cut_at_stop(text: str, stop: list[str] | None) -> str:
+    """``text`` up to the first of the ``stop`` strings it holds (all of it when it holds none)."""
     if stop:
         cut = min((i for i in (text.find(s) for s in stop if s) if i >= 0), default=-1)
         if cut >= 0:
@@ -268,7 +267,8 @@ def _cut(text: str, stop: list[str] | None) -> str:
     return text
 
 
-def _validate(prompts: list[str], max_new_tokens: int) -> None:
+def check_generate_args(prompts: list[str], max_new_tokens: int) -> None:
+    """Raise :class:`LLMError` naming the bad value unless ``generate``'s arguments are a list of str and >= 1."""
     if not isinstance(prompts, list) or not all(isinstance(p, str) for p in prompts):
         raise LLMError(f"prompts must be a list of str, got {type(prompts).__name__}")
     if max_new_tokens < 1:
@@ -312,7 +312,7 @@ class LocalLLM:
 
     def generate(self, prompts: list[str], max_new_tokens: int = 64,
                  stop: list[str] | None = None, chat: bool = True) -> list[str]:
-        _validate(prompts, max_new_tokens)
+        check_generate_args(prompts, max_new_tokens)
         if not prompts:
             return []
         import torch
@@ -334,7 +334,7 @@ class LocalLLM:
             for row in new:
                 ids = [t for t in row.tolist() if t != tok.pad_token_id]
                 self.tokens += len(ids)
-                out.append(_cut(tok.decode(ids, skip_special_tokens=True), stop).strip())
+                out.append(cut_at_stop(tok.decode(ids, skip_special_tokens=True), stop).strip())
         self.calls += len(prompts)
         return out
 
@@ -407,11 +407,11 @@ class OpenAIChat:
         with self._lock:
             self.calls += 1
             self.tokens += int((reply.get("usage") or {}).get("completion_tokens") or 0)
-        return _cut(text, stop).strip()
+        return cut_at_stop(text, stop).strip()
 
     def generate(self, prompts: list[str], max_new_tokens: int = 64,
                  stop: list[str] | None = None, chat: bool = True) -> list[str]:
-        _validate(prompts, max_new_tokens)
+        check_generate_args(prompts, max_new_tokens)
         if self.workers == 1 or len(prompts) <= 1:
             return [self._one(p, max_new_tokens, stop, chat) for p in prompts]
         from concurrent.futures import ThreadPoolExecutor

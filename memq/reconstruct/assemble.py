@@ -1,7 +1,7 @@
 """Answer assembly: the steps' chosen statements -> one query; the KG's rows -> named answers.
 
 * :func:`answer_variable`: the variable the plan answers with.
-* :func:`build_query`: every step's choice (:func:`memq.ground.apply_step`)
+* :func:`build_query`: every step's choice (:func:`memq.reconstruct.ground.apply_step`)
   in one draft, plus the boilerplate every gold query carries (the language
   filter on the answer, and that the answer is not the node its own step
   starts from: ``?x != topic`` in WebQSP, ``?x != ?c`` in CWQ's compositions).
@@ -15,11 +15,11 @@ Hits@1 takes the first answer of this list.
 
 from __future__ import annotations
 
-from .errors import ReconstructionError
+from ..errors import ReconstructionError
+from ..sparql.model import Iri, Literal, Query, Var
+from ..types import Plan, Trace
 from .ground import StepChoice, apply_step
-from .reconstruct import Draft, Reconstructor
-from .sparql.model import Iri, Literal, Query, Var
-from .types import Plan, Trace
+from .reconstructor import Draft, Reconstructor
 
 
 def answer_variable(plan: Plan, trace: Trace) -> Var:

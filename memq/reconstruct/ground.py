@@ -7,7 +7,7 @@
    recalled statements that bind in the KG given the steps before them.
 3. :func:`apply_step` writes one step's choice into a draft query
    (:mod:`memq.reconstruct`); grounding uses it to probe, and
-   :mod:`memq.assemble` to build the final query.
+   :mod:`memq.reconstruct.assemble` to build the final query.
 
 Every fallback that fires is appended to ``Trace.fallbacks``.
 """
@@ -17,11 +17,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .errors import ReconstructionError
-from .recall import TIE_ORDER, RecallConfig, break_tie, is_tie, preferred, query_text, recall_step
-from .reconstruct import Draft, Reconstructor
-from .sparql.model import Query, Var
-from .types import Plan, PlanStep, Recalled, Trace
+from ..errors import ReconstructionError
+from ..recall import TIE_ORDER, RecallConfig, break_tie, is_tie, preferred, query_text, recall_step
+from ..sparql.model import Query, Var
+from ..types import Plan, PlanStep, Recalled, Trace
+from .reconstructor import Draft, Reconstructor
 
 #: ``select(query, var)``: the distinct values of ``var`` in the query's rows on the KG ([] when it fails).
 Select = Callable[[Query, Var], list]

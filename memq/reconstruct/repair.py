@@ -6,7 +6,7 @@ driver :func:`repair` runs each, records it in ``Trace.attempts`` as
 answers, noting in ``Trace.fallbacks`` what it changed. The moves, in order:
 
 * ``swap-tied``: grounded choice kept one of several tied statements that
-  all bound (:mod:`memq.ground`); the later steps may need another. Each
+  all bound (:mod:`memq.reconstruct.ground`); the later steps may need another. Each
   other tied statement in turn, one attempt each.
 * ``add-candidate``: widen the find steps (last first) with their next
   recalled candidates, one at a time; at most ``max_repairs`` attempts.
@@ -14,7 +14,7 @@ answers, noting in ``Trace.fallbacks`` what it changed. The moves, in order:
   (outside the widening budget).
 
 A move sees the query only through ``build(skip_checks)``, the query of the
-current choices (:func:`memq.assemble.build_query`). When a query answers,
+current choices (:func:`memq.reconstruct.assemble.build_query`). When a query answers,
 the choices are left as that query used them, so ``Answer.recalled`` shows
 the statements it read.
 """
@@ -24,9 +24,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
+from ..sparql.model import Query
+from ..types import Trace
 from .ground import StepChoice
-from .sparql.model import Query
-from .types import Trace
 
 #: ``build(skip_checks)``: the query of the steps' current choices without the last ``skip_checks`` checks.
 Build = Callable[[int], Query]

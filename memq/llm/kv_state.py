@@ -19,13 +19,13 @@ import ctypes
 import hashlib
 import json
 import logging
-import os
 import threading
 from pathlib import Path
 
 import numpy as np
 
-from .llm import LLMError, cache_root
+from ..files import write_atomic
+from .base import LLMError, cache_root
 
 logger = logging.getLogger(__name__)
 
@@ -72,12 +72,9 @@ def save(lib, ctx, directory: Path, tokens: list[int]) -> None:
     buffer = (ctypes.c_uint8 * size)()
     data = bytes(buffer[:lib.llama_state_seq_get_data(ctx, buffer, size, 0)])
     directory.mkdir(parents=True, exist_ok=True)
-    tmp = directory / f"state.bin.tmp-{os.getpid()}"
-    tmp.write_bytes(data)
-    os.replace(tmp, directory / "state.bin")
-    tmp = directory / f"state.json.tmp-{os.getpid()}"
-    tmp.write_text(json.dumps({"format": FORMAT, "sha256": hashlib.sha256(data).hexdigest(), "tokens": tokens}))
-    os.replace(tmp, directory / "state.json")
+    write_atomic(directory / "state.bin", data)
+    write_atomic(directory / "state.json",
+                 json.dumps({"format": FORMAT, "sha256": hashlib.sha256(data).hexdigest(), "tokens": tokens}).encode())
 
 
 class Runner:
@@ -87,7 +84,7 @@ class Runner:
         import llama_cpp
 
         self.lib = llama_cpp
-        self.state = state  # where the first prompt's KV state is kept between processes (memq.kv_state)
+        self.state = state  # where the first prompt's KV state is kept between processes (memq.llm.kv_state)
         self._save_state = False
         self.llama = llama
         self.n_vocab = llama.n_vocab()

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .types import PlanStep, Recalled
+from ..types import PlanStep, Recalled
 
 RULES = ("adaptive", "memq-code")
 TIE = 1e-4
@@ -101,33 +101,6 @@ def select(hits: list[tuple], step_text: str, config: RecallConfig) -> tuple[lis
     scores = [overlap(h[1]) for h in top]
     best = max(scores)
     return [h for h, s in zip(top, scores, strict=True) if s > 0.9 * best] or top[:1], None
-
-
-def is_tie(recalled: list[Recalled]) -> bool:
-    """Several statements with one score: the same description, as a relation and its reverse have."""
-    return len(recalled) > 1 and max(r.score for r in recalled) - min(r.score for r in recalled) <= TIE
-
-
-# Freebase's user-contributed domains; "commons" is the curated rest (the schema source's default).
-NON_COMMONS_DATA = ("base.", "user.", "freebase.")
-TIE_ORDER = "seen in training queries, then Freebase commons, then the forward direction, first"
-
-
-def preferred(statement) -> tuple[int, int, int]:
-    """Sort key among tied statements (see ``TIE_ORDER``): seen in a gold query first; then a statement
-    of Freebase commons before one of a user-contributed domain with the same label
-    (``time.event.start_date`` before ``base.ihistory.event.start_date``); then written from the known
-    entity (``?entity1 ns:r ...``, the direction gold queries take from a topic entity) before its reverse."""
-    seen = bool(statement.question_ids)
-    commons = not any(r.startswith(NON_COMMONS_DATA) for r in statement.relations)
-    forward = "?entity1 ns:" in statement.sparql
-    return (0 if seen else 1, 0 if commons else 1, 0 if forward else 1)
-
-
-def break_tie(recalled: list[Recalled]) -> tuple[Recalled, int]:
-    """The preferred statement among those tied with the first (best) one, and how many were tied."""
-    tied = [r for r in recalled if recalled[0].score - r.score <= TIE]
-    return min(tied, key=lambda r: preferred(r.statement)), len(tied)
 
 
 def recall_step(bank, step: PlanStep, index: int, config: RecallConfig,

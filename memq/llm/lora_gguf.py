@@ -37,8 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .hashing import sha256_file
-from .llm import LLMError, cache_root
+from ..files import sha256_file
+from .base import LLMError, cache_root
 
 logger = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ import json
 from datetime import datetime
 from pathlib import Path
 
-from .llm import LLMError
+from .base import LLMError
 
 SPECIAL = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
 

@@ -4,7 +4,7 @@
     drafter.draft(context_ids, k=6)          # up to k token ids that probably come next
 
 Plans are formulaic (``Find the ... of the person Nina Dobrev, assign it to ?x.`` / ``Finally the answer is
-?x.``), so a cheap guess of the next tokens is often right. :meth:`memq.llamacpp.LlamaCppLLM.generate`
+?x.``), so a cheap guess of the next tokens is often right. :meth:`memq.llm.llamacpp.LlamaCppLLM.generate`
 evaluates the current token and the draft in one forward pass and keeps the drafted tokens up to the
 first one that greedy decoding would not have chosen: the output is the greedy output, only fewer passes
 are made (on one CPU thread a pass over 8 tokens costs about 2.3 passes over one, and a pass keeps about
@@ -25,6 +25,8 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+
+from ..files import write_atomic
 
 ORDER = 5  # longest context (tokens) the n-gram model looks at
 MIN_CONTEXT = 1  # shortest context it uses
@@ -75,8 +77,6 @@ class NgramDrafter:
     def save(self, path: str | Path) -> None:
         """Write the model as JSON (atomically). A saved drafter only ever changes speed: every drafted token is
         checked against the model's own choice before it is kept."""
-        from memq.memory.bank import write_atomic  # the project's atomic writer (temporary file, fsync, rename)
-
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         data = {"format": FORMAT, "order": self.order, "min_context": self.min_context, "min_share": self.min_share,
