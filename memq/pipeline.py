@@ -28,7 +28,7 @@ from .assemble import answer_variable, build_query, distinct_values, named_answe
 from .errors import KnowledgeGraphError, LinkingError, MemQError, ReconstructionError
 from .ground import ground, recall_steps
 from .link.linker import LinkConfig
-from .link.resolve import needs_linking, resolve
+from .link.resolve import check_names, needs_linking, resolve
 from .plan.base import BACKENDS, DEFAULT_BACKEND
 from .plan.grounded import GroundedConfig
 from .recall import RecallConfig
@@ -132,11 +132,12 @@ class Pipeline:
 
     @property
     def linker(self):
-        """The entity linker (:mod:`memq.link`), loaded on the first question asked without ids."""
+        """The entity linker (:mod:`memq.link`), loaded on the first question asked without ids (``memq serve``
+        too: its warm-up does not load it)."""
         if self._linker is None:
             from .link.resolve import open_linker
 
-            self._linker = open_linker(self.config, None if self.config.endpoint else self.kg)
+            self._linker = open_linker(self.config)
         return self._linker
 
     @property
@@ -226,8 +227,9 @@ class Pipeline:
         clock = time.perf_counter()
         if needs_linking(entities):
             question = check_question(question)
+            names = None if entities is None else check_names(entities)  # before the index loads
             t0 = time.perf_counter()
-            entities = resolve(self.linker, question, entities, trace)
+            entities = resolve(self.linker, question, names, trace)
             trace.timings["link"] = time.perf_counter() - t0
         question, entities = validate(question, entities)
         entities = self._known_entities(entities, trace)

@@ -311,9 +311,9 @@ def kg_source(kg_file: str | Path | None, endpoint: str | None) -> dict:
     return {"kg": path.name, "kg_sha256": sha256_file(path)}
 
 
-def cached_index(kg_file: str | Path, kg=None, cache_dir: str | Path | None = None) -> EntityIndex:
+def cached_index(kg_file: str | Path, cache_dir: str | Path | None = None) -> EntityIndex:
     """The index of the RDF file ``kg_file``, built once per file content under the memq cache
-    (``entity_index/<file stem>-<sha256 prefix>``), like its Oxigraph store; ``kg`` is the open store."""
+    (``entity_index/<file stem>-<sha256 prefix>``) from the file's own Oxigraph store, like that store."""
     from memq.kg.oxigraph import default_cache_dir
 
     path = Path(kg_file)
@@ -325,11 +325,9 @@ def cached_index(kg_file: str | Path, kg=None, cache_dir: str | Path | None = No
     if not (target / MANIFEST).is_file():
         log.warning("first use of entity linking on %s: building its entity index in the memq cache "
                     "(once per file content, about a minute for the benchmark KG)", path.name)
-        if kg is None:
-            from memq.pipeline import open_kg
+        from memq.pipeline import open_kg
 
-            kg = open_kg(str(path))
-        index = build_index(kg, source=source)
+        index = build_index(open_kg(str(path)), source=source)
         add_training_mentions(index)
         index.save(target)
     index = EntityIndex.load(target)

@@ -43,7 +43,7 @@ def check_names(names: list | tuple) -> list[str]:
     return out
 
 
-def open_linker(config, kg=None) -> Linker:
+def open_linker(config) -> Linker:
     """The linker of a pipeline :class:`~memq.pipeline.Config`: ``config.entity_index`` if it names one, else the
     index of the embedded KG file, built once per file content in the memq cache."""
     from .index import EntityIndex, cached_index
@@ -55,7 +55,7 @@ def open_linker(config, kg=None) -> Linker:
         raise LinkingError(f"entity linking on {where} needs an entity index: build one with `memq link build "
                            f"--endpoint URL --out DIR` (or --kg FILE) and pass it as --entity-index DIR "
                            "(Config.entity_index), or give the entities as ids with names")
-    return Linker(cached_index(config.kg, kg), config.link)
+    return Linker(cached_index(config.kg), config.link)
 
 
 def _shown(link: Link, how: str) -> str:
