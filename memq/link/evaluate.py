@@ -152,6 +152,10 @@ def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: in
     linked_summary = summarise(records, dataset=dataset, split=split, planner=planner, kg=kg)
     gold_summary = summarise([r["gold_entities"] for r in records], dataset=dataset, split=split, planner=planner,
                              kg=kg)
+    if not records:  # --limit 0: linking alone
+        linked_summary = {k: None for k in ("hits@1", "f1", "ehr", "ged")} | {
+            k: linked_summary[k] for k in ("dataset", "split", "planner", "kg", "questions")}
+        gold_summary = {"f1": None, "hits@1": None, "errors": {}}
     return {
         **linked_summary,
         "entities": "linked",

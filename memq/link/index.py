@@ -58,8 +58,11 @@ def normalize(text: str) -> str:
     >>> normalize("Côte d'Ivoire's  capital")
     'cote d ivoire capital'
     """
-    folded = unicodedata.normalize("NFKD", text)
-    folded = "".join(ch for ch in folded if not unicodedata.combining(ch)).lower()
+    if text.isascii():  # most names: nothing to fold
+        folded = text.lower()
+    else:
+        folded = unicodedata.normalize("NFKD", text)
+        folded = "".join(ch for ch in folded if not unicodedata.combining(ch)).lower()
     folded = _APOSTROPHE_S.sub("", folded)
     return _NON_WORD.sub(" ", folded).strip()
 
@@ -82,10 +85,11 @@ class EntityIndex:
         self._row = {mid: i for i, mid in enumerate(ids)}
         keyed: dict[str, list[int]] = defaultdict(list)
         for i, (name, more) in enumerate(zip(names, aliases, strict=True)):
-            for key in {normalize(n) for n in (name, *more)}:
+            for key in sorted({normalize(n) for n in (name, *more)}):
                 if key:
                     keyed[key].append(i)
-        self._by_key = {k: sorted(v, key=lambda i: -degrees[i]) for k, v in keyed.items()}
+        # most popular first; ties by id, so that the order does not depend on the hash seed
+        self._by_key = {k: sorted(v, key=lambda i: (-degrees[i], ids[i])) for k, v in keyed.items()}
         # partial keys: a run of a name's words ("obama" of "barack obama", "italian" of "italian language") and
         # the initials of a name of two or more words ("nfl", "usa"), each with the share of the name it covers
         part: dict[str, dict[int, float]] = defaultdict(dict)
@@ -93,11 +97,11 @@ class EntityIndex:
             words = key.split()
             if len(words) < 2 or len(words) > 8:
                 continue
-            subs = {" ".join(words[a:b]) for a in range(len(words)) for b in range(a + 1, len(words) + 1)
-                    if b - a < len(words)}
+            subs = sorted({" ".join(words[a:b]) for a in range(len(words)) for b in range(a + 1, len(words) + 1)
+                           if b - a < len(words)})
             initials = "".join(w[0] for w in words if w not in ("of", "the", "and", "de"))
             if len(initials) >= 2:
-                subs.add(initials)
+                subs.append(initials)
             for sub in subs:
                 if sub in STOP_PARTS or len(sub) < 2:
                     continue
@@ -105,7 +109,7 @@ class EntityIndex:
                 for i in rows:
                     if part[sub].get(i, 0.0) < cover:
                         part[sub][i] = cover
-        self._partial = {k: sorted(v.items(), key=lambda t: -degrees[t[0]]) for k, v in part.items()}
+        self._partial = {k: sorted(v.items(), key=lambda t: (-degrees[t[0]], ids[t[0]])) for k, v in part.items()}
         blocks: dict[str, list[str]] = defaultdict(list)
         for key in self._by_key:
             blocks[key[:BLOCK]].append(key)

@@ -46,6 +46,7 @@ class LinkConfig:
     threshold: float = 0.9
     second_threshold: float = 1.3
     max_entities: int = 2
+    same_span_margin: float = -1.0  # a second entity for a chosen span within this score of the first (<0: off)
 
     def __post_init__(self) -> None:
         if self.max_tokens < 1 or self.candidates < 1 or self.max_entities < 1:
@@ -66,6 +67,7 @@ class Link:
     match: float
     popularity: float
     runners_up: tuple[tuple[str, str, float], ...] = field(default=())  # (id, name, score), best first
+    span: tuple[int, int] = (0, 0)  # token positions of the mention in the normalised question
 
     def to_json(self) -> dict:
         return {"id": self.id, "name": self.name, "mention": self.mention, "score": round(self.score, 4),
@@ -129,8 +131,13 @@ class Linker:
         for score, i, j, mid, match, pop in found:
             if len(chosen) >= cfg.max_entities or score < (cfg.second_threshold if chosen else cfg.threshold):
                 break
-            if taken.intersection(range(i, j)) or any(link.id == mid for link in chosen):
+            if any(link.id == mid for link in chosen):
                 continue
+            if taken.intersection(range(i, j)):
+                # a second reading of a chosen span ("kennedy": John F. or Ted) when it scores close to the first
+                best = next((x for x in chosen if x.span == (i, j)), None)
+                if best is None or best.score - score > cfg.same_span_margin:
+                    continue
             taken.update(range(i, j))
             others = []
             for c in found:
@@ -139,7 +146,7 @@ class Linker:
                 if len(others) == 3:
                     break
             chosen.append(Link(mid, self.index.name(mid) or mid, " ".join(tokens[i:j]), score, match, pop,
-                               tuple(others)))
+                               tuple(others), (i, j)))
         return chosen
 
     def resolve_name(self, name: str) -> Link | None:
