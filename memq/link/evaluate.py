@@ -166,6 +166,8 @@ def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: in
         "linking": block,
         "end_to_end_note": (f"f1, hits@1, ehr, ged, errors: the first {len(records)} questions of the split answered "
                             "with the linked entities; *_gold_entities: the same questions, same run, with the gold "
-                            f"topic entities; linking: all {len(questions)} questions of the split"),
+                            f"topic entities; linking: all {len(questions)} questions of the split" if records else
+                            f"linking only (--limit 0): all {len(questions)} questions of the split linked, none "
+                            "answered end to end"),
         "entity_index": pipeline.linker.index.info.get("manifest", {}).get("counts"),
     }
