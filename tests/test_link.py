@@ -245,3 +245,40 @@ def test_an_endpoint_without_an_index_is_told_how_to_build_one():
 
     with pytest.raises(LinkingError, match="memq link build --endpoint URL --out DIR"):
         open_linker(replace(Config(), endpoint="http://localhost:8890/sparql"))
+
+
+def test_memq_link_build_writes_an_index_that_loads(kg, tmp_path, capsys):
+    from memq.cli import main
+
+    path = tmp_path / "kg.nt"
+    path.write_text(TRIPLES + EXTRA, encoding="utf-8")
+    assert main(["link", "build", "--kg", str(path), "--out", str(tmp_path / "idx"), "--no-mentions"]) == 0
+    loaded = EntityIndex.load(tmp_path / "idx")
+    assert loaded.exact("jamaica") == ["m.03_r3", "m.0nn1zzq"] and loaded.mentions == {}
+    assert loaded.info["manifest"]["source"]["kg"] == "kg.nt"  # the file's name, not a path of this machine
+    assert main(["link", "build", "--kg", str(path), "--out", str(tmp_path / "x"), "--page", "0"]) == 2
+    assert "--page must be >= 1, got 0" in capsys.readouterr().err
+
+
+def test_linking_metrics_count_named_and_all_gold_entities():
+    from memq.link.evaluate import summarise_links
+
+    records = [  # linked 2, one is the named gold, one a constraint entity; linked 1 wrong; linked none
+        {"linked": [{"id": "a"}, {"id": "c"}], "link_ms": 1.0, "gold_named": ["a"], "gold_all": ["a", "c"],
+         "hits_named": 1, "hits_all": 2},
+        {"linked": [{"id": "x"}], "link_ms": 2.0, "gold_named": ["b"], "gold_all": ["b"], "hits_named": 0,
+         "hits_all": 0},
+        {"linked": [], "link_ms": 3.0, "gold_named": ["d"], "gold_all": ["d", "e"], "hits_named": 0, "hits_all": 0},
+    ]
+    s = summarise_links(records)
+    assert (s["precision"], s["recall"], s["recall_all"]) == (round(2 / 3, 4), round(1 / 3, 4), round(2 / 5, 4))
+    assert s["entities_per_question"] == 1.0 and s["questions_without_entity"] == 1 and s["p50_ms"] == 2.0
+    assert s["f1"] == round(2 * (2 / 3) * (1 / 3) / (2 / 3 + 1 / 3), 4)
+
+
+def test_gold_entities_named_is_webqsps_topic_entity_and_all_adds_the_constraints():
+    from memq.link.evaluate import gold_entities
+
+    q = _question("webqsp", "test", "WebQTest-9")  # who was richard nixon married to? (a Marriage constraint)
+    named, every = gold_entities(q)
+    assert named == {"m.06c97"} and every == {"m.06c97", "m.04ztj"}
