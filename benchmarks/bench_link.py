@@ -4,7 +4,7 @@
                                                [--json FILE]
 
 ``--build`` builds the index of the default KG afresh (into a temporary folder) and times it; otherwise the cached
-index (``memq.link.index.cached_index``) is loaded, and that load is timed. ``--set`` changes a
+index (``memq.link.resolve.cached_index``) is loaded, and that load is timed. ``--set`` changes a
 :class:`memq.link.linker.LinkConfig` field (e.g. ``--set same_span_margin=0.2 --set max_entities=3``) for a
 second row beside the defaults. Recall is of the gold topic entities the question names; precision of the linked
 entities among all gold topic entities (memq.link.evaluate).
@@ -35,8 +35,9 @@ def main() -> int:
 
     from memq.evaluate.run import questions_for
     from memq.link.evaluate import link_record, summarise_links
-    from memq.link.index import EntityIndex, add_training_mentions, build_index, cached_index, kg_source
-    from memq.link.linker import LinkConfig, Linker
+    from memq.link.index import EntityIndex, build_index, kg_source
+    from memq.link.linker import LinkConfig, Linker, add_training_mentions
+    from memq.link.resolve import cached_index
     from memq.pipeline import Config, open_kg
 
     kg_file = Config().kg

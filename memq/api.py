@@ -5,6 +5,9 @@
 >>> a.answers  # doctest: +SKIP
 [('m.01428y', 'Jamaican English'), ('m.04ygk0', 'Jamaican Creole English Language')]
 
+Without entities (``memq.answer("what does jamaican people speak?")``) or with names alone (``["Jamaica"]``)
+the question's entities are linked first (:mod:`memq.link`, docs/linking.md).
+
 The memory bank, the knowledge graph and the planner load once per process
 (per :class:`~memq.pipeline.Config`) and are reused by later calls.
 

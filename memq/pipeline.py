@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .assemble import answer_variable, build_query, distinct_values, named_answers
-from .errors import KnowledgeGraphError, LinkingError, MemQError, ReconstructionError
+from .errors import KnowledgeGraphError, MemQError, ReconstructionError
 from .ground import ground, recall_steps
 from .link.linker import LinkConfig
-from .link.resolve import check_names, needs_linking, resolve
+from .link.resolve import check_names, known_entities, needs_linking, resolve
 from .plan.base import BACKENDS, DEFAULT_BACKEND
 from .plan.grounded import GroundedConfig
 from .recall import RecallConfig
@@ -233,7 +233,7 @@ class Pipeline:
             entities = resolve(linker, question, names, trace)
             trace.timings["link"] = time.perf_counter() - t0
         question, entities = validate(question, entities)
-        entities = self._known_entities(entities, trace)
+        entities = known_entities(self.kg, entities, trace, self.config.timeout)
         if plan is None:
             calls_before = getattr(self.planner, "calls", 0)
             t0 = time.perf_counter()
@@ -382,29 +382,6 @@ class Pipeline:
                 return []
             raise
         return distinct_values(rows, var)
-
-    def _known_entities(self, entities: dict[str, str], trace: Trace) -> dict[str, str]:
-        """The entities the KG holds a triple about; an unknown one is dropped with a traced fallback, and
-        :class:`~memq.errors.LinkingError` (naming the ids) is raised when none is left."""
-        from .sparql.safety import entity_iri
-
-        unknown = []
-        for mid in entities:
-            rows = self.kg.select(f"SELECT ?p WHERE {{ {entity_iri(mid)} ?p ?o }} LIMIT 1",
-                                  timeout=self.config.timeout)
-            if not rows:
-                rows = self.kg.select(f"SELECT ?p WHERE {{ ?s ?p {entity_iri(mid)} }} LIMIT 1",
-                                      timeout=self.config.timeout)
-            if not rows:
-                unknown.append(mid)
-        if len(unknown) == len(entities):
-            ids = ", ".join(map(repr, unknown))
-            raise LinkingError(f"unknown entity id{'s' if len(unknown) > 1 else ''} {ids}: the knowledge graph has "
-                               "no triple about it")
-        for mid in unknown:
-            trace.fallbacks.append(f"unknown entity id {mid!r} ({entities[mid]!r}): the knowledge graph has no triple "
-                                   "about it; dropped, the question is answered about the other entities")
-        return {mid: name for mid, name in entities.items() if mid not in unknown}
 
 
 def open_kg(data: str, endpoint: str | None = None):

@@ -12,38 +12,11 @@ Precision counts a linked entity as right when it is in ``all``. Counts are micr
 
 from __future__ import annotations
 
-import gzip
 import json
 import statistics
 import time
-from functools import lru_cache
 
-from .. import datasets
-
-
-@lru_cache(maxsize=4)
-def _named_topics(dataset: str, split: str) -> dict[str, tuple[str, ...]]:
-    if dataset == "webqsp":
-        out = {}
-        raw_splits = ("train",) if split in ("dev", "train") else ("test",)
-        for raw_split in raw_splits:
-            path = datasets.data_path("webqsp", f"WebQSP.{raw_split}.json.gz")
-            with gzip.open(path, "rt", encoding="utf-8") as fh:
-                for q in json.load(fh)["Questions"]:
-                    first = q["Parses"][0] if q["Parses"] else {}
-                    out[q["QuestionId"]] = (first["TopicEntityMid"],) if first.get("TopicEntityMid") else ()
-        return out
-    if dataset == "cwq" and split == "test":
-        with gzip.open(datasets.data_path("cwq", "cwq_test_tog.json.gz"), "rt", encoding="utf-8") as fh:
-            return {r["ID"]: tuple(r.get("topic_entity") or ()) for r in json.load(fh)}
-    return {}
-
-
-def gold_entities(question) -> tuple[set[str], set[str]]:
-    """(named, all) gold topic entity ids of ``question`` (a :class:`~memq.datasets.GoldQuestion`)."""
-    every = {m for m, _ in question.parses[0].topic_entities} if question.parses else set()
-    named = _named_topics(question.dataset, question.split).get(question.id)
-    return (set(named) if named is not None else set(every)), every
+from .gold import gold_entities
 
 
 def link_record(linker, question) -> dict:

@@ -184,3 +184,14 @@ def mention_counts(index: EntityIndex, questions: Iterable[tuple[str, Iterable[s
             c[0] += 1
             c[1] += int(hit)
     return {k: (a, b) for k, (a, b) in counts.items()}
+
+
+def add_training_mentions(index: EntityIndex, dataset: str = "webqsp") -> None:
+    """Fill ``index.mentions`` from the bundled training questions of ``dataset`` (train split only; the test split
+    is never read) and the topic entities they name."""
+    from memq import datasets
+    from memq.link.gold import gold_entities
+
+    train = datasets.load(dataset, "train")
+    index.mentions = mention_counts(index, [(q.question, gold_entities(q)[0]) for q in train])
+    index.info["mentions_from"] = f"{dataset} train ({len(train)} questions)"

@@ -14,9 +14,10 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from ..errors import LinkingError
+from ..errors import EntityIndexError, LinkingError
 from ..types import Trace
-from .linker import Link, Linker
+from .index import MANIFEST, EntityIndex, build_index, kg_source
+from .linker import Link, Linker, add_training_mentions
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +47,6 @@ def check_names(names: list | tuple) -> list[str]:
 def open_linker(config) -> Linker:
     """The linker of a pipeline :class:`~memq.pipeline.Config`: ``config.entity_index`` if it names one, else the
     index of the embedded KG file, built once per file content in the memq cache."""
-    from .index import EntityIndex, cached_index
-
     if config.entity_index:
         return Linker(EntityIndex.load(config.entity_index), config.link)
     if config.endpoint or Path(config.kg).is_dir():
@@ -90,3 +89,51 @@ def resolve(linker: Linker, question: str, entities: list[str] | None, trace: Tr
         raise LinkingError(f"no entity of the index is named {', '.join(map(repr, missing))}; give ids with names "
                            "or other names")
     return out
+
+
+def known_entities(kg, entities: dict[str, str], trace: Trace, timeout: float | None = None) -> dict[str, str]:
+    """The entities ``kg`` holds a triple about; an unknown one is dropped with a traced fallback, and
+    :class:`~memq.errors.LinkingError` (naming the ids) is raised when none is left. Ids reach the KG validated and
+    as IRIs only (:func:`memq.sparql.safety.entity_iri`)."""
+    from ..sparql.safety import entity_iri
+
+    unknown = []
+    for mid in entities:
+        rows = kg.select(f"SELECT ?p WHERE {{ {entity_iri(mid)} ?p ?o }} LIMIT 1", timeout=timeout)
+        if not rows:
+            rows = kg.select(f"SELECT ?p WHERE {{ ?s ?p {entity_iri(mid)} }} LIMIT 1", timeout=timeout)
+        if not rows:
+            unknown.append(mid)
+    if len(unknown) == len(entities):
+        ids = ", ".join(map(repr, unknown))
+        raise LinkingError(f"unknown entity id{'s' if len(unknown) > 1 else ''} {ids}: the knowledge graph has no "
+                           "triple about it")
+    for mid in unknown:
+        trace.fallbacks.append(f"unknown entity id {mid!r} ({entities[mid]!r}): the knowledge graph has no triple "
+                               "about it; dropped, the question is answered about the other entities")
+    return {mid: name for mid, name in entities.items() if mid not in unknown}
+
+
+def cached_index(kg_file: str | Path, cache_dir: str | Path | None = None) -> EntityIndex:
+    """The index of the RDF file ``kg_file``, built once per file content under the memq cache
+    (``entity_index/<file stem>-<sha256 prefix>``) from the file's own Oxigraph store, like that store."""
+    from memq.kg.oxigraph import default_cache_dir
+
+    path = Path(kg_file)
+    if not path.is_file():
+        raise EntityIndexError(f"knowledge graph file {path.name} does not exist, so it has no entity index")
+    source = kg_source(path, None)
+    root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    target = root / "entity_index" / f"{path.name.split('.')[0]}-{source['kg_sha256'][:16]}"
+    if not (target / MANIFEST).is_file():
+        log.warning("first use of entity linking on %s: building its entity index in the memq cache "
+                    "(once per file content, about a minute for the benchmark KG)", path.name)
+        from memq.kg.oxigraph import OxigraphStore
+
+        index = build_index(OxigraphStore.cached(path), source=source)
+        add_training_mentions(index)
+        index.save(target)
+    index = EntityIndex.load(target)
+    if index.info.get("source", {}).get("kg_sha256") != source["kg_sha256"]:
+        raise EntityIndexError(f"{target / MANIFEST}: built from another KG than {path.name}")
+    return index
