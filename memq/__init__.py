@@ -11,8 +11,8 @@ import warnings
 __version__ = "0.1.0"
 
 
-def answer(question, entities, *, config=None, plan=None):
-    """Answer ``question`` about ``entities``; see :func:`memq.api.answer`."""
+def answer(question, entities=None, *, config=None, plan=None):
+    """Answer ``question`` about ``entities`` (linked from the question when left out); see :func:`memq.api.answer`."""
     from .api import answer as _answer
 
     return _answer(question, entities, config=config, plan=plan)

@@ -5,6 +5,9 @@
 >>> a.answers  # doctest: +SKIP
 [('m.01428y', 'Jamaican English'), ('m.04ygk0', 'Jamaican Creole English Language')]
 
+Without entities (``memq.answer("what does jamaican people speak?")``) or with names alone (``["Jamaica"]``)
+the question's entities are linked first (:mod:`memq.link`, docs/linking.md).
+
 The memory bank, the knowledge graph and the planner load once per process
 (per :class:`~memq.pipeline.Config`) and are reused by later calls.
 
@@ -19,7 +22,8 @@ from __future__ import annotations
 
 import threading
 
-from .pipeline import Config, Pipeline, validate
+from .link.resolve import check_names, needs_linking
+from .pipeline import Config, Pipeline, check_question, validate
 from .types import Answer, Plan
 
 __all__ = ["MAX_ENTITIES", "MAX_QUESTION_CHARS", "answer", "check_request", "pipeline"]
@@ -40,9 +44,13 @@ def pipeline(config: Config | None = None) -> Pipeline:
         return _PIPELINES[config]
 
 
-def answer(question: str, entities: dict[str, str] | list[tuple[str, str]], *, config: Config | None = None,
-           plan: Plan | None = None) -> Answer:
+def answer(question: str, entities: dict[str, str] | list[tuple[str, str]] | list[str] | None = None, *,
+           config: Config | None = None, plan: Plan | None = None) -> Answer:
     """Answer ``question`` about the topic ``entities`` (Freebase id -> name).
+
+    Without ``entities`` they are linked from the question (:mod:`memq.link`); ``entities`` may also be names
+    alone (``["Jamaica"]``), each resolved to the most popular entity of that name. ``Answer.trace.links`` lists
+    what was linked, with scores.
 
     Returns an :class:`~memq.types.Answer`: answers as (id, name) in a
     deterministic order (see :mod:`memq.reconstruct.assemble`), the final SPARQL, the
@@ -54,8 +62,11 @@ def answer(question: str, entities: dict[str, str] | list[tuple[str, str]], *, c
     return pipeline(config).answer(question, entities, plan=plan)
 
 
-def check_request(question: object, entities: object) -> tuple[str, dict[str, str]]:
+def check_request(question: object, entities: object = None) -> tuple[str, dict[str, str] | list[str] | None]:
     """The question and the entities of one request, checked; raises ValueError naming the bad value.
+
+    ``entities`` None (to be linked) and a list of names alone come back as they are (names checked like the
+    names of ids); ids with names come back as a dict. An empty dict or list is refused: leave it out to link.
 
     At most :data:`MAX_QUESTION_CHARS` characters of question and :data:`MAX_ENTITIES` topic entities,
     then everything :func:`memq.pipeline.validate` checks (ids are Freebase ids; names are non-empty, at most
@@ -69,4 +80,9 @@ def check_request(question: object, entities: object) -> tuple[str, dict[str, st
     if isinstance(entities, (dict, list, tuple)) and len(entities) > MAX_ENTITIES:
         raise ValueError(f"{len(entities)} topic entities given; at most {MAX_ENTITIES} are accepted "
                          f"(the first: {list(entities)[:3]!r})")
+    if needs_linking(entities):
+        return check_question(question), None if entities is None else check_names(entities)
+    if isinstance(entities, (dict, list, tuple)) and not entities:
+        raise ValueError(f"entities is empty ({entities!r}): give at least one topic entity, or leave entities "
+                         "out to have memq link them from the question")
     return validate(question, entities)

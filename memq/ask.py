@@ -15,7 +15,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     ask = sub.add_parser("ask", help="answer one question")
     ask.add_argument("question")
     ask.add_argument("--entity", action="append", default=[], metavar="ID=NAME",
-                     help='a topic entity, e.g. --entity m.03_r3="Jamaica" (repeatable)')
+                     help='a topic entity, e.g. --entity m.03_r3="Jamaica", or a name alone, --entity Jamaica '
+                          "(repeatable; left out: the question's entities are linked and printed)")
+    add_link_arg(ask)
     ask.add_argument("--memory", help="memory bank directory (default: memory_bank/webqsp)")
     ask.add_argument("--kg", help="RDF file for the embedded store (default: the benchmark KG)")
     ask.add_argument("--endpoint", help="SPARQL endpoint URL instead of the embedded store")
@@ -27,6 +29,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     ask.add_argument("--no-repair", action="store_true", help="turn self-repair off")
     ask.add_argument("--json", action="store_true", help="print the Answer as JSON")
     ask.set_defaults(handler=run)
+
+
+def add_link_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--entity-index", help="entity index directory of `memq link build` (default: the index of "
+                                               "the embedded KG, built once in the memq cache)")
 
 
 def add_backend_arg(parser: argparse.ArgumentParser) -> None:
@@ -56,14 +63,23 @@ def add_search_args(parser: argparse.ArgumentParser) -> None:
                                                        "does not name (0: off)")
 
 
-def parse_entities(items: list[str]) -> dict[str, str]:
+def parse_entities(items: list[str]) -> dict[str, str] | list[str] | None:
+    """``--entity`` values: ids with names (``ID=NAME``), names alone, or None when there are none (link them).
+    Both kinds at once are refused, naming the first value of the other kind."""
+    if not items:
+        return None
     out = {}
+    names = []
     for item in items:
         m = _ENTITY.match(item)
-        if not m:
-            raise ValueError(f"--entity must look like ID=NAME, got {item!r}")
-        out[m.group("mid").strip()] = m.group("name").strip().strip('"')
-    return out
+        if m:
+            out[m.group("mid").strip()] = m.group("name").strip().strip('"')
+        else:
+            names.append(item.strip().strip('"'))
+    if out and names:
+        raise ValueError(f"--entity takes ids with names (ID=NAME) or names alone, not both: got {names[0]!r} "
+                         f"beside {next(iter(out))}={out[next(iter(out))]!r}")
+    return out or names
 
 
 def answer_json(a: Answer) -> dict:
@@ -76,6 +92,7 @@ def answer_json(a: Answer) -> dict:
         "recalled": [{"step": r.step_index + 1, "statement": r.statement.id, "structure": r.statement.structure,
                       "sparql": r.statement.sparql, "description": r.description, "score": round(r.score, 4)}
                      for r in a.recalled],
+        "linked": a.trace.links,
         "fallbacks": a.trace.fallbacks,
         "repair_attempts": a.trace.attempts,
         "timings": {k: round(v, 4) for k, v in a.trace.timings.items()},
@@ -87,7 +104,12 @@ def answer_json(a: Answer) -> dict:
 
 
 def show(a: Answer, gold: list[tuple[str, str]] | None = None) -> str:
-    lines = [f"Q: {a.question}", "plan:"]
+    lines = [f"Q: {a.question}"]
+    if a.trace.links:
+        lines.append("linked:")
+        lines += [f"  {x['name']} ({x['id']})  from {x.get('given', x['mention'])!r}  score {x['score']:.3f}"
+                  for x in a.trace.links]
+    lines.append("plan:")
     lines += [f"  {i + 1}. {s.text}" for i, s in enumerate(a.plan.steps)]
     for line, reason in a.plan.dropped:
         lines.append(f"  (dropped {line!r}: {reason})")
@@ -126,7 +148,7 @@ def config_from(args: argparse.Namespace):
 
     config = Config()
     changes = {}
-    for key in ("memory", "kg", "endpoint", "planner", "adapter", "backend"):
+    for key in ("memory", "kg", "endpoint", "planner", "adapter", "backend", "entity_index"):
         value = getattr(args, key, None)
         if value and not (key == "planner" and value == "oracle"):
             changes[key] = value

@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     "memq.memory.cli",
     "memq.plan.cli",
     "memq.demo",
+    "memq.link.cli",
     "memq.ask",
     "memq.serve.cli",
     "memq.evaluate.cli",

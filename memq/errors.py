@@ -44,3 +44,11 @@ class KnowledgeGraphError(MemQError):
 
 class MemoryBankError(MemQError):
     """A memory bank is missing, corrupt, or built with another embedder."""
+
+
+class EntityIndexError(MemQError):
+    """An entity index is missing, corrupt, or was built from another KG."""
+
+
+class LinkingError(MemQError):
+    """No topic entity could be found for a question, or none the caller named is in the KG."""

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import KnowledgeGraphError, MemQError, ReconstructionError
+from .link.linker import LinkConfig
+from .link.resolve import check_names, known_entities, needs_linking, resolve
 from .plan.base import BACKENDS, DEFAULT_BACKEND
 from .plan.grounded import GroundedConfig
 from .recall import RecallConfig
@@ -36,7 +38,7 @@ from .sparql import to_standard
 from .sparql.model import Query, Var
 from .types import Answer, Plan, Trace
 
-__all__ = ["ROOT", "Config", "Pipeline", "open_kg", "shown_path", "validate"]
+__all__ = ["ROOT", "Config", "Pipeline", "check_question", "open_kg", "shown_path", "validate"]
 
 log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parent.parent
@@ -88,6 +90,10 @@ class Config:
     repair: bool = True
     max_repairs: int = 4
     timeout: float = 20.0
+    # entity linking (questions asked without ids): an index directory (``memq link build``); None: the index of
+    # the embedded KG file, built once in the memq cache
+    entity_index: str | None = None
+    link: LinkConfig = field(default_factory=LinkConfig)
 
     def __post_init__(self) -> None:
         if self.planner not in PLANNERS:
@@ -103,9 +109,10 @@ class Config:
 class Pipeline:
     """Loads the memory, the KG and the planner once, on first use, and answers questions."""
 
-    def __init__(self, config: Config | None = None, *, bank=None, kg=None, planner=None) -> None:
+    def __init__(self, config: Config | None = None, *, bank=None, kg=None, planner=None, linker=None) -> None:
         self.config = config or Config()
         self._bank, self._kg, self._planner = bank, kg, planner
+        self._linker = linker
         self._planner_source: tuple[str, Path] | None = None
 
     # -- lazily loaded parts -------------------------------------------------
@@ -122,6 +129,16 @@ class Pipeline:
         if self._kg is None:
             self._kg = open_kg(self.config.kg, self.config.endpoint)
         return self._kg
+
+    @property
+    def linker(self):
+        """The entity linker (:mod:`memq.link`), loaded on the first question asked without ids (``memq serve``
+        too: its warm-up does not load it)."""
+        if self._linker is None:
+            from .link.resolve import open_linker
+
+            self._linker = open_linker(self.config)
+        return self._linker
 
     @property
     def planner(self):
@@ -193,18 +210,30 @@ class Pipeline:
         return kind, adapter
 
     # -- answering -----------------------------------------------------------
-    def answer(self, question: str, entities: dict[str, str], plan: Plan | None = None) -> Answer:
+    def answer(self, question: str, entities: dict[str, str] | list[str] | None = None,
+               plan: Plan | None = None) -> Answer:
         """Answer one question about the topic ``entities`` (id -> name); a given ``plan`` skips the planner.
+
+        ``entities`` None: they are linked from the question; names alone (``["Jamaica"]``): each is resolved in
+        the entity index (:mod:`memq.link.resolve`). An id the KG does not hold is dropped (traced) as long as
+        another is left.
 
         A plan with a ``beam`` (the grounded planner's complete plans) is chosen by execution: its plans run
         in order and the first whose query returns rows is kept (``Trace.plans`` lists each one tried).
         With the hybrid planner, a plan that finds nothing is rescued by the grounded planner (:meth:`_rescue`).
         A given plan counts as the free plan there (that is how ``memq evaluate --plans`` re-scores saved free
         plans), and its ``rescue``, if it has one, is used as it is."""
-        question, entities = validate(question, entities)
         trace = Trace()
         clock = time.perf_counter()
-        self._check_entities_known(entities)
+        if needs_linking(entities):
+            question = check_question(question)
+            names = None if entities is None else check_names(entities)  # before the index loads
+            linker = self.linker  # loaded once; not counted in the linking time
+            t0 = time.perf_counter()
+            entities = resolve(linker, question, names, trace)
+            trace.timings["link"] = time.perf_counter() - t0
+        question, entities = validate(question, entities)
+        entities = known_entities(self.kg, entities, trace, self.config.timeout)
         if plan is None:
             calls_before = getattr(self.planner, "calls", 0)
             t0 = time.perf_counter()
@@ -354,18 +383,6 @@ class Pipeline:
             raise
         return distinct_values(rows, var)
 
-    def _check_entities_known(self, entities: dict[str, str]) -> None:
-        from .sparql.safety import entity_iri
-
-        for mid in entities:
-            rows = self.kg.select(f"SELECT ?p WHERE {{ {entity_iri(mid)} ?p ?o }} LIMIT 1",
-                                  timeout=self.config.timeout)
-            if not rows:
-                rows = self.kg.select(f"SELECT ?p WHERE {{ ?s ?p {entity_iri(mid)} }} LIMIT 1",
-                                      timeout=self.config.timeout)
-            if not rows:
-                raise MemQError(f"unknown entity id {mid!r}: the knowledge graph has no triple about it")
-
 
 def open_kg(data: str, endpoint: str | None = None):
     """An HTTP endpoint when ``endpoint`` is given, else the embedded Oxigraph store of ``data``.
@@ -388,14 +405,20 @@ def open_kg(data: str, endpoint: str | None = None):
     return OxigraphStore.cached(path)
 
 
-def validate(question: object, entities: object) -> tuple[str, dict[str, str]]:
-    """Check the API inputs; raise ValueError naming the bad value."""
-    from .sparql.safety import check_entity_id
-
+def check_question(question: object) -> str:
+    """The question, stripped; raises ValueError naming a bad one (not a string, empty, over 2000 characters)."""
     if not isinstance(question, str) or not question.strip():
         raise ValueError(f"question must be a non-empty string, got {question!r}")
     if len(question) > 2000:
         raise ValueError(f"question is {len(question)} characters long; at most 2000 are accepted")
+    return question.strip()
+
+
+def validate(question: object, entities: object) -> tuple[str, dict[str, str]]:
+    """Check the API inputs; raise ValueError naming the bad value."""
+    from .sparql.safety import check_entity_id
+
+    question = check_question(question)
     if isinstance(entities, dict):
         pairs = list(entities.items())
     elif isinstance(entities, (list, tuple)):
@@ -416,4 +439,4 @@ def validate(question: object, entities: object) -> tuple[str, dict[str, str]]:
         if any(ch in name for ch in "\n\r\t\x00{}<>\"\\") or len(name) > 200:
             raise ValueError(f"entity name {name!r} of {mid!r} contains characters a name cannot have")
         out[mid] = name.strip()
-    return question.strip(), out
+    return question, out

@@ -167,6 +167,7 @@ class Trace:
     plans: list[dict] = field(default_factory=list)  # execution-guided choice: {"plan", "score", "rows"} per plan tried
     cost: dict = field(default_factory=dict)  # the planner's cost: forward passes, tokens scored, candidates, ...
     backend: str | None = None  # the planner's LLM backend ("llamacpp", "transformers"); None without a model call
+    links: list[dict] = field(default_factory=list)  # entity linking: each entity linked, its mention and score
 
 
 @dataclass

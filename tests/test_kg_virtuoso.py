@@ -229,3 +229,15 @@ def test_kg_stats_agree_on_virtuoso_and_oxigraph(benchmark):
     for key in ("quads", "topic_relations", "cvt_relations"):
         assert over_http[key] == embedded[key], key
     assert embedded["quads"]["real"] > 500_000 and embedded["topic_relations"]["median"] >= 25
+
+
+def test_entity_index_built_from_virtuoso_page_by_page_is_the_stores(loaded):
+    # memq link build --endpoint: the same names, aliases and degrees as from the embedded store, read in pages
+    # below the endpoint's row cap (1,000 here)
+    from memq.link.index import build_index
+
+    from_endpoint = build_index(loaded["endpoint"], page=500)
+    from_store = build_index(loaded["store"])
+    assert len(from_endpoint) > 100
+    assert from_endpoint.ids == from_store.ids and from_endpoint.names == from_store.names
+    assert from_endpoint.degrees == from_store.degrees and from_endpoint.aliases == from_store.aliases

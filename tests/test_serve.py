@@ -52,7 +52,11 @@ def parts(tmp_path_factory):
     bank.save(root / "bank")
     plans = {q.question: "\n".join(s.text for s in derive_plan(q, lambda s: describer.describe([s])[0][0]).steps)
              for q in questions}
-    config = Config(memory=str(root / "bank"), kg=str(root / "kg.nt"), planner="fewshot")
+    from memq.link.index import build_index
+
+    build_index(kg.kg).save(root / "index")  # for requests without entities
+    config = Config(memory=str(root / "bank"), kg=str(root / "kg.nt"), planner="fewshot",
+                    entity_index=str(root / "index"))
     return config, bank, kg, plans, questions
 
 
@@ -154,8 +158,7 @@ BAD_REQUESTS = [
     (b'"what does jamaican people speak?"', "should be an object"),
     (b"42", "should be an object, got 42"),
     (b"null", "should be an object, got null"),
-    (b"{}", "missing field 'question'; missing field 'entities'"),
-    (json.dumps({"question": "what?"}).encode(), "missing field 'entities'"),
+    (b"{}", "missing field 'question'"),
     (json.dumps({"entities": JAMAICA}).encode(), "missing field 'question'"),
     (_body(entity=JAMAICA), "unknown field 'entity'"),
     # wrong types
@@ -164,8 +167,10 @@ BAD_REQUESTS = [
     (_body(question=True), "got true"),
     (_body(question=["what?"]), 'got ["what?"]'),
     (b'{"question": NaN, "entities": {"m.03_r3": "Jamaica"}}', "question"),
-    (_body(entities=["m.03_r3", "Jamaica"]), 'entities: Input should be an object, got ["m.03_r3", "Jamaica"]'),
-    (_body(entities="m.03_r3"), 'entities: Input should be an object, got "m.03_r3"'),
+    (_body(entities=[["m.03_r3", "Jamaica"]]), 'got ["m.03_r3", "Jamaica"]'),
+    (_body(entities="m.03_r3"), 'entities: Input should be an object of id -> name or a list of names, got "m.03_r3"'),
+    (_body(entities=5), "entities: Input should be an object of id -> name or a list of names, got 5"),
+    (_body(entities=["Jamaica", 5]), "entities.1: Input should be a valid string, got 5"),
     (_body(entities={"m.03_r3": 5}), "entities.m.03_r3: Input should be a valid string, got 5"),
     (_body(entities={"m.03_r3": None}), "entities.m.03_r3: Input should be a valid string, got null"),
     (_body(entities={"m.03_r3": ["Jamaica"]}), 'got ["Jamaica"]'),
@@ -176,6 +181,14 @@ BAD_REQUESTS = [
     (_body(question="what? " * 2000), "question is 12000 characters long"),
     # the entities
     (_body(entities={}), "at least one topic entity"),
+    (_body(entities=[]), "leave entities out to have memq link them"),
+    (_body(entities=[f"Thing {i}" for i in range(21)]), "21 topic entities given; at most 20"),
+    (_body(entities=["Jam\x00aica"]), "entity name 'Jam\\x00aica' contains characters a name cannot have"),
+    (_body(entities=["Jamaica } UNION { ?s ?p ?o"]), "contains characters a name cannot have"),
+    (_body(entities=["  "]), "an entity name must be a non-empty string, got '  '"),
+    (_body(entities=["x" * 201]), "longer than 200 characters"),
+    (_body(entities=["Jamaica"], plan=[_STEP]), "a request with a plan needs its entities as ids with names"),
+    (json.dumps({"question": "what?", "plan": [_STEP]}).encode(), "a request with a plan needs its entities"),
     (_body(entities=_MANY), "21 topic entities given; at most 20"),
     (_body(entities={"M.03_R3": "Jamaica"}), "not a Freebase entity id (expected m.xxx or g.xxx): 'M.03_R3'"),
     (_body(entities={"m.03_r3>": "Jamaica"}), "'m.03_r3>'"),

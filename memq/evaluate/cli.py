@@ -48,6 +48,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--ablation", choices=("direct-sparql",),
                     help="also answer every question with this ablation (MemQ 'w/o PE, QRM')")
     ev.add_argument("--ablation-adapter", help="direct-SPARQL adapter of `memq ablation train`")
+    ev.add_argument("--entities", choices=("gold", "linked"), default="gold",
+                    help="linked: link each question's entities (memq.link) and report linking precision/recall "
+                         "over the whole split, and F1 with linked beside gold entities over --limit questions")
     ev.set_defaults(handler=_evaluate)
 
     rep = sub.add_parser("report", help="an HTML report of evaluation results")
@@ -95,10 +98,18 @@ def _evaluate(args: argparse.Namespace) -> int:
     if args.ablation and not args.ablation_adapter:
         raise MemQError("--ablation direct-sparql needs --ablation-adapter DIR (see `memq ablation train`)")
     adapter = recorded_adapter(args, config) if args.record else None
-    summary = run(args.dataset, args.split, args.planner, config=config, limit=args.limit,
+    if args.entities == "linked":
+        if args.record or args.ablation or args.plans or args.shard:
+            raise MemQError("--entities linked runs alone: without --record, --ablation, --plans or --shard")
+        from ..link.evaluate import run_linked
+
+        summary = run_linked(args.dataset, args.split, args.planner, config=config, limit=args.limit,
+                             per_question=args.per_question, progress=not args.no_progress)
+    else:
+        summary = run(args.dataset, args.split, args.planner, config=config, limit=args.limit,
                   per_question=args.per_question, progress=not args.no_progress,
-                  ablation=args.ablation, ablation_adapter=args.ablation_adapter, plans_from=args.plans,
-                  shard=args.shard)
+                      ablation=args.ablation, ablation_adapter=args.ablation_adapter, plans_from=args.plans,
+                      shard=args.shard)
     summary["per_question"] = shown_path(args.per_question)
     text = json.dumps(summary, indent=2)
     if args.json:

@@ -1,6 +1,7 @@
 """The HTTP application of ``memq serve``: :func:`create_app` builds it around one loaded pipeline.
 
-``POST /answer`` takes ``{"question": str, "entities": {"m.x": "Name", ...}}`` and, optionally,
+``POST /answer`` takes ``{"question": str, "entities": {"m.x": "Name", ...}}`` (``entities`` may be names alone,
+``["Jamaica"]``, or left out: then they are linked from the question, :mod:`memq.link`) and, optionally,
 ``"plan": ["Find ..., assign it to ?x.", ..., "Finally the answer is ?x."]`` (one step a string; the
 planner is then skipped, as with ``memq.answer(..., plan=)``). It answers with:
 
@@ -9,14 +10,17 @@ planner is then skipped, as with ``memq.answer(..., plan=)``). It answers with:
   ``"server": {"queued_ms", "total_ms"}``;
 * 400: bad input, checked before anything reaches the KG, with the same checks and messages as
   :func:`memq.answer` (:func:`memq.api.check_request`): a body that is not a JSON object, a missing, unknown
-  or mistyped field, an empty question or one over 1,000 characters, no entity or more than 20, an id that
+  or mistyped field, an empty question or one over 1,000 characters, an empty entities or more than 20, an id that
   is not a Freebase id, a name with characters a name cannot have; also a plan that is not a list of at most
-  20 step strings, or has no readable step, and a request without a plan to a server that has no planner;
+  20 step strings, or has no readable step, a plan without entities as ids with names, and a request without a
+  plan to a server that has no planner;
 * 413: a body over :data:`MAX_BODY_BYTES`;
 * 422: the pipeline could not answer (a :class:`~memq.errors.MemQError` such as an entity id the KG does
-  not know, planner output with no readable step, statements that do not fit together);
+  not know, a question in which no entity is found, planner output with no readable step, statements that do not
+  fit together);
 * 503: the KG or the memory bank failed (:class:`~memq.errors.KnowledgeGraphError`,
-  :class:`~memq.errors.MemoryBankError`), or ``max_queue`` requests are already waiting;
+  :class:`~memq.errors.MemoryBankError`, :class:`~memq.errors.EntityIndexError`), or ``max_queue`` requests are
+  already waiting;
 * 500: only for a bug: ``{"error": "internal", ...}`` without the traceback, which goes to the log.
 
 Every error body is ``{"error": kind, "detail": message}``. ``GET /health`` reports the loaded memory bank,
@@ -49,7 +53,7 @@ from memq import __version__
 from memq.api import MAX_QUESTION_CHARS, check_request
 from memq.api import pipeline as shared_pipeline
 from memq.ask import answer_json
-from memq.errors import KnowledgeGraphError, MemoryBankError, MemQError
+from memq.errors import EntityIndexError, KnowledgeGraphError, MemoryBankError, MemQError
 from memq.pipeline import Config, Pipeline, shown_path
 from memq.plan import parse_plan
 from memq.plan.prompt import entity_names
@@ -69,7 +73,7 @@ class AnswerRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     question: str
-    entities: dict[str, str]
+    entities: dict[str, str] | list[str] | None = None
     plan: list[str] | None = None
 
 
@@ -198,7 +202,17 @@ def _short(value: object, limit: int = 80) -> str:
 def explain(exc: ValidationError) -> str:
     """A pydantic error on the request body as one line naming the field and the bad value."""
     parts = []
-    for err in exc.errors(include_url=False)[:3]:
+    errors = exc.errors(include_url=False)
+    # entities is an object (ids with names) or a list of names: pydantic reports each branch of the union, tagged
+    # in the location; a branch the value is not even the type of is left out when the other has a closer error
+    wrong_kind = [e for e in errors if e["loc"][1:] in (("dict[str,str]",), ("list[str]",))]
+    for err in wrong_kind:
+        errors.remove(err)
+    if wrong_kind and not any(e["loc"][:1] == ("entities",) for e in errors):
+        errors.insert(0, {**wrong_kind[0], "loc": ("entities",), "type": "entities_type",
+                          "msg": "Input should be an object of id -> name or a list of names"})
+    for err in errors[:3]:
+        err = {**err, "loc": tuple(x for x in err["loc"] if x not in ("dict[str,str]", "list[str]"))}
         where = ".".join(str(x) for x in err["loc"])
         if err["type"] == "json_invalid":
             return f"the request body is not JSON: {err.get('ctx', {}).get('error', err['msg'])}"
@@ -225,7 +239,7 @@ async def read_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
     return b"".join(chunks)
 
 
-def parse_request(body: bytes, has_planner: bool) -> tuple[str, dict[str, str], Plan | None]:
+def parse_request(body: bytes, has_planner: bool) -> tuple[str, dict[str, str] | list[str] | None, Plan | None]:
     """Question, entities and plan of a request body, all checked; raises BadRequest naming the bad value."""
     if not body.strip():
         raise BadRequest('the request body is empty; send JSON: {"question": ..., "entities": {"m.x": "Name"}}')
@@ -235,6 +249,9 @@ def parse_request(body: bytes, has_planner: bool) -> tuple[str, dict[str, str], 
         raise BadRequest(explain(exc)) from None
     try:
         question, entities = check_request(req.question, req.entities)
+        if req.plan is not None and not isinstance(entities, dict):
+            raise ValueError("a request with a plan needs its entities as ids with names "
+                             '({"m.x": "Name"}): the plan names them')
         plan = None if req.plan is None else request_plan(req.plan, entities)
     except ValueError as exc:  # PlanParseError included
         raise BadRequest(str(exc)) from None
@@ -297,7 +314,7 @@ def create_app(config: Config | None = None, *, pipeline: Pipeline | None = None
             result, waited = await worker.call(lambda: pipe.answer(question, entities, plan=plan))
         except BadRequest as exc:
             return _error(exc.status, exc.kind, str(exc))
-        except (KnowledgeGraphError, MemoryBankError) as exc:
+        except (KnowledgeGraphError, MemoryBankError, EntityIndexError) as exc:
             return _error(503, "unavailable", str(exc))
         except MemQError as exc:
             return _error(422, "unanswerable", str(exc))

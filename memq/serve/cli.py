@@ -18,6 +18,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        default="auto",
                        help="given: no planner is loaded and every request sends its plan")
     serve.add_argument("--adapter", help="LoRA adapter directory for --planner finetuned, grounded or hybrid")
+    serve.add_argument("--entity-index", help="entity index directory of `memq link build`, for requests without "
+                                              "entities (default: the embedded KG's, built once in the memq cache)")
     serve.add_argument("--no-ground", action="store_true", help="turn grounded choice off")
     serve.add_argument("--no-repair", action="store_true", help="turn self-repair off")
     serve.add_argument("--max-queue", type=int, default=64,

@@ -1,0 +1,84 @@
+"""Entity linking: index build and load time, and linking precision/recall/time on a dataset split.
+
+    .venv/bin/python benchmarks/bench_link.py [--dataset webqsp] [--split test] [--build] [--set KEY=VALUE ...]
+                                               [--json FILE]
+
+``--build`` builds the index of the default KG afresh (into a temporary folder) and times it; otherwise the cached
+index (``memq.link.resolve.cached_index``) is loaded, and that load is timed. ``--set`` changes a
+:class:`memq.link.linker.LinkConfig` field (e.g. ``--set same_span_margin=0.2 --set max_entities=3``) for a
+second row beside the defaults. Recall is of the gold topic entities the question names; precision of the linked
+entities among all gold topic entities (memq.link.evaluate).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", default="webqsp", choices=("webqsp", "cwq"))
+    parser.add_argument("--split", default="test", choices=("dev", "test"))
+    parser.add_argument("--build", action="store_true", help="build the index afresh and time it")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--json", help="write the figures here")
+    args = parser.parse_args()
+
+    from memq.evaluate.run import questions_for
+    from memq.link.evaluate import link_record, summarise_links
+    from memq.link.index import EntityIndex, build_index, kg_source
+    from memq.link.linker import LinkConfig, Linker, add_training_mentions
+    from memq.link.resolve import cached_index
+    from memq.pipeline import Config, open_kg
+
+    kg_file = Config().kg
+    out: dict = {"dataset": args.dataset, "split": args.split}
+    if args.build:
+        t0 = time.perf_counter()
+        index = build_index(open_kg(kg_file), source=kg_source(kg_file, None))
+        add_training_mentions(index)
+        with tempfile.TemporaryDirectory() as tmp:
+            index.save(tmp)
+            out["build_s"] = round(time.perf_counter() - t0, 1)
+            t0 = time.perf_counter()
+            index = EntityIndex.load(tmp)
+            out["load_s"] = round(time.perf_counter() - t0, 2)
+    else:
+        cached_index(kg_file)  # built if missing, so that the load below is a load
+        t0 = time.perf_counter()
+        index = cached_index(kg_file)
+        out["load_s"] = round(time.perf_counter() - t0, 2)
+    out["entities"] = len(index)
+    questions = questions_for(args.dataset, args.split)
+    configs = {"default": LinkConfig()}
+    if args.set:
+        changes = {}
+        for item in args.set:
+            key, _, value = item.partition("=")
+            changes[key] = type(getattr(LinkConfig(), key))(value)
+        configs[" ".join(args.set)] = replace(LinkConfig(), **changes)
+    out["linking"] = {}
+    for label, config in configs.items():
+        linker = Linker(index, config)
+        linker.link(questions[0].question)  # rapidfuzz imported before timing
+        block = summarise_links([link_record(linker, q) for q in questions])
+        block.pop("note")
+        out["linking"][label] = block
+    text = json.dumps(out, indent=2)
+    print(text)
+    if args.json:
+        Path(args.json).write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,41 @@
+"""The gold topic entities of a dataset question: those it names, and all of them (memq.link.evaluate scores
+linking against both; memq.link.index counts the mention prior on the named ones of the training questions).
+
+* ``named``: WebQSP's annotated ``TopicEntityMid`` of the first parse; CWQ test: the ``topic_entity`` map of the
+  ToG release (``data/cwq/cwq_test_tog.json.gz``), else every entity constant of the gold query.
+* ``all``: every topic entity of the first parse (WebQSP adds the constraint entities, such as Country or
+  Marriage, and the other constants of the gold query).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from functools import lru_cache
+
+from .. import datasets
+
+
+@lru_cache(maxsize=4)
+def _named_topics(dataset: str, split: str) -> dict[str, tuple[str, ...]]:
+    if dataset == "webqsp":
+        out = {}
+        raw_splits = ("train",) if split in ("dev", "train") else ("test",)
+        for raw_split in raw_splits:
+            path = datasets.data_path("webqsp", f"WebQSP.{raw_split}.json.gz")
+            with gzip.open(path, "rt", encoding="utf-8") as fh:
+                for q in json.load(fh)["Questions"]:
+                    first = q["Parses"][0] if q["Parses"] else {}
+                    out[q["QuestionId"]] = (first["TopicEntityMid"],) if first.get("TopicEntityMid") else ()
+        return out
+    if dataset == "cwq" and split == "test":
+        with gzip.open(datasets.data_path("cwq", "cwq_test_tog.json.gz"), "rt", encoding="utf-8") as fh:
+            return {r["ID"]: tuple(r.get("topic_entity") or ()) for r in json.load(fh)}
+    return {}
+
+
+def gold_entities(question) -> tuple[set[str], set[str]]:
+    """(named, all) gold topic entity ids of ``question`` (a :class:`~memq.datasets.GoldQuestion`)."""
+    every = {m for m, _ in question.parses[0].topic_entities} if question.parses else set()
+    named = _named_topics(question.dataset, question.split).get(question.id)
+    return (set(named) if named is not None else set(every)), every

@@ -1,0 +1,139 @@
+"""From what a caller gave to the topic entities the pipeline answers about.
+
+* nothing (``None``): the question's entities are linked (:meth:`memq.link.linker.Linker.link`);
+* names alone (``["Jamaica"]``): each name resolves to its most popular entity of that name; a name that matches
+  nothing is dropped with a traced fallback;
+* ids with names (``{"m.03_r3": "Jamaica"}``): taken as they are (the pipeline drops an id the KG does not hold).
+
+Every link is written into ``Trace.links`` with its score and runners-up. :class:`~memq.errors.LinkingError` is
+raised when no entity is left, naming what was tried.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from ..errors import EntityIndexError, LinkingError
+from ..types import Trace
+from .index import MANIFEST, EntityIndex, build_index, kg_source
+from .linker import Link, Linker, add_training_mentions
+
+log = logging.getLogger(__name__)
+
+MAX_NAME_CHARS = 200
+
+
+def needs_linking(entities: object) -> bool:
+    """True for ``None`` and for a non-empty list of names (str); False for ids with names."""
+    if entities is None:
+        return True
+    return isinstance(entities, (list, tuple)) and bool(entities) and all(isinstance(e, str) for e in entities)
+
+
+def check_names(names: list | tuple) -> list[str]:
+    """Names given alone, checked as :func:`memq.pipeline.validate` checks entity names; ValueError naming one."""
+    out = []
+    for name in names:
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(f"an entity name must be a non-empty string, got {name!r}")
+        if any(ch in name for ch in "\n\r\t\x00{}<>\"\\") or len(name) > MAX_NAME_CHARS:
+            raise ValueError(f"entity name {name!r} contains characters a name cannot have or is longer than "
+                             f"{MAX_NAME_CHARS} characters")
+        out.append(name.strip())
+    return out
+
+
+def open_linker(config) -> Linker:
+    """The linker of a pipeline :class:`~memq.pipeline.Config`: ``config.entity_index`` if it names one, else the
+    index of the embedded KG file, built once per file content in the memq cache."""
+    if config.entity_index:
+        return Linker(EntityIndex.load(config.entity_index), config.link)
+    if config.endpoint or Path(config.kg).is_dir():
+        where = config.endpoint or Path(config.kg).name
+        raise LinkingError(f"entity linking on {where} needs an entity index: build one with `memq link build "
+                           f"--endpoint URL --out DIR` (or --kg FILE) and pass it as --entity-index DIR "
+                           "(Config.entity_index), or give the entities as ids with names")
+    return Linker(cached_index(config.kg), config.link)
+
+
+def _shown(link: Link, how: str) -> str:
+    return f"{link.name} ({link.id}) from {how} (score {link.score:.2f}, match {link.match:.2f})"
+
+
+def resolve(linker: Linker, question: str, entities: list[str] | None, trace: Trace) -> dict[str, str]:
+    """Topic entities (id -> name) for ``question`` from nothing or names alone; links and drops traced."""
+    if entities is None:
+        links = linker.link(question)
+        if not links:
+            raise LinkingError(f"no topic entity found in the question {question[:80]!r}: no name in the entity "
+                               "index matches a span of it; give the entities (ids with names, or names)")
+        trace.links.extend(link.to_json() for link in links)
+        trace.fallbacks.append("entity linking: no entities given; linked "
+                               + "; ".join(_shown(link, repr(link.mention)) for link in links))
+        return {link.id: link.name for link in links}
+    out: dict[str, str] = {}
+    missing = []
+    for name in check_names(entities):
+        link = linker.resolve_name(name)
+        if link is None:
+            missing.append(name)
+            trace.fallbacks.append(f"entity linking: the name {name!r} matches no entity of the index; dropped")
+            continue
+        trace.links.append({**link.to_json(), "given": name})
+        if link.match < 1.0:
+            trace.fallbacks.append(f"entity linking: the name {name!r} has no exact match; "
+                                   + _shown(link, "a fuzzy or partial match"))
+        out.setdefault(link.id, name)
+    if not out:
+        raise LinkingError(f"no entity of the index is named {', '.join(map(repr, missing))}; give ids with names "
+                           "or other names")
+    return out
+
+
+def known_entities(kg, entities: dict[str, str], trace: Trace, timeout: float | None = None) -> dict[str, str]:
+    """The entities ``kg`` holds a triple about; an unknown one is dropped with a traced fallback, and
+    :class:`~memq.errors.LinkingError` (naming the ids) is raised when none is left. Ids reach the KG validated and
+    as IRIs only (:func:`memq.sparql.safety.entity_iri`)."""
+    from ..sparql.safety import entity_iri
+
+    unknown = []
+    for mid in entities:
+        rows = kg.select(f"SELECT ?p WHERE {{ {entity_iri(mid)} ?p ?o }} LIMIT 1", timeout=timeout)
+        if not rows:
+            rows = kg.select(f"SELECT ?p WHERE {{ ?s ?p {entity_iri(mid)} }} LIMIT 1", timeout=timeout)
+        if not rows:
+            unknown.append(mid)
+    if len(unknown) == len(entities):
+        ids = ", ".join(map(repr, unknown))
+        raise LinkingError(f"unknown entity id{'s' if len(unknown) > 1 else ''} {ids}: the knowledge graph has no "
+                           "triple about it")
+    for mid in unknown:
+        trace.fallbacks.append(f"unknown entity id {mid!r} ({entities[mid]!r}): the knowledge graph has no triple "
+                               "about it; dropped, the question is answered about the other entities")
+    return {mid: name for mid, name in entities.items() if mid not in unknown}
+
+
+def cached_index(kg_file: str | Path, cache_dir: str | Path | None = None) -> EntityIndex:
+    """The index of the RDF file ``kg_file``, built once per file content under the memq cache
+    (``entity_index/<file stem>-<sha256 prefix>``) from the file's own Oxigraph store, like that store."""
+    from memq.kg.oxigraph import default_cache_dir
+
+    path = Path(kg_file)
+    if not path.is_file():
+        raise EntityIndexError(f"knowledge graph file {path.name} does not exist, so it has no entity index")
+    source = kg_source(path, None)
+    root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    target = root / "entity_index" / f"{path.name.split('.')[0]}-{source['kg_sha256'][:16]}"
+    if not (target / MANIFEST).is_file():
+        log.warning("first use of entity linking on %s: building its entity index in the memq cache "
+                    "(once per file content, about a minute for the benchmark KG)", path.name)
+        from memq.kg.oxigraph import OxigraphStore
+
+        index = build_index(OxigraphStore.cached(path), source=source)
+        add_training_mentions(index)
+        index.save(target)
+    index = EntityIndex.load(target)
+    if index.info.get("source", {}).get("kg_sha256") != source["kg_sha256"]:
+        raise EntityIndexError(f"{target / MANIFEST}: built from another KG than {path.name}")
+    return index

@@ -1,0 +1,284 @@
+"""Entity linking (memq.link): the index built from a small hand-made KG, the linker, and questions asked without
+ids through Pipeline.answer, memq.answer, memq ask and memq serve."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+from fastapi.testclient import TestClient
+from test_answer import TRIPLES, SpyKG, _question
+
+import memq
+from memq import api
+from memq.errors import EntityIndexError, LinkingError
+from memq.kg.oxigraph import OxigraphStore
+from memq.link.index import ENTITIES, MANIFEST, EntityIndex, build_index, normalize
+from memq.link.linker import LinkConfig, Linker, mention_counts
+from memq.link.resolve import resolve
+from memq.pipeline import Config, Pipeline
+from memq.types import Plan, Trace
+
+FB = "http://rdf.freebase.com/ns/"
+NAME = f"<{FB}type.object.name>"
+ALIAS = f"<{FB}common.topic.alias>"
+# Two entities called Jamaica (the country has more triples), an alias, a synthetic distractor with a real name, a
+# French name that is not indexed, and a name with SPARQL syntax in it
+EXTRA = f"""
+<{FB}m.0nn1zzq> {NAME} "Jamaica"@en .
+<{FB}m.03_r3> {ALIAS} "JA"@en .
+<http://memq.dev/synthetic/ent_1> {NAME} "Justin Bieber"@en .
+<{FB}m.0fr> {NAME} "Jamaïque"@fr .
+<{FB}m.0fr> <{FB}people.person.gender> <{FB}m.05zppz> .
+<{FB}m.0odd> {NAME} "Odd \\"}} UNION {{ ?s ?p ?o\\" name"@en .
+"""
+
+
+@pytest.fixture(scope="module")
+def kg(tmp_path_factory):
+    path = tmp_path_factory.mktemp("linkkg") / "kg.nt"
+    path.write_text(TRIPLES + EXTRA, encoding="utf-8")
+    return SpyKG(OxigraphStore.from_file(path))
+
+
+@pytest.fixture(scope="module")
+def index(kg):
+    return build_index(kg, source={"kg": "kg.nt"})
+
+
+def test_normalize_folds_case_accents_possessives_and_punctuation():
+    assert normalize("Côte d'Ivoire's  Capital!") == "cote d ivoire capital"
+    assert normalize("What does JAMAICAN people speak?") == "what does jamaican people speak"
+    assert normalize("?!") == ""
+
+
+def test_the_index_holds_named_freebase_ids_with_aliases_and_degrees(index):
+    assert "m.03_r3" in index and index.name("m.03_r3") == "Jamaica"
+    assert index.degree("m.03_r3") == 5  # 1 name + 3 languages edges + 1 alias as subject; no triple points at it
+    assert not any(i.startswith("http") for i in index.ids)  # the synthetic distractor is left out
+    assert "m.0fr" not in index  # its only name is French
+    assert index.exact("jamaica") == ["m.03_r3", "m.0nn1zzq"]  # most popular first
+    assert index.exact("ja") == ["m.03_r3"]  # the alias
+    assert dict(index.partial("bieber")) == {"m.06w2sn5": 6 / 13, "m.0gxnnwq": 6 / 12, "m.0jazz01": 6 / 13}
+    assert dict(index.partial("jb")) == {"m.06w2sn5": 0.5, "m.0gxnnwq": 0.5, "m.0jazz01": 0.5}  # initials
+    assert index.name("m.0odd") == 'Odd "} UNION { ?s ?p ?o" name'  # a name is data, never query text
+    assert [n for n, _ in index.fuzzy("jamaican")] == ["jamaica"]
+    assert index.fuzzy("zzzz") == []
+
+
+def test_an_index_round_trips_and_a_changed_file_is_refused(index, tmp_path):
+    index.mentions = {"jamaican": (3, 2)}
+    index.save(tmp_path / "idx")
+    loaded = EntityIndex.load(tmp_path / "idx")
+    assert loaded.ids == index.ids and loaded.degrees == index.degrees and loaded.aliases == index.aliases
+    assert loaded.mentions == {"jamaican": (3, 2)}
+    manifest = json.loads((tmp_path / "idx" / MANIFEST).read_text())
+    assert manifest["counts"]["entities"] == len(index) and manifest["source"] == {"kg": "kg.nt"}
+    entities = tmp_path / "idx" / ENTITIES
+    entities.write_text(entities.read_text().replace("Jamaica", "Jamaika"))
+    with pytest.raises(EntityIndexError, match="entities.tsv: sha256 does not match the manifest"):
+        EntityIndex.load(tmp_path / "idx")
+    with pytest.raises(EntityIndexError, match="no such entity index manifest"):
+        EntityIndex.load(tmp_path / "nothing")
+    index.mentions = {}
+
+
+def test_an_endpoint_is_read_page_by_page_with_the_same_result(kg, index):
+    class Paged:
+        """Answers at most 4 rows a query, as an endpoint's row cap would, and records the queries."""
+
+        def __init__(self):
+            self.queries = []
+
+        def select(self, query, timeout=None):
+            self.queries.append(query)
+            rows = kg.select(query, timeout=timeout)
+            assert len(rows) <= 4 or "LIMIT" not in query
+            return rows
+
+    paged = Paged()
+    built = build_index(paged, page=4)
+    assert built.ids == index.ids and built.degrees == index.degrees and built.names == index.names
+    assert all("ORDER BY" in q and "LIMIT 4 OFFSET" in q for q in paged.queries)
+    assert any("OFFSET 8" in q for q in paged.queries)
+
+
+def test_the_linker_finds_a_demonym_and_prefers_the_popular_entity(index):
+    links = Linker(index).link("what does jamaican people speak?")
+    assert [link.id for link in links][:1] == ["m.03_r3"]
+    top = links[0]
+    assert top.mention == "jamaican" and 0.85 < top.match < 1.0 and top.score > 1.0
+    assert "m.0nn1zzq" in [i for i, _, _ in top.runners_up]
+    assert Linker(index).link("what is the weather like?") == []
+
+
+def test_the_longer_exact_name_wins_over_a_part_of_it(index):
+    links = Linker(index).link("who are justin bieber's siblings?")
+    assert links[0].id == "m.06w2sn5" and links[0].mention == "justin bieber" and links[0].match == 1.0
+
+
+def test_the_mention_prior_counts_training_questions_and_silences_a_generic_span(index):
+    counts = mention_counts(index, [("where is jamaica?", ["m.03_r3"]), ("what is male in jamaica?", ["m.03_r3"]),
+                                    ("is male a gender?", ["m.02zsn"])])
+    assert counts["jamaica"] == (2, 2) and counts["male"] == (2, 0)
+    index.mentions = counts
+    try:
+        strict = Linker(index, LinkConfig(mention_weight=4.0))
+        assert "m.05zppz" not in [link.id for link in strict.link("which male singer is from jamaica?")]
+        assert strict.keyphraseness("male") == pytest.approx(1 / 4) and strict.keyphraseness("never seen") == 0.5
+    finally:
+        index.mentions = {}
+
+
+def test_link_config_refuses_bad_values():
+    with pytest.raises(ValueError, match="fuzzy_cutoff is a rapidfuzz ratio in 0-100, got 120"):
+        LinkConfig(fuzzy_cutoff=120)
+    with pytest.raises(ValueError, match="must be >= 1"):
+        LinkConfig(max_entities=0)
+
+
+def test_resolve_names_alone_and_trace_what_was_dropped(index):
+    linker = Linker(index)
+    trace = Trace()
+    assert resolve(linker, "q?", ["jamaica", "Nowhereland"], trace) == {"m.03_r3": "jamaica"}
+    assert trace.links[0]["id"] == "m.03_r3" and trace.links[0]["given"] == "jamaica"
+    assert any("'Nowhereland' matches no entity" in f for f in trace.fallbacks)
+    with pytest.raises(LinkingError, match="no entity of the index is named 'Nowhereland', 'Atlantis'"):
+        resolve(linker, "q?", ["Nowhereland", "Atlantis"], Trace())
+    with pytest.raises(LinkingError, match="no topic entity found in the question 'what is the weather like"):
+        resolve(linker, "what is the weather like?", None, Trace())
+
+
+@pytest.fixture(scope="module")
+def pipe(kg, index, tmp_path_factory):
+    from test_answer import MemoryBank, MemoryRecord, TemplateDescriber  # noqa: F401 - the same fakes
+
+    from memq.decompose import decompose_dataset
+    from memq.memory.embed import HashingEmbedder
+    from memq.plan import ScriptedPlanner
+    from memq.plan.derive import derive_plan
+
+    root = tmp_path_factory.mktemp("linkpipe")
+    index.save(root / "index")
+    describer = TemplateDescriber()
+    jamaica = _question("webqsp", "test", "WebQTest-0")
+    statements = decompose_dataset([jamaica])
+    records = [MemoryRecord(s, tuple(d), "template") for s, d in zip(statements, describer.describe(statements),
+                                                                      strict=True)]
+    plan = "\n".join(s.text for s in derive_plan(jamaica, lambda s: describer.describe([s])[0][0]).steps)
+    config = Config(planner="fewshot", entity_index=str(root / "index"))
+    return Pipeline(config, bank=MemoryBank.build(records, HashingEmbedder()), kg=kg,
+                    planner=ScriptedPlanner({jamaica.question: plan}))
+
+
+def test_a_question_without_entities_is_linked_and_answered(pipe):
+    a = pipe.answer("what does jamaican people speak?")
+    assert {i for i, _ in a.answers} == {"m.01428y", "m.04ygk0"}
+    assert a.trace.links[0]["id"] == "m.03_r3" and a.trace.links[0]["mention"] == "jamaican"
+    assert any(f.startswith("entity linking: no entities given; linked Jamaica (m.03_r3)") for f in a.trace.fallbacks)
+    assert "link" in a.trace.timings
+
+
+def test_names_alone_and_ids_with_names_give_the_same_answers(pipe):
+    q = "what does jamaican people speak?"
+    by_name = pipe.answer(q, ["Jamaica"])
+    by_id = pipe.answer(q, {"m.03_r3": "Jamaica"})
+    assert by_name.answers == by_id.answers and by_name.answers
+    assert by_id.trace.links == []
+
+
+def test_an_unknown_id_among_known_ones_is_dropped_and_traced(pipe):
+    a = pipe.answer("what does jamaican people speak?", {"m.03_r3": "Jamaica", "m.0zzzzz": "Foo"})
+    assert {i for i, _ in a.answers} == {"m.01428y", "m.04ygk0"}
+    assert any("unknown entity id 'm.0zzzzz' ('Foo')" in f and "dropped" in f for f in a.trace.fallbacks)
+    with pytest.raises(LinkingError, match="unknown entity ids 'm.0zzzzz', 'm.0yyyyy': the knowledge graph"):
+        pipe.answer("who?", {"m.0zzzzz": "Foo", "m.0yyyyy": "Bar"}, plan=Plan(steps=[]))
+
+
+def test_memq_answer_links_when_no_entities_are_given(pipe, monkeypatch):
+    monkeypatch.setitem(api._PIPELINES, pipe.config, pipe)
+    a = memq.answer("what does jamaican people speak?", config=pipe.config)
+    assert {i for i, _ in a.answers} == {"m.01428y", "m.04ygk0"}
+    assert api.check_request("who?", None) == ("who?", None)
+    assert api.check_request(" who? ", ["Jamaica "]) == ("who?", ["Jamaica"])
+    with pytest.raises(ValueError, match="leave entities out to have memq link them"):
+        api.check_request("who?", [])
+
+
+def test_memq_ask_prints_what_it_linked(pipe, monkeypatch, capsys):
+    from memq import ask
+
+    monkeypatch.setattr(api, "pipeline", lambda config=None: pipe)
+    args = ask_args("what does jamaican people speak?")
+    assert ask.run(args) == 0
+    out = capsys.readouterr().out
+    assert "linked:\n  Jamaica (m.03_r3)  from 'jamaican'" in out and "Jamaican English (m.01428y)" in out
+    assert ask.parse_entities([]) is None and ask.parse_entities(["Jamaica"]) == ["Jamaica"]
+    with pytest.raises(ValueError, match="not both: got 'Jamaica' beside m.03_r3='Jamaica'"):
+        ask.parse_entities(["m.03_r3=Jamaica", "Jamaica"])
+
+
+def ask_args(question: str):
+    from memq.cli import build_parser
+
+    return build_parser().parse_args(["ask", question])
+
+
+def test_memq_serve_answers_a_request_without_entities(pipe):
+    from memq.serve import create_app
+
+    with TestClient(create_app(pipeline=pipe, warm=False)) as c:
+        r = c.post("/answer", json={"question": "what does jamaican people speak?"})
+        assert r.status_code == 200, r.text
+        body = r.json()
+        assert body["linked"][0]["id"] == "m.03_r3" and {a["id"] for a in body["answers"]} == {"m.01428y",
+                                                                                                "m.04ygk0"}
+        r = c.post("/answer", json={"question": "what is the weather like?"})
+        assert r.status_code == 422 and "no topic entity found" in r.json()["detail"]
+        r = c.post("/answer", json={"question": "what does jamaican people speak?", "entities": ["Atlantis"]})
+        assert r.status_code == 422 and "no entity of the index is named 'Atlantis'" in r.json()["detail"]
+
+
+def test_an_endpoint_without_an_index_is_told_how_to_build_one():
+    from memq.link.resolve import open_linker
+
+    with pytest.raises(LinkingError, match="memq link build --endpoint URL --out DIR"):
+        open_linker(replace(Config(), endpoint="http://localhost:8890/sparql"))
+
+
+def test_memq_link_build_writes_an_index_that_loads(kg, tmp_path, capsys):
+    from memq.cli import main
+
+    path = tmp_path / "kg.nt"
+    path.write_text(TRIPLES + EXTRA, encoding="utf-8")
+    assert main(["link", "build", "--kg", str(path), "--out", str(tmp_path / "idx"), "--no-mentions"]) == 0
+    loaded = EntityIndex.load(tmp_path / "idx")
+    assert loaded.exact("jamaica") == ["m.03_r3", "m.0nn1zzq"] and loaded.mentions == {}
+    assert loaded.info["manifest"]["source"]["kg"] == "kg.nt"  # the file's name, not a path of this machine
+    assert main(["link", "build", "--kg", str(path), "--out", str(tmp_path / "x"), "--page", "0"]) == 2
+    assert "--page must be >= 1, got 0" in capsys.readouterr().err
+
+
+def test_linking_metrics_count_named_and_all_gold_entities():
+    from memq.link.evaluate import summarise_links
+
+    records = [  # linked 2, one is the named gold, one a constraint entity; linked 1 wrong; linked none
+        {"linked": [{"id": "a"}, {"id": "c"}], "link_ms": 1.0, "gold_named": ["a"], "gold_all": ["a", "c"],
+         "hits_named": 1, "hits_all": 2},
+        {"linked": [{"id": "x"}], "link_ms": 2.0, "gold_named": ["b"], "gold_all": ["b"], "hits_named": 0,
+         "hits_all": 0},
+        {"linked": [], "link_ms": 3.0, "gold_named": ["d"], "gold_all": ["d", "e"], "hits_named": 0, "hits_all": 0},
+    ]
+    s = summarise_links(records)
+    assert (s["precision"], s["recall"], s["recall_all"]) == (round(2 / 3, 4), round(1 / 3, 4), round(2 / 5, 4))
+    assert s["entities_per_question"] == 1.0 and s["questions_without_entity"] == 1 and s["p50_ms"] == 2.0
+    assert s["f1"] == round(2 * (2 / 3) * (1 / 3) / (2 / 3 + 1 / 3), 4)
+
+
+def test_gold_entities_named_is_webqsps_topic_entity_and_all_adds_the_constraints():
+    from memq.link.evaluate import gold_entities
+
+    q = _question("webqsp", "test", "WebQTest-9")  # who was richard nixon married to? (a Marriage constraint)
+    named, every = gold_entities(q)
+    assert named == {"m.06c97"} and every == {"m.06c97", "m.04ztj"}
