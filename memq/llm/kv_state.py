@@ -100,8 +100,9 @@ class Runner:
 
     def __del__(self) -> None:
         batch, self.batch = getattr(self, "batch", None), None
-        if batch is not None:
-            self.lib.llama_batch_free(batch)
+        free = getattr(getattr(self, "lib", None), "llama_batch_free", None)
+        if batch is not None and callable(free):  # at interpreter exit llama_cpp's names may be gone already
+            free(batch)
 
     def logits(self, ids: list[int], first: int) -> np.ndarray:
         """Logits after each of ``ids[first - 1:]`` (rows), keeping the cached prefix that ``ids`` shares."""
