@@ -241,3 +241,20 @@ def test_entity_index_built_from_virtuoso_page_by_page_is_the_stores(loaded):
     assert len(from_endpoint) > 100
     assert from_endpoint.ids == from_store.ids and from_endpoint.names == from_store.names
     assert from_endpoint.degrees == from_store.degrees and from_endpoint.aliases == from_store.aliases
+
+
+def test_sort_orders_numbers_kept_as_text_as_numbers_on_both_stores(loaded):
+    from memq.reconstruct import Reconstructor
+    from memq.types import PlanStep
+
+    values = f'"686" "81" "1" "abc" 12 "2001-05-01T00:00:00"^^<{XSD}dateTime> "1999-01-01T00:00:00"^^<{XSD}dateTime>'
+    base = parse_query(f"SELECT ?k WHERE {{ VALUES ?k {{ {values} }} }}")
+    for op, first in (("desc", ["686", "81", "12", "1"]), ("asc", ["1", "12", "81", "686"])):
+        order, _, _ = Reconstructor({}).sort(PlanStep("sort", "Sort ?k.", target="?k", op=op))
+        query = to_standard(replace(base, order_by=order))
+        got = {name: [row["k"].value for row in kg.select(query)] for name, kg in
+               (("virtuoso", loaded["endpoint"]), ("oxigraph", loaded["store"]))}
+        numbers = {name: [v for v in rows if v[:1].isdigit() and "-" not in v] for name, rows in got.items()}
+        dates = {name: [v[:4] for v in rows if "-" in v] for name, rows in got.items()}
+        assert numbers == {"virtuoso": first, "oxigraph": first}, got
+        assert dates["virtuoso"] == dates["oxigraph"] == (["2001", "1999"] if op == "desc" else ["1999", "2001"])

@@ -4,8 +4,9 @@ As in MemQ (section 4.3): each step's statements are appended in order; the
 canonical ``?entity1/2/3`` are renamed to the step's variables and entity
 names are refilled with ids from ``entities``; several statements for one
 step become a UNION; *Make sure* becomes a FILTER (``= != < <= > >=``) and
-*Sort* an ORDER BY/LIMIT. The language filter and the exclusion of the topic
-entities are added as the gold queries do.
+*Sort* an ORDER BY/LIMIT (the key as a number, then as it is). The language
+filter and the exclusion of the node the answer's own step starts from are
+added as the gold queries do.
 
 Entity ids enter the query only as :class:`~memq.sparql.model.Iri` terms
 built from validated ids, and every value a plan mentions only as a
