@@ -69,6 +69,11 @@ def _flat_index(vecs: np.ndarray, dim: int):
     return index
 
 
+def _unsaved(info: dict) -> dict:
+    """A derived bank's info: the source bank's, less the manifest it was loaded with (save() writes a new one)."""
+    return {k: v for k, v in info.items() if k != "manifest"}
+
+
 def memq_version() -> str:
     try:
         from importlib.metadata import version
@@ -149,7 +154,7 @@ class MemoryBank:
         vecs = np.stack([self.index.reconstruct(int(r)) for r in rows]) if len(rows) else \
             np.zeros((0, self.index.d), dtype=np.float32)
         flat = type(self)([self.records[i] for i in kept], _flat_index(vecs, self.index.d), self.embedder,
-                          [self.sources[i] for i in kept], dict(self.info))
+                          [self.sources[i] for i in kept], _unsaved(self.info))
         kind = index_type_of(self.index)
         return flat if kind == "flat" else flat.compacted(kind)
 
@@ -166,8 +171,7 @@ class MemoryBank:
         vecs = [self.index.reconstruct_n(0, self.index.ntotal)]
         if len(rows):
             vecs.append(np.stack([other.index.reconstruct(int(r)) for r in rows]))
-        info = {**self.info, "source": {"merged": [self.info.get("source", {}), other.info.get("source", {})]}}
-        info.pop("manifest", None)
+        info = _unsaved({**self.info, "source": {"merged": [self.info.get("source", {}), other.info.get("source", {})]}})
         flat = type(self)(self.records + [other.records[i] for i in new], _flat_index(np.concatenate(vecs), self.index.d),
                           self.embedder, sources + [other.sources[i] for i in new], info)
         kind = index_type_of(self.index)
@@ -190,7 +194,7 @@ class MemoryBank:
             index = faiss.IndexScalarQuantizer(self.index.d, kind, faiss.METRIC_INNER_PRODUCT)
             index.train(vecs)
         index.add(vecs)
-        return type(self)(self.records, index, self.embedder, self.sources, dict(self.info))
+        return type(self)(self.records, index, self.embedder, self.sources, _unsaved(self.info))
 
     # ------------------------------------------------------------------ search
     def __len__(self) -> int:
