@@ -3,15 +3,17 @@
 Every file memq writes for later (a memory bank, a cache entry, a saved state, a derived data set) is
 written at a temporary name beside its target and renamed onto it, so a reader never sees half a file and a
 crash leaves the old one: :func:`write_atomic` for bytes in hand, :func:`atomic_path` for a file or a
-directory that something else writes. :func:`sha256_file` names the file a manifest, cache or run summary saw.
+directory that something else writes. :func:`sha256_file` names the file a manifest, cache or run summary saw,
+and :func:`read_manifest` checks a saved directory's files against its manifest.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -23,6 +25,31 @@ def sha256_file(path: str | Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def read_manifest(manifest: Path, files: Iterable[str], version: int, error: type[Exception],
+                  missing: str = "") -> dict:
+    """The JSON ``manifest`` of a saved directory, checked: readable, ``format_version`` equal to ``version``, and a
+    sha256 listed for every name in ``files`` that matches the file beside it. Raises ``error`` naming the file that
+    failed; ``missing`` is added to the message when there is no manifest at all (how to build one)."""
+    if not manifest.is_file():
+        raise error(f"{manifest}: no such {missing or 'manifest'}")
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+        found, listed = data["format_version"], data["files"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise error(f"{manifest}: unreadable manifest ({exc})") from None
+    if found != version:
+        raise error(f"{manifest}: format_version {found!r}, this memq reads {version}")
+    for name in files:
+        path = manifest.parent / name
+        if name not in listed:
+            raise error(f"{manifest}: lists no sha256 for {name}")
+        if not path.is_file():
+            raise error(f"{path}: missing")
+        if sha256_file(path) != listed[name]:
+            raise error(f"{path}: sha256 does not match the manifest (file changed or corrupt)")
+    return data
 
 
 def _temporary(path: Path) -> Path:

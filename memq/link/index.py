@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from memq.errors import EntityIndexError
-from memq.files import sha256_file, write_atomic
+from memq.files import read_manifest, sha256_file, write_atomic
 from memq.kg.base import NAME_PREDICATE
 from memq.sparql.model import FB, Iri, Literal
 
@@ -184,24 +184,8 @@ class EntityIndex:
     def load(cls, path: str | Path) -> EntityIndex:
         """Load and verify an index directory; raises :class:`~memq.errors.MemQError` naming what failed."""
         root = Path(path)
-        mpath = root / MANIFEST
-        if not mpath.is_file():
-            raise EntityIndexError(f"{mpath}: no such entity index manifest (build one with `memq link build`)")
-        try:
-            manifest = json.loads(mpath.read_text(encoding="utf-8"))
-            version, files = manifest["format_version"], manifest["files"]
-        except (ValueError, KeyError, TypeError) as exc:
-            raise EntityIndexError(f"{mpath}: unreadable manifest ({exc})") from None
-        if version != FORMAT_VERSION:
-            raise EntityIndexError(f"{mpath}: format_version {version!r}, this memq reads {FORMAT_VERSION}")
-        for name in (ENTITIES, MENTIONS):
-            fpath = root / name
-            if name not in files:
-                raise EntityIndexError(f"{mpath}: lists no sha256 for {name}")
-            if not fpath.is_file():
-                raise EntityIndexError(f"{fpath}: missing")
-            if sha256_file(fpath) != files[name]:
-                raise EntityIndexError(f"{fpath}: sha256 does not match the manifest (file changed or corrupt)")
+        manifest = read_manifest(root / MANIFEST, (ENTITIES, MENTIONS), FORMAT_VERSION, EntityIndexError,
+                                 "entity index manifest (build one with `memq link build`)")
         epath = root / ENTITIES
         ids, degrees, names, aliases = [], [], [], []
         with open(epath, encoding="utf-8") as fh:

@@ -35,7 +35,7 @@ import numpy as np
 
 from memq.describe.base import shared_descriptions
 from memq.errors import MemoryBankError
-from memq.files import sha256_file, write_atomic
+from memq.files import read_manifest, sha256_file, write_atomic
 from memq.types import STRUCTURES, MemoryRecord, Statement
 
 from .embed import Embedder, embedder_for
@@ -288,25 +288,12 @@ class MemoryBank:
 
         root = Path(path)
         mpath = root / MANIFEST
-        if not mpath.is_file():
-            raise MemoryBankError(f"{mpath}: no such memory bank manifest")
+        manifest = read_manifest(mpath, (STATEMENTS, INDEX), FORMAT_VERSION, MemoryBankError,
+                                 "memory bank manifest")
         try:
-            manifest = json.loads(mpath.read_text(encoding="utf-8"))
-            version = manifest["format_version"]
-            files = manifest["files"]
             emb_name, emb_dim = manifest["embedder"]["name"], int(manifest["embedder"]["dim"])
         except (ValueError, KeyError, TypeError) as exc:
             raise MemoryBankError(f"{mpath}: unreadable manifest ({exc})") from None
-        if version != FORMAT_VERSION:
-            raise MemoryBankError(f"{mpath}: format_version {version!r}, this memq reads {FORMAT_VERSION}")
-        for name in (STATEMENTS, INDEX):
-            fpath = root / name
-            if name not in files:
-                raise MemoryBankError(f"{mpath}: lists no sha256 for {name}")
-            if not fpath.is_file():
-                raise MemoryBankError(f"{fpath}: missing")
-            if sha256_file(fpath) != files[name]:
-                raise MemoryBankError(f"{fpath}: sha256 does not match the manifest (file changed or corrupt)")
         if embedder is None:
             embedder = embedder_for(emb_name, emb_dim)
         if embedder.name != emb_name or int(embedder.dim) != emb_dim:
