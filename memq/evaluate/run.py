@@ -11,7 +11,6 @@ execution raises scores 0 and keeps its place in the denominator.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import statistics
@@ -27,7 +26,7 @@ from ..files import sha256_file
 from ..types import Plan
 from .direct import ABLATIONS, DirectSparqlModel, evaluate_direct
 from .metrics import mean
-from .saved import hybrid_records, load_records, plan_record, saved_plan  # noqa: F401 - re-exported
+from .saved import hybrid_records, load_records, plan_record, record_log, saved_plan  # noqa: F401 - re-exported
 from .scoring import error_stage, score
 
 log = logging.getLogger(__name__)
@@ -286,17 +285,11 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
             raise ValueError(f"unknown ablation {ablation!r}; expected one of {', '.join(ABLATIONS)}")
         model = ablation_model or DirectSparqlModel(ablation_adapter, batch_size=batch_size)
     todo = [q for q in questions if q.id not in done or (model is not None and not done[q.id].get("ablation"))]
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(todo), desc=f"{dataset}/{split}/{planner}", unit="q")
-    out = open(path, "a", encoding="utf-8") if path else None
     # LLM planners plan a batch of questions in one generate call; each question is charged its share
     # of the time and one LLM call (one prompt).
     size = max(1, getattr(model, "batch_size", 1), 1 if planner == "oracle" else batch_size)
     backends: set[str | None] = set()
-    try:
+    with record_log(path, len(todo), f"{dataset}/{split}/{planner}", progress) as write:
         for i in range(0, len(todo), size):
             chunk = todo[i:i + size]
             outputs: dict[str, tuple[str, float]] = {}  # question id -> (the ablation's raw output, its time)
@@ -343,16 +336,7 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
                     if q.id in saved_outputs:
                         rec["ablation"]["raw_from"] = str(plans_from)
                 done[q.id] = rec
-                if out:
-                    out.write(json.dumps(rec) + "\n")
-                    out.flush()
-                if bar is not None:
-                    bar.update(1)
-    finally:
-        if out:
-            out.close()
-        if bar is not None:
-            bar.close()
+                write(rec)
     records = [done[q.id] for q in questions if q.id in done]
     summary = summarise(records, dataset=dataset, split=split, planner=planner,
                         kg=config.endpoint or Path(config.kg).name)

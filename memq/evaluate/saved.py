@@ -9,6 +9,8 @@ model call.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import MemQError, PlanParseError
@@ -29,6 +31,34 @@ def plan_record(plan: Plan) -> dict:
         if "seconds" in plan.cost and "plan_from" not in plan.cost:  # this question's own time
             out["plan_s"] = round(plan.cost["seconds"], 4)
     return out
+
+
+@contextmanager
+def record_log(path: Path | None, total: int, desc: str, progress: bool) -> Iterator[Callable[..., None]]:
+    """Where a run's per-question records go as they are made: appended to ``path`` (JSONL, flushed one by one,
+    so a stopped run resumes from it with :func:`load_records`) when given, with a tqdm bar of ``total`` when
+    ``progress``. Yields ``write(record=None)``: writes the record, if one is given, and advances the bar."""
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=total, desc=desc, unit="q")
+    out = open(path, "a", encoding="utf-8") if path else None
+
+    def write(record: dict | None = None) -> None:
+        if record is not None and out:
+            out.write(json.dumps(record) + "\n")
+            out.flush()
+        if bar is not None:
+            bar.update(1)
+
+    try:
+        yield write
+    finally:
+        if out:
+            out.close()
+        if bar is not None:
+            bar.close()
 
 
 def load_records(path: str | Path) -> dict[str, dict]:

@@ -12,7 +12,6 @@ Precision counts a linked entity as right when it is in ``all``. Counts are micr
 
 from __future__ import annotations
 
-import json
 import statistics
 import time
 
@@ -82,7 +81,7 @@ def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: in
     from dataclasses import replace as dc_replace
     from pathlib import Path
 
-    from ..evaluate.run import evaluate_question, load_records, questions_for, summarise
+    from ..evaluate.run import evaluate_question, load_records, questions_for, record_log, summarise
     from ..pipeline import Config, Pipeline
 
     if planner == "oracle":
@@ -95,31 +94,16 @@ def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: in
     todo = questions[:limit] if limit is not None else questions
     path = Path(per_question) if per_question else None
     done = load_records(path) if path and path.exists() else {}
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(todo), desc=f"{dataset}/{split}/{planner}/linked", unit="q")
-    out = open(path, "a", encoding="utf-8") if path else None
-    try:
+    with record_log(path, len(todo), f"{dataset}/{split}/{planner}/linked", progress) as write:
         for q, link in zip(todo, links, strict=False):
-            if q.id not in done:
-                gold = evaluate_question(pipeline, q, planner)
-                same = dict(q.parses[0].topic_entities) == {x["id"]: x["name"] for x in link["linked"]}
-                linked = dict(gold) if same else evaluate_question(pipeline, linked_question(q, link["linked"]),
-                                                                   planner)
-                rec = {**linked, "linking": link, "same_entities": same, "gold_entities": gold}
-                done[q.id] = rec
-                if out:
-                    out.write(json.dumps(rec) + "\n")
-                    out.flush()
-            if bar is not None:
-                bar.update(1)
-    finally:
-        if out:
-            out.close()
-        if bar is not None:
-            bar.close()
+            if q.id in done:
+                write()
+                continue
+            gold = evaluate_question(pipeline, q, planner)
+            same = dict(q.parses[0].topic_entities) == {x["id"]: x["name"] for x in link["linked"]}
+            linked = dict(gold) if same else evaluate_question(pipeline, linked_question(q, link["linked"]), planner)
+            done[q.id] = {**linked, "linking": link, "same_entities": same, "gold_entities": gold}
+            write(done[q.id])
     records = [done[q.id] for q in todo if q.id in done]
     kg = config.endpoint or Path(config.kg).name
     linked_summary = summarise(records, dataset=dataset, split=split, planner=planner, kg=kg)
