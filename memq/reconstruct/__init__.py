@@ -19,11 +19,10 @@ from .reconstructor import (
     Draft,
     Reconstructor,
     language_filter,
-    query_terms,
     value_comparators,
     with_comparator,
     with_order,
 )
 
-__all__ = ["ORDERING", "XSD_DATETIME", "Draft", "Reconstructor", "language_filter", "query_terms",
+__all__ = ["ORDERING", "XSD_DATETIME", "Draft", "Reconstructor", "language_filter",
            "value_comparators", "with_comparator", "with_order"]

@@ -44,8 +44,7 @@ def build_query(choices: list[StepChoice], rec: Reconstructor, answer: Var, trac
         apply_step(draft, c, rec, trace, skip=c.index in skipped)
     if not draft.triples and not draft.unions:
         raise ReconstructionError("no step produced a graph pattern")
-    triples = list(draft.triples) + [t for u in draft.unions for alt in u for t in alt.all_triples()]
-    starts = rec.answer_starts([c.step for c in choices], answer, triples)
+    starts = rec.answer_starts([c.step for c in choices], answer, draft.all_triples())
     return draft.query(answer, rec.boilerplate(answer, starts))
 
 

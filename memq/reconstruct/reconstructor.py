@@ -120,6 +120,10 @@ class Draft:
         elif alts:
             self.unions.append(tuple(alts))
 
+    def all_triples(self) -> list[Triple]:
+        """Every triple pattern of the draft, those inside its UNION alternatives too."""
+        return self.triples + [t for u in self.unions for alt in u for t in alt.all_triples()]
+
     def query(self, answer: Var, boilerplate: list[Expr]) -> Query:
         where = Group(triples=tuple(self.triples), unions=tuple(self.unions),
                       filters=tuple(self.filters) + tuple(boilerplate))
@@ -372,21 +376,10 @@ def _star_key(where: Group, binding: dict[str, Term]) -> tuple[str, ...] | None:
     return tuple(sorted(edges)) if len(edges) == 2 else None
 
 
-def query_terms(draft: Draft) -> set[Term]:
-    out: set[Term] = set()
-    for t in draft.triples:
-        out |= {t.s, t.o}
-    for u in draft.unions:
-        for alt in u:
-            for t in alt.all_triples():
-                out |= {t.s, t.o}
-    return out
-
-
 def with_order(draft: Draft, order: tuple[OrderKey, ...], limit: int | None, offset: int | None) -> Draft:
     d = draft.copy()
     d.order, d.limit, d.offset = order, limit, offset
     return d
 
 
-__all__ = ["Draft", "Reconstructor", "language_filter", "query_terms", "with_order", "replace"]
+__all__ = ["Draft", "Reconstructor", "language_filter", "with_order", "replace"]
