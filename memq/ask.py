@@ -61,6 +61,12 @@ def add_search_args(parser: argparse.ArgumentParser) -> None:
                                                           "taken")
     parser.add_argument("--coverage", type=float, help=f"{g} nats off a Finally line for each topic entity the plan "
                                                        "does not name (0: off)")
+    parser.add_argument("--ranker", help=f"{g} the statement ranker's directory, or 'none' for the model alone "
+                                         "(default: the committed memory_bank/ranker when there is one)")
+    parser.add_argument("--rank-top", type=int, help=f"{g} best-ranked candidates offered to the model per step")
+    parser.add_argument("--rank-pool", type=int, help=f"{g} candidates the ranker scores per step")
+    parser.add_argument("--rank-weight", type=float, help=f"{g} weight of the ranker's score on Find lines "
+                                                          "(0: it only cuts the candidates)")
 
 
 def parse_entities(items: list[str]) -> dict[str, str] | list[str] | None:
@@ -100,7 +106,16 @@ def answer_json(a: Answer) -> dict:
         "backend": a.trace.backend,
         "planning_cost": a.trace.cost,
         "plans_tried": a.trace.plans,
+        "ranked": ranked_steps(a.plan),
     }
+
+
+def ranked_steps(plan) -> list[dict]:
+    """Each Find step the statement ranker ordered (the grounded planner's, or the hybrid one's rescue): its
+    candidates with the ranker's logit, its bonus and the model's log-probability (None: not among the best)."""
+    if plan.ranked:
+        return plan.ranked
+    return plan.rescue.ranked if plan.rescue is not None else []
 
 
 def show(a: Answer, gold: list[tuple[str, str]] | None = None) -> str:
@@ -122,6 +137,13 @@ def show(a: Answer, gold: list[tuple[str, str]] | None = None) -> str:
     if a.trace.fallbacks:
         lines.append("fallbacks:")
         lines += [f"  - {f}" for f in a.trace.fallbacks]
+    ranked = ranked_steps(a.plan)
+    if ranked:
+        lines.append("ranked candidates (ranker logit / model log-prob), the five best of each search:")
+        for entry in ranked:
+            lines.append(f"  step {entry['step']} ({entry['scored']} scored)")
+            lines += [f"    {c['ranker']:7.3f} / " + (f"{c['llm']:8.3f}" if c["llm"] is not None else "       -")
+                      + f"  {c['line']}" for c in entry["candidates"][:5]]
     if a.trace.plans:
         lines.append("plans tried (execution-guided choice):")
         lines += [f"  {p.get('planner') or 'score ' + str(p['score'])}  rows {p['rows']}  "
@@ -148,7 +170,7 @@ def config_from(args: argparse.Namespace):
 
     config = Config()
     changes = {}
-    for key in ("memory", "kg", "endpoint", "planner", "adapter", "backend", "entity_index"):
+    for key in ("memory", "kg", "endpoint", "planner", "adapter", "backend", "entity_index", "ranker"):
         value = getattr(args, key, None)
         if value and not (key == "planner" and value == "oracle"):
             changes[key] = value
@@ -157,7 +179,8 @@ def config_from(args: argparse.Namespace):
     if getattr(args, "no_repair", False):
         changes["repair"] = False
     search = {k: getattr(args, k) for k in ("beam", "lines", "norm", "max_candidates", "prune", "budget", "prior",
-                                             "neighbours", "prior_floor", "coverage")
+                                             "neighbours", "prior_floor", "coverage", "rank_top", "rank_pool",
+                                             "rank_weight")
               if getattr(args, k, None) is not None}
     if search:
         changes["search"] = replace(config.search, **search)

@@ -86,6 +86,9 @@ class Config:
     backend: str = DEFAULT_BACKEND  # the planner's LLM: "llamacpp", or "transformers" (also the traced fallback)
     recall: RecallConfig = field(default_factory=RecallConfig)
     search: GroundedConfig = field(default_factory=GroundedConfig)  # the grounded planner's search
+    # the grounded planner's statement ranker (memq.plan.ranker): "auto" (the committed memory_bank/ranker when there
+    # is one), "none" (the model alone chooses), or a ranker directory
+    ranker: str = "auto"
     grounded: bool = True
     repair: bool = True
     max_repairs: int = 4
@@ -144,6 +147,7 @@ class Pipeline:
     def planner(self):
         if self._planner is None:
             from .plan.planner import make_planner
+            from .plan.ranker import ranker_choice
 
             if self.config.planner == "given":
                 raise ReconstructionError("this pipeline takes plans from the caller (planner='given'); pass plan=")
@@ -153,7 +157,7 @@ class Pipeline:
             extra = {}
             if kind in ("grounded", "hybrid"):
                 extra = {"kg": self.kg, "bank": self.bank, "search": self.config.search,
-                         "timeout": self.config.timeout}
+                         "timeout": self.config.timeout, "ranker": ranker_choice(self.config.ranker)}
             self._planner = make_planner(kind, model=self.config.planner_model, adapter=adapter,
                                          batch_size=self.config.planner_batch_size,
                                          dataset=self.planner_source[0], backend=self.config.backend, **extra)

@@ -143,6 +143,7 @@ class Plan:
     beam: list[BeamPlan] = field(default_factory=list)  # a grounded planner's complete plans, best first
     notes: list[str] = field(default_factory=list)  # what the planner did that the trace must show
     cost: dict = field(default_factory=dict)  # the planner's cost for this plan (forward passes, tokens, ...)
+    ranked: list[dict] = field(default_factory=list)  # a ranked grounded planner: each step's candidates, both scores
     rescue: Plan | None = None  # the hybrid planner's grounded plan, made when this plan found nothing
 
 

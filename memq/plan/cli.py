@@ -56,6 +56,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     _common(ev)
     ev.set_defaults(handler=_eval)
 
+    _register_ranker(psub)
+
     plan = psub.add_parser("plan", help="plan one question")
     plan.add_argument("question")
     plan.add_argument("--entity", action="append", default=[], help="topic entity name (repeatable)")
@@ -63,6 +65,119 @@ def register(sub: argparse._SubParsersAction) -> None:
     _planner_args(plan)
     _common(plan)
     plan.set_defaults(handler=_plan)
+
+
+def _register_ranker(psub) -> None:
+    ranker = psub.add_parser("ranker", help="the grounded planner's statement ranker: data, training, dev recall")
+    rsub = ranker.add_subparsers(dest="ranker_command", required=True)
+    data = rsub.add_parser("data", help="replay gold plans on the KG: each Find step's candidates and gold statement")
+    data.add_argument("--dataset", choices=DATASETS, required=True)
+    data.add_argument("--split", choices=("train", "dev"), required=True)
+    data.add_argument("--out", required=True, help="JSONL of step groups (appended: a stopped run resumes)")
+    data.add_argument("--memory", help="memory bank (default memory_bank/<dataset>)")
+    data.add_argument("--kg", help="KG file (default: the bundled benchmark KG)")
+    data.add_argument("--id-prefix", help="only questions whose id starts so (CWQ: WebQTrn-, whose facts the "
+                                          "benchmark KG holds)")
+    data.add_argument("--sample", type=int, help="a random sample of N questions (seeded by --seed)")
+    data.add_argument("--seed", type=int, default=0)
+    _common(data)
+    data.set_defaults(handler=_ranker_data)
+
+    train = rsub.add_parser("train", help="train the cross-encoder (CPU, resumable)")
+    train.add_argument("--data", nargs="+", required=True,
+                       help="group files, each FILE or FILE:N (its first N questions)")
+    train.add_argument("--bound-only", action="store_true",
+                       help="train only on steps whose gold statement is among the KG's candidates")
+    train.add_argument("--dev", nargs="*", default=[], help="group files whose recall goes into the manifest")
+    train.add_argument("--out", required=True)
+    train.add_argument("--epochs", type=int, default=1)
+    train.add_argument("--batch-groups", type=int, default=8, help="steps (groups) per batch")
+    train.add_argument("--negatives", type=int, default=7, help="negatives per group")
+    train.add_argument("--hard", type=int, default=4, help="of which the most similar to the question (or, after "
+                                                           "bootstrapping, the ranker's own top mistakes)")
+    train.add_argument("--lr", type=float, default=5e-5)
+    train.add_argument("--bootstrap", type=int, default=0, help="groups rescored for hard negatives after each epoch "
+                                                                "but the last (0: none)")
+    train.add_argument("--init", help="start from this ranker instead of all-MiniLM-L6-v2")
+    train.add_argument("--freeze-layers", type=int, default=0,
+                       help="keep the embeddings and the first N encoder layers fixed (a cheaper CPU step)")
+    train.add_argument("--threads", type=int, help="torch CPU threads")
+    train.add_argument("--stop-after", type=float, help="minutes; stop with a checkpoint that --resume goes on from")
+    train.add_argument("--resume", action="store_true")
+    _common(train)
+    train.set_defaults(handler=_ranker_train)
+
+    ev = rsub.add_parser("eval", help="recall@1/5/10 of the gold statement per Find step, ranker beside MiniLM")
+    ev.add_argument("--data", nargs="+", required=True, help="group files (memq planner ranker data)")
+    ev.add_argument("--ranker", help="ranker directory (default: the committed memory_bank/ranker)")
+    ev.add_argument("--pool", type=int, default=64, help="candidates the ranker scores per step")
+    ev.add_argument("--minilm-only", action="store_true", help="only the MiniLM order")
+    ev.add_argument("--record", action="store_true", help="store the figures in the ranker's manifest")
+    _common(ev)
+    ev.set_defaults(handler=_ranker_eval)
+
+
+def _ranker_data(args) -> int:
+    import random
+
+    from memq.memory.bank import MemoryBank
+    from memq.pipeline import Config, open_kg
+
+    from .data import load_split
+    from .grounded import GroundedPlanner
+    from .rank_train import read_groups, write_groups
+
+    plans = load_split(args.dataset, args.split)
+    if args.id_prefix:
+        plans = [p for p in plans if p.question_id.startswith(args.id_prefix)]
+    if args.sample:
+        random.Random(args.seed).shuffle(plans)
+        plans = plans[:args.sample]
+    bank = MemoryBank.load(args.memory or f"memory_bank/{args.dataset}")
+    planner = GroundedPlanner(None, kg=open_kg(args.kg or Config().kg), bank=bank)
+    out = write_groups(plans, planner, args.out, progress=_progress(args, desc="replaying gold plans", unit="q"))
+    groups = [g for g in read_groups(out) if g.get("step") is not None]
+    summary = {"out": str(out), "questions": len(plans), "steps": len(groups),
+               "gold_in_candidates": round(sum(bool(g["in_candidates"]) for g in groups) / max(1, len(groups)), 4)}
+    print(json.dumps(summary, indent=2) if args.json else
+          f"{summary['steps']} Find steps of {summary['questions']} questions -> {out} "
+          f"(gold statement among the candidates: {summary['gold_in_candidates']:.3f})")
+    return 0
+
+
+def _ranker_train(args) -> int:
+    from .rank_train import train
+
+    data = []
+    for item in args.data:
+        path, _, limit = item.rpartition(":") if item.rpartition(":")[2].isdigit() else (item, "", "")
+        data.append((path, int(limit) if limit else None))
+    log = (lambda msg: None) if args.json else (lambda msg: print(msg, file=sys.stderr, flush=True))
+    out = train(data, args.out, base=args.init, epochs=args.epochs, batch_groups=args.batch_groups,
+                negatives=args.negatives, hard=args.hard, lr=args.lr, bootstrap=args.bootstrap,
+                bound_only=args.bound_only, freeze_layers=args.freeze_layers, threads=args.threads, stop_after=args.stop_after, resume=args.resume,
+                dev=args.dev, log=log)
+    manifest = json.loads((Path(out) / "manifest.json").read_text()) if (Path(out) / "manifest.json").is_file() \
+        else {"stopped": "checkpoint written; --resume goes on"}
+    print(json.dumps(manifest.get("dev_metrics", manifest), indent=2))
+    return 0
+
+
+def _ranker_eval(args) -> int:
+    from .rank_train import evaluate, read_groups, record_dev
+    from .ranker import StatementRanker, default_ranker
+
+    ranker = None
+    if not args.minilm_only:
+        path = args.ranker or default_ranker()
+        if path is None:
+            raise MemQError("no ranker: pass --ranker DIR, or --minilm-only")
+        ranker = StatementRanker.load(path)
+    figures = {Path(p).name: evaluate(ranker, read_groups(p), pool=args.pool) for p in args.data}
+    if args.record and ranker is not None:
+        record_dev(ranker.path, figures)
+    print(json.dumps(figures, indent=2))
+    return 0
 
 
 def _common(p: argparse.ArgumentParser) -> None:

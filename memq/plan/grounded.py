@@ -53,6 +53,13 @@ plan so far names, so the search goes on to a line that names it (a check on
 prefers to stop. The plan's notes name an entity the chosen plan still leaves
 out. With one topic entity it never applies: the first Find line starts there.
 
+**The statement ranker** (``ranker``, :mod:`memq.plan.ranker`). When the planner
+has one, a cross-encoder scores the ``rank_pool`` candidates of a step most
+similar to the question, and only its ``rank_top`` best that bind are probed
+and offered; each Find line's score gets ``rank_weight`` times its logit minus
+the best one's (<= 0, added exactly). ``Plan.ranked`` lists every step's ranked
+candidates with the ranker's and the model's scores.
+
 **Pass budget.** Past ``budget`` forward passes a question (60, chosen on dev) is
 searched on with a beam of 1 and one line per step; the plan's notes say so.
 
@@ -82,56 +89,24 @@ import time
 from dataclasses import dataclass, field, replace
 
 from memq.errors import KnowledgeGraphError, MemQError, ReconstructionError
-from memq.sparql.model import FB, Group, Iri, Var
+from memq.sparql.model import Group, Var
 from memq.types import BeamPlan, Plan, PlanStep
 
 from .base import Entities
 from .derive import DerivationError, find_step, fresh_variable
 from .format import VAR, parse_plan, parse_step
 from .linesearch import SearchCost, best_lines
-from .neighbourhood import Edge, Neighbourhood, statement_edges
+from .neighbourhood import Edge, Neighbourhood, path_options, statement_edges
 from .prior import QuestionPrior, bonuses
 from .prompt import entity_names
+from .ranker import rank_candidates
+from .search import NORMS, GroundedConfig
 
 __all__ = ["GroundedConfig", "GroundedPlanner", "NORMS", "Neighbourhood"]
 
 logger = logging.getLogger(__name__)
 
-NORMS = ("sum", "mean")
 OPEN_STARTS = ("Make sure", "Sort")
-
-
-@dataclass(frozen=True)
-class GroundedConfig:
-    """Search settings; the defaults were chosen on WebQSP dev (docs/planner.md)."""
-
-    beam: int = 3  # partial plans kept after each step
-    lines: int = 2  # best lines searched per partial plan and step
-    norm: str = "sum"  # how partial plans are ranked: summed log-probability or its mean per token
-    max_candidates: int = 400  # path statements offered per step, by MiniLM similarity to the question
-    prune: float = 5.0  # nats below the best complete line where the line search stops expanding
-    max_steps: int = 8
-    max_passes: int = 48  # forward passes per line search
-    budget: int = 60  # forward passes per question after which the search goes on with a beam of 1; 0: none
-    prior: float = 1.5  # weight of the question prior (memq.plan.prior) on Find lines; 0: off
-    neighbours: int = 10  # training questions that vote in the question prior
-    prior_floor: float = 0.1  # added to a statement's support before its log is taken
-    coverage: float = 10.0  # nats off a Finally line for each topic entity that no step names; 0: off
-
-    def __post_init__(self) -> None:
-        for name in ("beam", "lines", "max_candidates", "max_steps", "max_passes", "neighbours"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {getattr(self, name)!r}")
-        if not isinstance(self.budget, int) or self.budget < 0:
-            raise ValueError(f"budget must be an int >= 0 (0: no budget), got {self.budget!r}")
-        if self.norm not in NORMS:
-            raise ValueError(f"unknown norm {self.norm!r}; expected one of {', '.join(NORMS)}")
-        for name in ("prune", "prior_floor"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
-        for name in ("prior", "coverage"):
-            if not getattr(self, name) >= 0:
-                raise ValueError(f"{name} must be >= 0 (0: off), got {getattr(self, name)!r}")
 
 
 # --------------------------------------------------------------------------- partial plans
@@ -161,6 +136,7 @@ class _Line:
     step: PlanStep | None = None
     statement: object = None
     group: Group | None = None
+    rank: float = 0.0  # the ranker's bonus (<= 0): rank_weight times its log-softmax over the step's candidates
 
 
 def unnamed(steps, names) -> list[str]:
@@ -179,7 +155,7 @@ class GroundedPlanner:
     """
 
     def __init__(self, free, *, kg, bank, config: GroundedConfig | None = None, timeout: float | None = 20.0,
-                 lm=None, prior: QuestionPrior | None = None) -> None:
+                 lm=None, prior: QuestionPrior | None = None, ranker=None) -> None:
         self.free = free
         self.adapter = getattr(free, "adapter", None)
         self.kg, self.bank = kg, bank
@@ -187,6 +163,9 @@ class GroundedPlanner:
         self.timeout = timeout
         self.name = "grounded:" + getattr(free, "name", "planner")
         self._lm = lm
+        self.ranker = ranker  # a StatementRanker (memq.plan.ranker), or None: the model alone chooses
+        if ranker is not None:
+            self.name = "ranked:" + getattr(free, "name", "planner")
         self._prior, self._prior_built = prior, prior is not None
         self._edges: dict[str, tuple[set[Edge], set[Edge]]] = {}
         self._lm_calls = 0
@@ -293,6 +272,7 @@ class GroundedPlanner:
         prior = self.prior
         support = prior.support(question) if prior is not None else {}
         root = _Hyp(draft=Draft(), rec=Reconstructor(entities))
+        ranked: list[dict] = []
         beams, complete = [root], []
         offered = 0
         first = True
@@ -306,7 +286,8 @@ class GroundedPlanner:
                                       f"of {cfg.budget}; the rest of the plan is searched with a beam of 1")
             grown: list[_Hyp] = []
             for h in beams:
-                lines = self._lines(h, entities, names, lm, neigh, sims)
+                entries = len(ranked)
+                lines = self._lines(h, entities, names, lm, neigh, sims, question, ranked)
                 if first and not any(line.kind == "find" for line in lines):
                     return self._free(question, entities, "no memory statement starts from an edge of the "
                                                           f"topic entities {', '.join(entities)} in the KG")
@@ -314,6 +295,7 @@ class GroundedPlanner:
                 opened = sum(1 for line in lines if line.kind == "open")  # may complete into unusable lines
                 bonus = bonuses(support, [line.statement.id if line.kind == "find" else None for line in lines],
                                 cfg.prior if prior is not None else 0.0, cfg.prior_floor)
+                bonus = [b + line.rank for b, line in zip(bonus, lines, strict=True)]
                 if cfg.coverage:
                     missing = len(unnamed(h.steps, names))
                     bonus = [b - cfg.coverage * missing if line.kind == "answer" else b
@@ -322,6 +304,11 @@ class GroundedPlanner:
                                    open_ends=[line.kind == "open" for line in lines], bonus=bonus, prune=cfg.prune,
                                    max_passes=cfg.max_passes, cost=cost)
                 self._lm_calls += 1
+                if len(ranked) > entries:  # the ranker's candidates of this search, each with the model's score
+                    llm = {sc.index: sc.logprob for sc in found}
+                    for c in ranked[-1]["candidates"]:
+                        i = c.pop("index")
+                        c["llm"] = round(llm[i], 4) if i in llm else None
                 kept = 0
                 for scored in found:
                     new = self._extend(h, lines[scored.index], scored, lm, question, names)
@@ -354,29 +341,21 @@ class GroundedPlanner:
         if cfg.prior > 0 and prior is None:
             plan.notes.append("question prior off: the memory bank's sources name no training questions")
         plan.cost.update(candidates=offered, prior_weight=cfg.prior if prior is not None else 0.0)
+        if self.ranker is not None:
+            plan.ranked = ranked
+            plan.cost.update(ranker=self.ranker.name, ranked_pairs=sum(r["scored"] for r in ranked))
         return plan
 
-    def _lines(self, h: _Hyp, entities: dict[str, str], names, lm, neigh: Neighbourhood, sims) -> list[_Line]:
-        """Every line the partial plan ``h`` may continue with."""
+    def options(self, entities: dict[str, str], assigned, draft, neigh: Neighbourhood) -> list:
+        """The bank's path statements whose edges exist at the known nodes (:func:`path_options`)."""
+        return path_options(self.bank.records, entities, assigned, draft, neigh, self._statement_edges)
+
+    def _lines(self, h: _Hyp, entities: dict[str, str], names, lm, neigh: Neighbourhood, sims, question: str = "",
+               ranked: list[dict] | None = None) -> list[_Line]:
+        """Every line the partial plan ``h`` may continue with. With a ranker, the Find lines are its ``rank_top``
+        best candidates that bind, each with its bonus, and ``ranked`` gets this step's entry for the trace."""
         cfg = self.config
-        nodes = [(Iri(FB + mid), name) for mid, name in entities.items()]
-        nodes += [(Var(v[1:]), v) for v in h.assigned]
-        edges = {label: neigh.predicates(term, h.draft) for term, label in nodes}
-        options: list[tuple[object, dict[str, str]]] = []
-        for record in self.bank.records:
-            st = record.statement
-            if st.structure not in ("1", "2", "3"):
-                continue
-            first, second = self._statement_edges(st)
-            for _, label in nodes:
-                if not first & edges[label]:
-                    continue
-                if st.structure != "3":
-                    options.append((record, {"?entity1": label}))
-                    continue
-                for _, label2 in nodes:
-                    if label2 != label and second & edges[label2]:
-                        options.append((record, {"?entity1": label, "?entity2": label2}))
+        options = self.options(entities, h.assigned, h.draft, neigh)
         options.sort(key=lambda o: -sims.get(o[0].statement.id, -1.0))
         seen: set[str] = set()
         kept = []
@@ -384,10 +363,17 @@ class GroundedPlanner:
             if record.statement.id not in seen and len(seen) >= cfg.max_candidates:
                 continue
             seen.add(record.statement.id)
-            kept.append((record, mentions))
+            kept.append((record, mentions, 0.0))
+        entry = None
+        if self.ranker is not None and kept:
+            kept, entry = rank_candidates(self.ranker, kept, question, h.lines, pool=cfg.rank_pool,
+                                          weight=cfg.rank_weight)
         lines: list[_Line] = []
         probe_rec = copy.deepcopy(h.rec)
-        for record, mentions in kept:
+        offered = 0
+        for record, mentions, rank in kept:
+            if entry is not None and offered >= cfg.rank_top:
+                break
             st = record.statement
             try:
                 probe = find_step(record.descriptions[0], st.structure, mentions, "?memq_t")
@@ -396,6 +382,7 @@ class GroundedPlanner:
                 continue
             if not neigh.binds(h.draft, group, Var("memq_t")):
                 continue
+            offered += 1
             used = set(h.assigned)
             targets = [v for v in ("?x", "?y") if v not in used]
             fresh = fresh_variable(st, {v[1:] for v in used})
@@ -403,7 +390,14 @@ class GroundedPlanner:
                 targets.append(fresh)
             for target in targets:
                 step = find_step(record.descriptions[0], st.structure, mentions, target)
-                lines.append(_Line("find", step.text, tuple(lm.token_ids(step.text + "\n")), step, st))
+                if entry is not None:
+                    entry["candidates"].append({"line": step.text, "statement": st.id,
+                                                "ranker": entry["logits"][(st.id, step.relation)],
+                                                "bonus": round(rank, 4), "index": len(lines)})
+                lines.append(_Line("find", step.text, tuple(lm.token_ids(step.text + "\n")), step, st, rank=rank))
+        if entry is not None:
+            del entry["logits"]
+            ranked.append(entry)
         for v in h.assigned:
             text = f"Finally the answer is {v}."
             lines.append(_Line("answer", text, tuple(lm.token_ids(text)) + (lm.eos_id,),

@@ -11,7 +11,7 @@ import time
 from memq.sparql import to_standard
 from memq.sparql.model import Group, Iri, Projection, Query, Triple, Var
 
-__all__ = ["Edge", "Neighbourhood", "statement_edges"]
+__all__ = ["Edge", "Neighbourhood", "path_options", "statement_edges"]
 
 Edge = tuple[str, str]  # (relation id, "out" | "in") seen from a node
 
@@ -30,6 +30,35 @@ def statement_edges(statement, placeholder: str = "entity1") -> set[Edge]:
         if t.o == var:
             out.add((t.p.local, "in"))
     return out
+
+
+def path_options(records, entities: dict[str, str], assigned, draft, neigh, edges_of) -> list[tuple[object, dict]]:
+    """The path statements (structures 1-3) among ``records`` whose edges exist at the known nodes, each with how its
+    known placeholders are named: ``(record, {"?entity1": label})``, and ``"?entity2"`` for structure 3. The known
+    nodes are the topic ``entities`` (id -> name, labelled by name) and the ``assigned`` ``?variables`` that ``draft``
+    binds; ``edges_of(statement)`` gives a statement's edges at ``?entity1`` and at ``?entity2``. Not probed yet: a
+    structure-3 statement's second edge to the CVT is checked by the grounded planner's probe."""
+    from memq.sparql.model import FB
+
+    nodes = [(Iri(FB + mid), name) for mid, name in entities.items()]
+    nodes += [(Var(v[1:]), v) for v in assigned]
+    edges = {label: neigh.predicates(term, draft) for term, label in nodes}
+    options: list[tuple[object, dict[str, str]]] = []
+    for record in records:
+        st = record.statement
+        if st.structure not in ("1", "2", "3"):
+            continue
+        first, second = edges_of(st)
+        for _, label in nodes:
+            if not first & edges[label]:
+                continue
+            if st.structure != "3":
+                options.append((record, {"?entity1": label}))
+                continue
+            for _, label2 in nodes:
+                if label2 != label and second & edges[label2]:
+                    options.append((record, {"?entity1": label, "?entity2": label2}))
+    return options
 
 
 class Neighbourhood:

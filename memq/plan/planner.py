@@ -153,11 +153,14 @@ def default_adapter(dataset: str = "webqsp") -> Path:
 
 def make_planner(kind: str = "fewshot", *, model: str = "qwen2.5-coder-0.5b", adapter: str | Path | None = None,
                  device: str = "cpu", dataset: str = "webqsp", k: int = 4, batch_size: int = 8,
-                 backend: str = DEFAULT_BACKEND, kg=None, bank=None, search=None, timeout: float | None = 20.0):
+                 backend: str = DEFAULT_BACKEND, kg=None, bank=None, search=None, timeout: float | None = 20.0,
+                 ranker: str | Path | None = None):
     """A planner by name: ``"fewshot"`` (``model`` + k retrieved examples), ``"finetuned"`` (``adapter``), or
     ``"grounded"`` (``adapter`` choosing lines grounded in ``kg`` from the memory ``bank``; ``search`` is its
     :class:`~memq.plan.grounded.GroundedConfig`), or ``"hybrid"`` (free generation, the grounded planner when its
-    plan finds nothing: :mod:`memq.plan.hybrid`), run by ``backend`` (``"llamacpp"`` or ``"transformers"``)."""
+    plan finds nothing: :mod:`memq.plan.hybrid`), run by ``backend`` (``"llamacpp"`` or ``"transformers"``).
+    ``ranker``: the directory of the statement ranker that orders the grounded planner's candidates
+    (:mod:`memq.plan.ranker`); None: the model alone chooses."""
     check_backend(backend)
     if kind == "fewshot":
         from memq.llm.llamacpp import make_llm
@@ -179,7 +182,12 @@ def make_planner(kind: str = "fewshot", *, model: str = "qwen2.5-coder-0.5b", ad
             raise MemQError(f"the {kind} planner needs the KG and the memory bank (kg=, bank=)")
         from .grounded import GroundedPlanner
 
-        grounded = GroundedPlanner(free, kg=kg, bank=bank, config=search, timeout=timeout)
+        scorer = None
+        if ranker is not None:
+            from .ranker import StatementRanker
+
+            scorer = StatementRanker.load(ranker)
+        grounded = GroundedPlanner(free, kg=kg, bank=bank, config=search, timeout=timeout, ranker=scorer)
         if kind == "grounded":
             return grounded
         from .hybrid import HybridPlanner

@@ -1,0 +1,80 @@
+"""How often the gold plan is the planner's plan, or at least in its beam, for a saved run.
+
+The gold plan is the one derived from the gold query (`memq planner data`), the same template wording the grounded
+planner renders its lines in. Plans are compared line by line after naming their variables in order of first
+appearance (``?x``, ``?y`` and ``?gender`` are the same plan if used alike), so only the statements, their order and
+the checks count.
+
+    .venv/bin/python benchmarks/plan_in_beam.py --dataset webqsp --split dev \\
+        benchmarks/results/webqsp_dev_grounded.planned.jsonl.gz benchmarks/results/webqsp_dev_ranked.planned.jsonl.gz
+
+Prints one JSON object per file: questions, gold plan first, gold plan in the beam, and the questions the
+first file's beam holds the gold plan and the other's does not (and back).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import gzip
+import json
+import re
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+VAR = re.compile(r"\?[A-Za-z_][A-Za-z0-9_]*")
+
+
+def canonical(plan: str) -> str:
+    names: dict[str, str] = {}
+
+    def repl(m: re.Match) -> str:
+        return names.setdefault(m.group(0), f"?v{len(names)}")
+
+    return "\n".join(VAR.sub(repl, " ".join(line.split())) for line in plan.strip().splitlines() if line.strip())
+
+
+def beam_texts(record: dict) -> list[str]:
+    beam = record.get("plan_beam")
+    if isinstance(beam, str):
+        beam = ast.literal_eval(beam)
+    texts = [b[0] if isinstance(b, (list, tuple)) else b.get("text", "") for b in beam or []]
+    return texts or [record.get("plan_raw", "")]
+
+
+def read(path: Path) -> dict[str, dict]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as fh:
+        return {r["id"]: r for r in map(json.loads, fh) if r.get("id")}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("runs", nargs="+", type=Path, help="saved runs (.planned.jsonl.gz or .jsonl.gz)")
+    ap.add_argument("--dataset", default="webqsp")
+    ap.add_argument("--split", default="dev", choices=("dev", "test"))
+    args = ap.parse_args(argv)
+
+    from memq.plan.data import derive_split, load_split
+
+    golds = load_split(args.dataset, "dev") if args.split == "dev" else derive_split(args.dataset, "test").plans
+    gold = {p.question_id: canonical(p.text) for p in golds}
+    runs = [read(p) for p in args.runs]
+    common = set(gold).intersection(*[set(r) for r in runs])
+    found = []
+    for path, run in zip(args.runs, runs, strict=True):
+        first = {q for q in common if canonical(run[q].get("plan_raw", "")) == gold[q]}
+        beam = {q for q in common if gold[q] in {canonical(t) for t in beam_texts(run[q])}}
+        found.append(beam)
+        n = max(1, len(common))
+        print(json.dumps({"run": path.name, "questions": len(common), "gold_plan_first": round(len(first) / n, 4),
+                          "gold_plan_in_beam": round(len(beam) / n, 4)}))
+    if len(found) == 2:
+        print(json.dumps({"in_first_beam_only": len(found[0] - found[1]), "in_second_beam_only": len(found[1] - found[0])}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,46 @@
+"""The grounded planner's search settings (:mod:`memq.plan.grounded`); ``memq ask/evaluate --beam ...`` set them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["GroundedConfig", "NORMS"]
+
+NORMS = ("sum", "mean")
+
+
+@dataclass(frozen=True)
+class GroundedConfig:
+    """Search settings; the defaults were chosen on WebQSP dev (docs/planner.md)."""
+
+    beam: int = 3  # partial plans kept after each step
+    lines: int = 2  # best lines searched per partial plan and step
+    norm: str = "sum"  # how partial plans are ranked: summed log-probability or its mean per token
+    max_candidates: int = 400  # path statements offered per step, by MiniLM similarity to the question
+    prune: float = 5.0  # nats below the best complete line where the line search stops expanding
+    max_steps: int = 8
+    max_passes: int = 48  # forward passes per line search
+    budget: int = 60  # forward passes per question after which the search goes on with a beam of 1; 0: none
+    prior: float = 1.5  # weight of the question prior (memq.plan.prior) on Find lines; 0: off
+    neighbours: int = 10  # training questions that vote in the question prior
+    prior_floor: float = 0.1  # added to a statement's support before its log is taken
+    coverage: float = 10.0  # nats off a Finally line for each topic entity that no step names; 0: off
+    rank_top: int = 10  # with a statement ranker: the best-ranked candidates probed and offered per step
+    rank_pool: int = 64  # with a statement ranker: the candidates it scores, the most similar to the question
+    rank_weight: float = 1.0  # weight of the ranker's log-softmax on Find lines; 0: it only cuts the candidates
+
+    def __post_init__(self) -> None:
+        for name in ("beam", "lines", "max_candidates", "max_steps", "max_passes", "neighbours", "rank_top",
+                     "rank_pool"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ValueError(f"{name} must be an int >= 1, got {getattr(self, name)!r}")
+        if not isinstance(self.budget, int) or self.budget < 0:
+            raise ValueError(f"budget must be an int >= 0 (0: no budget), got {self.budget!r}")
+        if self.norm not in NORMS:
+            raise ValueError(f"unknown norm {self.norm!r}; expected one of {', '.join(NORMS)}")
+        for name in ("prune", "prior_floor"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        for name in ("prior", "coverage", "rank_weight"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name} must be >= 0 (0: off), got {getattr(self, name)!r}")

@@ -1,0 +1,161 @@
+"""The statement ranker: its training data replayed on a tiny KG, its place in the grounded planner's search, and a
+real (tiny) training run that stops and resumes."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from test_plan_grounded import BIEBER, BROTHER, JAMAICA, bank, kg, planner  # noqa: F401 (fixtures)
+
+from memq.errors import MemQError
+from memq.plan.derive import DerivedPlan
+from memq.plan.format import parse_plan
+from memq.plan.grounded import GroundedConfig, GroundedPlanner, Neighbourhood
+from memq.plan.rank_train import evaluate, read_groups, step_groups, train, training_groups, write_groups
+from memq.plan.ranker import StatementRanker, candidate_text, query_text
+
+SPOKEN = "Find the languages spoken of the country Jamaica, assign it to ?x.\nFinally the answer is ?x."
+OFFICIAL = "Find the official language of the country Jamaica, assign it to ?x.\nFinally the answer is ?x."
+
+
+class KeywordRanker:
+    """Scores a candidate by whether it holds ``word``; records what it was asked."""
+
+    name = "keyword"
+
+    def __init__(self, word: str, margin: float = 5.0) -> None:
+        self.word, self.margin = word, margin
+        self.asked: list[tuple[str, list[str]]] = []
+
+    def score(self, query, candidates):
+        self.asked.append((query, list(candidates)))
+        return np.array([self.margin if self.word in c else 0.0 for c in candidates], dtype=np.float32)
+
+
+def ranked(kg, bank, target, ranker, **config) -> GroundedPlanner:  # noqa: F811
+    p = planner(kg, bank, target, **config)
+    p.ranker = ranker
+    return p
+
+
+def test_the_ranker_cuts_each_step_to_its_best_candidates(kg, bank):  # noqa: F811
+    """The model likes "languages spoken"; with rank_top=1 only the ranker's choice is offered, so it is planned."""
+    plan = ranked(kg, bank, SPOKEN, KeywordRanker("official"), rank_top=1).plan("jamaica's language?", JAMAICA)
+    assert plan.raw == OFFICIAL
+    first = plan.ranked[0]
+    assert first["step"] == 1 and first["plan_so_far"] == []
+    assert {c["statement"] for c in first["candidates"]} == {"official"}  # one statement offered, each target a line
+    assert all(c["bonus"] == 0.0 and c["ranker"] == 5.0 for c in first["candidates"])
+    assert any(c["llm"] is not None for c in first["candidates"])  # the model's score beside the ranker's
+
+
+def test_the_ranker_s_weight_decides_between_it_and_the_model(kg, bank):  # noqa: F811
+    question = "what language do they speak in jamaica?"
+    follows_model = ranked(kg, bank, SPOKEN, KeywordRanker("official"), rank_weight=0.0).plan(question, JAMAICA)
+    assert follows_model.raw == SPOKEN
+    follows_ranker = ranked(kg, bank, SPOKEN, KeywordRanker("official", margin=1000.0), rank_weight=1.0).plan(
+        question, JAMAICA)
+    assert follows_ranker.raw == OFFICIAL
+    spoken = [c for c in follows_ranker.ranked[0]["candidates"] if c["statement"] == "spoken"]
+    assert spoken and all(c["bonus"] == -1000.0 for c in spoken)
+    assert follows_ranker.cost["ranker"] == "keyword" and follows_ranker.cost["ranked_pairs"] >= 2
+
+
+def test_the_ranker_reads_the_question_and_the_plan_so_far(kg, bank):  # noqa: F811
+    r = KeywordRanker("sibling")
+    plan = ranked(kg, bank, BROTHER, r).plan("who is justin bieber's brother?", BIEBER)
+    assert plan.raw == BROTHER
+    queries = [q for q, _ in r.asked]
+    assert queries[0] == "who is justin bieber's brother?"
+    assert any(q.endswith("| Find the sibling of the siblings of the person Justin Bieber, assign it to ?x.")
+               for q in queries)
+    first = sorted(r.asked[0][1])
+    assert first == ["the pet of the siblings of the person Justin Bieber",
+                     "the sibling of the siblings of the person Justin Bieber"]
+    offered = {c["statement"] for c in plan.ranked[0]["candidates"]}
+    assert offered == {"sibling"}  # scored before the probe; "pet" has no second edge, so it is not offered
+
+
+def test_search_settings_of_the_ranker_are_checked_by_name():
+    with pytest.raises(ValueError, match="rank_top"):
+        GroundedConfig(rank_top=0)
+    with pytest.raises(ValueError, match="rank_weight"):
+        GroundedConfig(rank_weight=-1.0)
+
+
+def brother_plan() -> DerivedPlan:
+    steps = parse_plan(BROTHER, ["Justin Bieber"]).steps
+    return DerivedPlan("WebQTrn-9", "who is justin bieber's brother?", "webqsp", "WebQTrn-9.P0",
+                       (("m.06w2sn5", "Justin Bieber"),), tuple(steps), ("sibling", "gender", "gender", None))
+
+
+def test_gold_plans_replay_into_groups_of_the_planner_s_own_candidates(kg, bank):  # noqa: F811
+    p = GroundedPlanner(None, kg=kg, bank=bank)
+    groups = step_groups(brother_plan(), p, Neighbourhood(kg))
+    assert [g["step"] for g in groups] == [0, 1]
+    first, second = groups
+    assert first["query"] == "who is justin bieber's brother?"
+    assert first["positive"] == "the sibling of the siblings of the person Justin Bieber" and first["in_candidates"]
+    texts = [t for t, _ in first["candidates"]]
+    assert "the pet of the siblings of the person Justin Bieber" in texts  # first edge binds: a near miss
+    assert not any("Jamaica" in t or "country" in t for t in texts)  # edges Bieber lacks are never candidates
+    assert second["query"].endswith("| Find the sibling of the siblings of the person Justin Bieber, assign it to ?x.")
+    assert second["positive"] == "the gender of the person ?x" and second["in_candidates"]
+
+
+def test_group_files_resume_and_a_missing_statement_counts_as_a_miss(kg, bank, tmp_path):  # noqa: F811
+    p = GroundedPlanner(None, kg=kg, bank=bank)
+    out = tmp_path / "groups.jsonl"
+    gold = brother_plan()
+    unknown = DerivedPlan("WebQTrn-10", "what currency?", "webqsp", "p", (("m.03_r3", "Jamaica"),),
+                          tuple(parse_plan("Find the currency of the country Jamaica, assign it to ?x.\n"
+                                           "Finally the answer is ?x.", ["Jamaica"]).steps), ("nosuch", None))
+    write_groups([gold], p, out)
+    write_groups([gold, unknown], p, out)  # the first question is not replayed again
+    groups = read_groups(out)
+    assert [g["id"] for g in groups] == ["WebQTrn-9", "WebQTrn-9", "WebQTrn-10"]
+    assert groups[-1]["positive"] is None
+    assert len(read_groups(out, usable=True)) == 2
+    figures = evaluate(None, groups)
+    assert figures["steps"] == 3 and figures["minilm"]["recall@10"] == pytest.approx(2 / 3, abs=1e-4)
+    assert len(training_groups([(out, 1)])) == 2 and len(training_groups([out], bound_only=True)) == 2
+
+
+def test_query_and_candidate_texts():
+    assert query_text("  who is  x? ") == "who is x?"
+    assert query_text("q?", ["Find a, assign it to ?x."]) == "q? | Find a, assign it to ?x."
+
+
+@pytest.mark.slow
+def test_a_tiny_training_run_stops_resumes_and_loads(kg, bank, tmp_path):  # noqa: F811
+    """Two groups, a real MiniLM cross-encoder: the stopped run resumes to the same step count, the saved ranker
+    loads through its manifest and learns to put the positive first on its own training data."""
+    p = GroundedPlanner(None, kg=kg, bank=bank)
+    data = write_groups([brother_plan()], p, tmp_path / "g.jsonl")
+    out = tmp_path / "ranker"
+    train([data], out, epochs=8, batch_groups=2, negatives=3, lr=3e-4, stop_after=1e-9, log=lambda m: None)
+    state = json.loads((out / "checkpoint" / "state.json").read_text())
+    assert state["step"] == 1 and not (out / "manifest.json").exists()
+    train([data], out, epochs=8, batch_groups=2, negatives=3, lr=3e-4, resume=True, dev=[data], log=lambda m: None)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["training"]["steps"] == 8 and not (out / "checkpoint").exists()
+    assert manifest["dev_metrics"]["g.jsonl"]["ranker"]["recall@1"] == 1.0
+    ranker = StatementRanker.load(out)
+    group = read_groups(data)[0]
+    scores = ranker.score(group["query"], [t for t, _ in group["candidates"]])
+    assert [t for t, _ in group["candidates"]][int(np.argmax(scores))] == group["positive"]
+    (out / "model.safetensors").write_bytes(b"changed")
+    with pytest.raises(MemQError, match="sha256"):
+        StatementRanker.load(out, threads=1)
+
+
+def test_a_missing_ranker_is_named():
+    with pytest.raises(MemQError, match="statement ranker manifest"):
+        StatementRanker.load("no/such/ranker")
+
+
+def test_candidate_text_names_the_known_nodes(bank):  # noqa: F811
+    record = bank.get("sibling")
+    assert candidate_text(record, {"?entity1": "?x"}) == "the sibling of the siblings of the person ?x"
