@@ -13,6 +13,12 @@ Canonical statement variables (see :mod:`memq.decompose`):
 * ``"filter"``: ``?entity1`` is the checked variable, ``?value`` the value it
   is compared with (an entity id or a literal filled in from the plan).
 * ``"order"``: ``?entity1`` is the sort key.
+* ``"class"``: ``?entity1 ns:type.object.type ns:<class>``, a class constraint
+  (GrailQA); ``?entity1`` is the node of that class.
+* ``"superlative"``: ``MAX(?entity1)`` or ``MIN(?entity1)``: ``?entity1`` takes
+  the largest (smallest) value it has over the whole query pattern.
+* ``"count"``: ``COUNT(DISTINCT ?entity1)``: the answer is how many values
+  ``?entity1`` has.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-STRUCTURES = ("1", "2", "3", "filter", "order")
+STRUCTURES = ("1", "2", "3", "filter", "order", "class", "superlative", "count")
 
 
 @dataclass(frozen=True)
