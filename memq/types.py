@@ -83,7 +83,8 @@ class MemoryRecord:
 class PlanStep:
     """One planner step.
 
-    ``kind`` is ``"find"``, ``"check"`` (Make sure), ``"sort"`` or ``"answer"``.
+    ``kind`` is ``"find"``, ``"check"`` (Make sure), ``"sort"``, ``"answer"``, or for
+    GrailQA's constructs ``"class"``, ``"superlative"`` and ``"count"``.
     ``text`` is the step as written; the other fields are what the parser read
     from it:
 
@@ -94,6 +95,12 @@ class PlanStep:
     * sort: ``target`` (sort key ``?var``), ``op`` (``asc``/``desc``),
       ``limit``, ``offset``.
     * answer: ``target``.
+    * class (GrailQA): ``target`` (``?var``), ``value`` (class name); ``op``
+      ``"find"`` when the step finds the members of the class, None when it
+      checks ``target``'s class.
+    * superlative: ``target`` (the ``?var`` that takes its largest or smallest
+      value), ``op`` (``max``/``min``).
+    * count: ``source`` (``?var`` counted), ``target`` (``?var`` for the count).
 
     ``statement``: the id of the memory statement a grounded planner chose a find step from (the step is
     that statement's rendering, and the planner checked that it binds); recall keeps it instead of
