@@ -19,7 +19,7 @@ from ..sparql.model import Call, Expr, Group, Iri, OrderKey, Projection, Query, 
 from ..sparql.parser import parse_query
 from ..sparql.serialize import READABLE
 from ..types import Statement
-from .forms import renamed_pattern, superlative
+from .forms import superlative, superlative_subquery
 from .split import Bound, Decomposition, flatten_group, substitute_expr, substitute_group
 
 AGGREGATES = ("count", "superlative")
@@ -81,13 +81,7 @@ def assemble(bounds: list[Bound], template: Query, boilerplate: list[Expr] = ())
         if b.statement.structure == "order":
             order, limit, offset = part.order_by, part.limit, part.offset
     where = Group(triples=tuple(triples), unions=tuple(unions), filters=tuple(filters))
-    subqueries = []
-    for call in extremes:
-        pattern, names = renamed_pattern(where)
-        if call.args[0] not in names:
-            raise ReconstructionError(f"superlative on {call.args[0]}, which the query's pattern does not hold")
-        subqueries.append(Query(where=pattern, projection=(Projection(call.args[0], Call(call.op, (names[call.args[0]],))),)))
-    where = replace(where, subqueries=tuple(subqueries))
+    where = replace(where, subqueries=tuple(superlative_subquery(c.op, c.args[0], where) for c in extremes))
     if count is not None:
         projection = (Projection(template.answer_var or Var("value"), count),)
     else:

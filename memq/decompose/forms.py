@@ -202,9 +202,13 @@ def _filters_equal(a: Iterable[Expr], b: Iterable[Expr], mapping: dict[Var, Var]
         READABLE.expr(x, top=True) for x in b)
 
 
-def renamed_pattern(g: Group, suffix: str = "_all") -> tuple[Group, dict[Var, Var]]:
-    """``g`` (triples and filters) with every variable ``?v`` renamed ``?v_all``: the pattern a superlative
-    subquery aggregates over, apart from the query's own variables."""
+def superlative_subquery(op: str, var: Var, pattern: Group, suffix: str = "_all") -> Query:
+    """``{ SELECT (MAX(?v_all) AS ?v) WHERE { pattern, every ?x renamed ?x_all } }``: the largest (``op``
+    ``MAX``) or smallest (``MIN``) value ``var`` takes over ``pattern`` (its triples, UNION blocks and filters),
+    apart from the query's own variables. ReconstructionError if ``pattern`` does not hold ``var``."""
+    from ..errors import ReconstructionError
+    from .split import substitute_group
+
     names: dict[Var, Var] = {}
 
     def sub(n: Term) -> Term:
@@ -212,5 +216,7 @@ def renamed_pattern(g: Group, suffix: str = "_all") -> tuple[Group, dict[Var, Va
             return names.setdefault(n, Var(n.name + suffix))
         return n
 
-    return Group(triples=tuple(Triple(sub(t.s), t.p, sub(t.o)) for t in g.triples),
-                 filters=tuple(substitute_expr(f, sub) for f in g.filters)), names
+    renamed = substitute_group(Group(triples=pattern.triples, unions=pattern.unions, filters=pattern.filters), sub)
+    if var not in names:
+        raise ReconstructionError(f"superlative on {var}, which the query's pattern does not hold")
+    return Query(where=renamed, projection=(Projection(var, Call(op, (names[var],))),))
