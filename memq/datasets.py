@@ -1,4 +1,4 @@
-"""Load the bundled gold datasets (WebQSP, CWQ) into one uniform shape.
+"""Load the bundled gold datasets (WebQSP, CWQ, GrailQA) into one uniform shape.
 
 Everything is read from the repository's ``data/`` folder (copied from the
 upstream releases; see each folder's PROVENANCE.md), never from the network.
@@ -8,6 +8,8 @@ Splits:
 * ``webqsp``: ``train`` (3,098 questions), ``test`` (1,639), ``all``.
 * ``cwq``: ``train`` is the 30,403 CWQ train+dev questions with SPARQL and no
   answers; ``test`` the 3,531 test questions with answer mids; ``all`` both.
+* ``grailqa``: ``train`` (1,000 real train questions), ``dev`` (349 real dev
+  questions), ``all``; every question has SPARQL and answers.
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ from pathlib import Path
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 
-DATASETS = ("webqsp", "cwq")
-SPLITS = ("train", "test", "all")
+DATASETS = ("webqsp", "cwq", "grailqa")
+SPLITS = ("train", "dev", "test", "all")
+DATASET_SPLITS = {"webqsp": ("train", "test"), "cwq": ("train", "test"), "grailqa": ("train", "dev")}
+"""The splits each dataset has (besides ``all``, which is all of them)."""
 
 _MID = re.compile(r"\bns:([mg]\.[0-9a-z_]+)")
 
@@ -144,13 +148,32 @@ def _cwq(split: str) -> list[GoldQuestion]:
     ]
 
 
+def _grailqa(split: str) -> list[GoldQuestion]:
+    """GrailQA questions: the topic entities are the ``entity`` nodes of the question's graph query."""
+    name = {"train": "grailqa_train_1000.json.gz", "dev": "grailqa_dev_subset.json.gz"}[split]
+    out = []
+    for r in _read_json(data_path("grailqa", name)):
+        qid = str(r["qid"])
+        topics = tuple((n["id"], n.get("friendly_name") or n["id"]) for n in r["graph_query"]["nodes"]
+                       if n["node_type"] == "entity")
+        answers = tuple((a["answer_argument"], a.get("entity_name") or a["answer_argument"]) for a in r["answer"])
+        parse = GoldParse(qid, r["sparql_query"], topics, answers)
+        out.append(GoldQuestion(qid, r["question"], "grailqa", split, (parse,)))
+    return out
+
+
+_LOADERS = {"webqsp": _webqsp, "cwq": _cwq, "grailqa": _grailqa}
+
+
 def load(dataset: str, split: str) -> list[GoldQuestion]:
-    """All questions of ``dataset`` (``webqsp``/``cwq``) and ``split`` (``train``/``test``/``all``)."""
+    """All questions of ``dataset`` (``webqsp``/``cwq``/``grailqa``) and ``split`` (one of
+    :data:`DATASET_SPLITS`, or ``all``)."""
     if dataset not in DATASETS:
         raise ValueError(f"unknown dataset {dataset!r}; expected one of {', '.join(DATASETS)}")
-    if split not in SPLITS:
-        raise ValueError(f"unknown split {split!r}; expected one of {', '.join(SPLITS)}")
-    loader = _webqsp if dataset == "webqsp" else _cwq
+    splits = DATASET_SPLITS[dataset]
+    if split not in splits + ("all",):
+        raise ValueError(f"unknown split {split!r} of {dataset}; expected one of {', '.join(splits + ('all',))}")
+    loader = _LOADERS[dataset]
     if split == "all":
-        return loader("train") + loader("test")
+        return [q for s in splits for q in loader(s)]
     return loader(split)

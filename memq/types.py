@@ -13,6 +13,12 @@ Canonical statement variables (see :mod:`memq.decompose`):
 * ``"filter"``: ``?entity1`` is the checked variable, ``?value`` the value it
   is compared with (an entity id or a literal filled in from the plan).
 * ``"order"``: ``?entity1`` is the sort key.
+* ``"class"``: ``?entity1 ns:type.object.type ns:<class>``, a class constraint
+  (GrailQA); ``?entity1`` is the node of that class.
+* ``"superlative"``: ``MAX(?entity1)`` or ``MIN(?entity1)``: ``?entity1`` takes
+  the largest (smallest) value it has over the whole query pattern.
+* ``"count"``: ``COUNT(DISTINCT ?entity1)``: the answer is how many values
+  ``?entity1`` has.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-STRUCTURES = ("1", "2", "3", "filter", "order")
+STRUCTURES = ("1", "2", "3", "filter", "order", "class", "superlative", "count")
 
 
 @dataclass(frozen=True)
@@ -77,7 +83,8 @@ class MemoryRecord:
 class PlanStep:
     """One planner step.
 
-    ``kind`` is ``"find"``, ``"check"`` (Make sure), ``"sort"`` or ``"answer"``.
+    ``kind`` is ``"find"``, ``"check"`` (Make sure), ``"sort"``, ``"answer"``, or for
+    GrailQA's constructs ``"class"``, ``"superlative"`` and ``"count"``.
     ``text`` is the step as written; the other fields are what the parser read
     from it:
 
@@ -88,6 +95,12 @@ class PlanStep:
     * sort: ``target`` (sort key ``?var``), ``op`` (``asc``/``desc``),
       ``limit``, ``offset``.
     * answer: ``target``.
+    * class (GrailQA): ``target`` (``?var``), ``value`` (class name); ``op``
+      ``"find"`` when the step finds the members of the class, None when it
+      checks ``target``'s class.
+    * superlative: ``target`` (the ``?var`` that takes its largest or smallest
+      value), ``op`` (``max``/``min``).
+    * count: ``source`` (``?var`` counted), ``target`` (``?var`` for the count).
 
     ``statement``: the id of the memory statement a grounded planner chose a find step from (the step is
     that statement's rendering, and the planner checked that it binds); recall keeps it instead of

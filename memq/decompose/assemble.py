@@ -4,7 +4,9 @@ Assembly is the inverse of :mod:`memq.decompose.split`: every statement's
 canonical fragment is parsed, its canonical variables are replaced with the
 terms it was bound to, and the pieces are joined in order. The round-trip
 check compares the result with the original query: the same triple patterns,
-UNION blocks, filters, ordering and limits.
+UNION blocks, filters, ordering and limits, the same projection (a count), and
+superlative subqueries over the query's own pattern (GrailQA's form, read as
+:func:`memq.decompose.forms.read_form` reads it).
 """
 
 from __future__ import annotations
@@ -12,12 +14,16 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import lru_cache
 
-from ..errors import ReconstructionError
-from ..sparql.model import Expr, Group, Iri, OrderKey, Query, Term, Triple, Var
+from ..errors import DecompositionError, ReconstructionError
+from ..sparql.model import Call, Expr, Group, Iri, OrderKey, Projection, Query, Term, Triple, Var
 from ..sparql.parser import parse_query
 from ..sparql.serialize import READABLE
 from ..types import Statement
+from .forms import superlative, superlative_subquery
 from .split import Bound, Decomposition, flatten_group, substitute_expr, substitute_group
+
+AGGREGATES = ("count", "superlative")
+"""Statement kinds whose fragment is an aggregate of ``?entity1`` (``COUNT(DISTINCT ?entity1)``, ``MAX(?entity1)``)."""
 
 
 @lru_cache(maxsize=65536)
@@ -25,6 +31,8 @@ def fragment(statement_sparql: str, structure: str) -> Query:
     """The statement's canonical fragment as a (partial) query model."""
     if structure == "order":
         return parse_query(f"SELECT * WHERE {{ }} {statement_sparql}")
+    if structure in AGGREGATES:
+        return parse_query(f"SELECT ({statement_sparql} AS ?value) WHERE {{ }}")
     return parse_query(f"SELECT * WHERE {{ {statement_sparql} }}")
 
 
@@ -41,18 +49,30 @@ def instantiate(statement: Statement, binding: dict[str, Term]) -> Query:
     except Exception as exc:  # pragma: no cover - defensive: fragments are memq's own text
         raise ReconstructionError(f"cannot instantiate statement {statement.id}: {exc}") from exc
     order = tuple(replace(k, expr=substitute_expr(k.expr, sub)) for k in frag.order_by)
-    return replace(frag, where=where, order_by=order)
+    projection = tuple(replace(p, expr=substitute_expr(p.expr, sub)) if p.expr is not None else p
+                       for p in frag.projection)
+    return replace(frag, where=where, order_by=order, projection=projection)
 
 
 def assemble(bounds: list[Bound], template: Query, boilerplate: list[Expr] = ()) -> Query:
-    """Join instantiated statements into one query shaped like ``template`` (projection, DISTINCT)."""
+    """Join instantiated statements into one query shaped like ``template`` (its plain projected variables,
+    DISTINCT). A ``"count"`` statement makes the projection ``(COUNT(DISTINCT ?x) AS ?value)``; each
+    ``"superlative"`` statement adds ``{ SELECT (MAX(?x_all) AS ?x) WHERE { the pattern, renamed } }``."""
     triples: list[Triple] = []
     unions: list = []
     filters: list[Expr] = list(boilerplate)
     order: tuple[OrderKey, ...] = ()
     limit = offset = None
+    count: Expr | None = None
+    extremes: list[Call] = []
     for b in bounds:
         part = instantiate(b.statement, b.binding)
+        if b.statement.structure == "count":
+            count = part.projection[0].expr
+            continue
+        if b.statement.structure == "superlative":
+            extremes.append(part.projection[0].expr)
+            continue
         for t in part.where.triples:
             if t not in triples:
                 triples.append(t)
@@ -61,13 +81,18 @@ def assemble(bounds: list[Bound], template: Query, boilerplate: list[Expr] = ())
         if b.statement.structure == "order":
             order, limit, offset = part.order_by, part.limit, part.offset
     where = Group(triples=tuple(triples), unions=tuple(unions), filters=tuple(filters))
-    return replace(template, where=where, order_by=order, limit=limit, offset=offset,
-                   group_by=(), having=())
+    where = replace(where, subqueries=tuple(superlative_subquery(c.op, c.args[0], where) for c in extremes))
+    if count is not None:
+        projection = (Projection(template.answer_var or Var("value"), count),)
+    else:
+        projection = tuple(p for p in template.projection if p.expr is None)
+    return replace(template, where=where, projection=projection, distinct=template.distinct and count is None,
+                   order_by=order, limit=limit, offset=offset, group_by=(), having=())
 
 
 def shape(query: Query) -> dict:
     """What a round trip must preserve, in comparable form."""
-    triples, unions, filters = flatten_group(query.where)
+    triples, unions, filters = flatten_group(replace(query.where, subqueries=()))
 
     def alt_key(g: Group) -> frozenset:
         t, u, f = flatten_group(g)
@@ -79,7 +104,19 @@ def shape(query: Query) -> dict:
         "filters": frozenset(READABLE.expr(f, top=True) for f in filters),
         "order": tuple(READABLE.modifier_lines(replace(query, group_by=(), having=()))),
         "answer": query.answer_var,
+        "projection": tuple(str(p.var) if p.expr is None else f"{READABLE.expr(p.expr, top=True)} AS {p.var}"
+                            for p in query.projection),
+        "superlatives": frozenset(_subquery_key(s, query.where) for s in query.where.subqueries),
     }
+
+
+def _subquery_key(sub: Query, where: Group) -> str:
+    """A superlative subquery as ``MAX -> ?x`` when it aggregates over ``where``'s own pattern, else its text."""
+    try:
+        op, var = superlative(sub, where)
+    except DecompositionError:
+        return " ".join(READABLE.select_lines(sub))
+    return f"{op} -> {var}"
 
 
 def roundtrip_diff(d: Decomposition) -> str | None:

@@ -14,6 +14,17 @@ oriented so that ``?entity1`` is the side already known when it runs:
 FILTERs become ``"filter"`` statements and ORDER BY/LIMIT an ``"order"``
 statement. The language filter and ``?x != topic`` are *boilerplate*: the
 reconstruction adds them by rule, so they are not statements.
+
+Queries in GrailQA's form (:mod:`memq.decompose.forms`) have three more kinds:
+
+* a class constraint ``?x ns:type.object.type ns:architecture.building`` ->
+  ``"class"`` (``?entity1`` the node; a CVT node's class stays inside its
+  structure-2/3 statements, which never end at a CVT). With no topic entity
+  the answer's class starts the query: it finds the members of the class;
+* ``(MAX|MIN(?y) AS ?x)`` over the query's own pattern -> ``"superlative"``;
+* ``COUNT`` of the answer -> ``"count"``.
+
+Their pairwise ``!=`` filter is boilerplate too.
 """
 
 from __future__ import annotations
@@ -21,7 +32,7 @@ from __future__ import annotations
 import hashlib
 from collections import deque
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..errors import DecompositionError
 from ..sparql.model import (
@@ -41,6 +52,7 @@ from ..sparql.model import (
 from ..sparql.serialize import READABLE
 from ..types import Statement
 from .cvt import CvtOracle, SchemaCvtOracle
+from .forms import is_class_triple, is_distinctness, read_form, superlative
 
 
 @dataclass(frozen=True)
@@ -73,6 +85,7 @@ class _Unit:
     ends: tuple[Term, ...] = ()
     cvts: tuple[Term, ...] = ()
     order: int = 0
+    classes: tuple[Triple, ...] = ()  # class constraints on a star's CVT nodes
 
 
 def statement_id(structure: str, sparql: str) -> str:
@@ -184,16 +197,23 @@ class Decomposer:
         in the query starts the main path); without them the first entity
         constant of the query does.
         """
-        if query.group_by or query.having or any(p.expr is not None for p in query.projection):
+        form = read_form(query)
+        query = form.query
+        if not form.grail and (query.group_by or query.having or any(p.expr is not None for p in query.projection)):
             raise DecompositionError("aggregates (COUNT, GROUP BY, HAVING) are outside MemQ's statement language")
-        answer = query.answer_var
+        answer = form.count or query.answer_var
         if answer is None:
             raise DecompositionError("SELECT * has no answer variable")
-        triples, unions, filters = flatten_group(query.where)
-        boiler = [f for f in filters if is_language_filter(f) or _is_exclusion(f, answer)]
+        where = query.where
+        extremes = [superlative(sub, where) for sub in where.subqueries] if form.grail else []
+        triples, unions, filters = flatten_group(replace(where, subqueries=()) if form.grail else where)
+        classes = [t for t in triples if is_class_triple(t)] if form.grail else []
+        triples = [t for t in triples if t not in classes]
+        boiler = [f for f in filters if is_language_filter(f) or _is_exclusion(f, answer)
+                  or (form.grail and is_distinctness(f))]
         checks = [f for f in filters if f not in boiler]
-        # Nodes that must stay statement ends: the answer and whatever filters and orderings look at.
-        keep: set[Term] = {answer}
+        # Nodes that must stay statement ends: the answer and whatever filters, orderings and superlatives look at.
+        keep: set[Term] = {answer} | {var for _, var in extremes}
         for f in checks:
             keep |= expr_vars_outside(f, triples)
         for k in query.order_by:
@@ -201,15 +221,35 @@ class Decomposer:
         union_vars = {n for union in unions for alt in union for t in alt.all_triples() for n in _nodes(t)}
         keep |= {n for t in triples for n in _nodes(t) if n in union_vars}
         units = self._units(triples, unions, keep)
-        if not units:
+        class_units = _attach_classes(classes, units)
+        if not units and not class_units:
             raise DecompositionError("the query has no triple patterns")
         topic = self._topic(units, topics, answer)
-        bounds = self._orient(units, topic, answer)
+        bounds: list[Bound] = []
+        start = topic
+        if topic is None and class_units:  # no topic entity: start from the members of the answer's class
+            first = next((u for u in class_units if u.ends[0] == answer), class_units[0])
+            class_units.remove(first)
+            start = first.ends[0]
+            bounds.append(self._class(first, check=False))
+        bounds += self._orient(units, start, answer)
+        bounds = _place_classes(bounds, [self._class(u, check=True) for u in class_units])
         for f in checks:
             bounds.append(self._filter(f, triples))
+        for op, var in extremes:
+            bounds.append(_aggregate("superlative", f"{op}(?entity1)", var))
         if query.order_by or query.limit is not None or query.offset is not None:
             bounds.append(self._order(query))
+        if form.count is not None:
+            bounds.append(_aggregate("count", "COUNT(DISTINCT ?entity1)", form.count))
         return Decomposition(question_id, query, bounds, boiler, topic)
+
+    def _class(self, unit: _Unit, check: bool) -> Bound:
+        """A class constraint as a ``"class"`` statement: ``?entity1 ns:type.object.type ns:<class> .``"""
+        t = unit.triples[0]
+        sparql = READABLE.triple(Triple(Var("entity1"), t.p, t.o))
+        statement = Statement(statement_id("class", sparql), "class", sparql, (t.p.local,))
+        return Bound(statement, {"?entity1": t.s}, check)
 
     def _topic(self, units: list[_Unit], topics: Sequence[str], answer: Var) -> Term | None:
         constants = [n for u in units for n in u.ends if isinstance(n, Iri) and n.is_entity]
@@ -391,9 +431,42 @@ def substitute_group(g: Group, f) -> Group:
 
 
 def _star_triples(unit: _Unit, roles: dict[Term, str]) -> list[Triple]:
-    """The star's triples that touch the chosen ends (and CVT-CVT links)."""
+    """The star's triples that touch the chosen ends (and CVT-CVT links), and its CVT nodes' classes."""
     cvts = set(unit.cvts)
-    return [t for t in unit.triples if all(n in cvts or n in roles for n in _nodes(t))]
+    return [t for t in unit.triples if all(n in cvts or n in roles for n in _nodes(t))] + list(unit.classes)
+
+
+def _attach_classes(classes: list[Triple], units: list[_Unit]) -> list[_Unit]:
+    """Class constraints on CVT nodes go into their star; the others become ``"class"`` units, returned."""
+    out = []
+    for i, t in enumerate(classes):
+        star = next((u for u in units if u.kind == "star" and t.s in u.cvts), None)
+        if star is not None:
+            star.classes += (t,)
+        else:
+            out.append(_Unit("class", (t,), ends=(t.s,), order=i))
+    return out
+
+
+def _place_classes(bounds: list[Bound], classes: list[Bound]) -> list[Bound]:
+    """Each class check right after the first statement that reaches its node (at the end if none does)."""
+    out = list(bounds)
+    for c in classes:
+        node = c.binding["?entity1"]
+        at = next((i for i, b in enumerate(out) if b.statement.structure != "class" and any(
+            v == node for k, v in b.binding.items() if not k.startswith("?cvt"))), None)
+        if at is None:
+            out.append(c)
+        else:
+            while at + 1 < len(out) and out[at + 1].statement.structure == "class":
+                at += 1
+            out.insert(at + 1, c)
+    return out
+
+
+def _aggregate(structure: str, sparql: str, var: Var) -> Bound:
+    """A ``"count"`` or ``"superlative"`` statement on ``var``."""
+    return Bound(Statement(statement_id(structure, sparql), structure, sparql, ()), {"?entity1": var})
 
 
 def _distances(units: list[_Unit], start: Term) -> dict[Term, int]:

@@ -14,6 +14,9 @@ triple, each hop named by its relation's label (see :mod:`.schema`)::
 
 UNION groups read "either ... or ...". Filters and ORDER BY clauses are
 verbalised from their expression tree (see :mod:`.template_clauses`).
+GrailQA's kinds read ``?entity1 is a building`` (class; a CVT's class inside a
+structure-2/3 statement is left unsaid, the relations imply it), ``?entity1 is the
+largest value`` (superlative) and ``the number of ?entity1`` (count).
 
 Each statement gets up to three descriptions: the primary one in the paper's
 form, an alternative reading (passive / CVT-centred), and with
@@ -66,6 +69,15 @@ def term_text(term) -> str:
     if isinstance(term, Literal):
         return f'"{term.value}"'
     return str(term)
+
+
+GRAIL_KINDS = ("class", "superlative", "count")
+
+
+def _cvt_class(t: Triple) -> bool:
+    """``?cvt ns:type.object.type ns:<class>`` inside a GrailQA structure-2/3 statement."""
+    return (isinstance(t.s, Var) and t.s.name.startswith("cvt") and isinstance(t.p, Iri)
+            and t.p.local == "type.object.type" and isinstance(t.o, Iri))
 
 
 def _branches(group: Group) -> list[list[Triple]]:
@@ -158,6 +170,8 @@ class TemplateDescriber:
 
     # ------------------------------------------------------------------ one statement
     def describe_one(self, statement: Statement) -> Described:
+        if statement.structure in GRAIL_KINDS:
+            return Described(self._select(self._grail(statement)), self.name)
         try:
             query = parse_fragment(statement)
         except SparqlParseError as exc:
@@ -193,9 +207,20 @@ class TemplateDescriber:
             text = f"{target} is related to {known} by {labels}"
         return Described((text,), self.name, GENERIC)
 
+    def _grail(self, statement: Statement) -> dict[str, str]:
+        """Class, superlative and count statements (their fragments are fixed forms, see memq.types)."""
+        if statement.structure == "class":
+            name = self.fb.type_name(statement.sparql.split()[-2].removeprefix("ns:"))
+            article = "an" if name[:1] in "aeiou" else "a"
+            return {"primary": f"?entity1 is {article} {name}", "alternate": f"every {name}", "short": name}
+        if statement.structure == "count":
+            return {"primary": "the number of ?entity1", "alternate": "count ?entity1"}
+        most = "largest" if statement.sparql.startswith("MAX") else "smallest"
+        return {"primary": f"?entity1 is the {most} value", "alternate": f"the {most} ?entity1, ties kept"}
+
     # ------------------------------------------------------------------ structures 1-3
     def _pattern(self, statement: Statement, where: Group) -> tuple[dict[str, str], bool]:
-        branches = [_Graph(b, self.fb) for b in _branches(where)]
+        branches = [_Graph([t for t in b if not _cvt_class(t)], self.fb) for b in _branches(where)]
         target_var = Var("entity3" if statement.structure == "3" else "entity2")
         if not any(target_var in (t.s, t.o) for g in branches for t in g.triples):
             return self._check(branches)

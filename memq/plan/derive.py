@@ -18,6 +18,12 @@ this query:
   constraints, arithmetic) -> ``Make sure <description>.`` read back and
   re-rendered, kept only if the parser recovers its variable and value.
 * ``order``: ``Sort ?v in descending order and keep the first result.``
+* ``class`` (GrailQA): ``Make sure ?v is a building.``; the class that starts a
+  query with no topic entity: ``Find every building, assign it to ?v.`` The
+  class is named by :meth:`memq.describe.schema.FreebaseSchema.type_name`.
+* ``superlative``: ``Sort ?v in descending order and keep every result tied
+  for first.``
+* ``count``: ``Count ?v, assign it to ?count.``, and ``?count`` is the answer.
 * the query's answer variable ends the plan: ``Finally the answer is ?x.``
 
 Every derived plan is parsed back and must give the same steps; what cannot
@@ -262,12 +268,35 @@ def derive_steps(decomposition, names: dict[str, str], describe: Describe) -> tu
         elif st.structure == "order":
             steps.append(_order_step(decomposition.query, binding))
             ids.append(st.id)
+        elif st.structure == "class":
+            steps.append(_with_text(PlanStep("class", "", target=term_name(binding["?entity1"], names),
+                                             value=class_name(st), op=None if bound.check else "find")))
+            ids.append(st.id)
+        elif st.structure == "superlative":
+            op = "max" if st.sparql.startswith("MAX") else "min"
+            steps.append(_with_text(PlanStep("superlative", "", target=term_name(binding["?entity1"], names), op=op)))
+            ids.append(st.id)
+        elif st.structure == "count":
+            counted = term_name(binding["?entity1"], names)
+            count_var = "?count" if "count" not in used else f"?count_{len(used)}"
+            used.add(count_var[1:])
+            steps.append(_with_text(PlanStep("count", "", source=counted, target=count_var)))
+            ids.append(st.id)
         else:
             raise DerivationError("unknown-structure", st.structure)
     answer = decomposition.query.answer_var
-    steps.append(_with_text(PlanStep("answer", "", target=f"?{answer.name}")))
+    counts = [s for s in steps if s.kind == "count"]
+    target = counts[-1].target if counts else f"?{answer.name}"
+    steps.append(_with_text(PlanStep("answer", "", target=target)))
     ids.append(None)
     return steps, ids
+
+
+def class_name(statement: Statement) -> str:
+    """How a plan names the class of a ``class`` statement: ``architecture.building`` -> ``building``."""
+    from memq.describe.schema import schema
+
+    return schema().type_name(statement.sparql.split()[-2].removeprefix("ns:"))
 
 
 def _query_vars(query) -> set[Var]:
@@ -320,5 +349,6 @@ def _verify(steps: Sequence[PlanStep], entities) -> None:
         raise DerivationError("roundtrip", f"dropped {back.dropped}")
     for a, b in zip(steps, back.steps, strict=True):
         if (a.kind, a.target, a.op, a.value if a.kind != "find" else None) != (
-                b.kind, b.target, b.op, b.value if b.kind != "find" else None):
+                b.kind, b.target, b.op, b.value if b.kind != "find" else None) or (
+                a.kind == "count" and a.source != b.source):
             raise DerivationError("roundtrip", f"{a.text!r} reads back as {b!r}")

@@ -42,6 +42,16 @@ listed):
   verb ``Rank``, ``Sort the result(s) based on / by ?v ...``.
 * **answer**: ``Finally the answer is ?v.`` (also ``The answer is ?v``).
 
+GrailQA's constructs (:mod:`memq.decompose.forms`) add three kinds:
+
+* **class**: ``Make sure ?v is a building.`` (``value`` the class name, a lower-case ``a``/``an`` after
+  ``is``/``should be``); with no topic entity, the members of the class start the plan:
+  ``Find every building, assign it to ?v.`` (``op`` ``"find"``; also ``all``).
+* **superlative**: ``Sort ?v in descending order and keep every result tied for first.`` (``op`` ``max``;
+  ascending: ``min``): the answers whose ``?v`` is the largest (smallest) value of the whole query, ties kept.
+* **count**: ``Count ?v, assign it to ?count.`` (``source`` the counted ``?v``, ``target`` the count; also
+  ``Count the number of ?v ...``).
+
 Lines may carry list markers (``1.``, ``-``, ``Step 2:``); several steps on one
 line are split before each step verb. The parser is tolerant: a line it
 cannot read is dropped and recorded in ``Plan.dropped`` as ``(line, reason)``;
@@ -62,13 +72,17 @@ _DATE = re.compile(r"^-?\d{4}(-\d{2}(-\d{2})?)?([T ][0-9:.]+Z?)?$")
 OPS = ("=", "!=", "<", "<=", ">", ">=")
 
 _PREFIX = re.compile(r"^\s*(?:[-*•]+\s*|\(?\d+[.):]\s*|step\s*\d+\s*[:.)-]?\s*)+", re.I)
-_SPLIT = re.compile(r"(?<=[.;])\s+(?=(?:step\s*\d+\s*[:.]\s*)?(?:find|make sure|sort|rank|finally|the answer)\b)",
+_SPLIT = re.compile(r"(?<=[.;])\s+(?=(?:step\s*\d+\s*[:.]\s*)?(?:find|make sure|sort|rank|count|finally|the answer)\b)",
                     re.I)
 _STEP_MARK = re.compile(r"\s+(?=step\s*\d+\s*:)", re.I)
 
 _FIND = re.compile(r"^find\s+(?P<phrase>.+?)\s*,?\s*(?:and\s+)?assign(?:\s+it)?\s+(?:to|as)(?:\s*(?=\?)|\s+)"
                    r"(?P<target>\??[A-Za-z_][A-Za-z0-9_]*)\s*[.;]?\s*$", re.I)
 _CHECK = re.compile(r"^make\s+sure\s+(?:that\s+)?(?P<body>.+?)\s*[.;]?\s*$", re.I)
+_CLASS = re.compile(r"^(?P<target>\?[A-Za-z_]\w*)\s+(?:is|should\s+be)\s+an?\s+(?P<cls>[a-z0-9].*?)\s*[.;]?\s*$")
+_EVERY = re.compile(r"^(?:every|all)\s+(?P<cls>\S.*)$", re.I)
+_COUNT = re.compile(r"^count\s+(?:the\s+number\s+of\s+)?(?P<source>\?[A-Za-z_]\w*)\s*(?:,?\s*(?:and\s+)?assign(?:\s+it)?"
+                    r"\s+(?:to|as)\s*(?P<target>\??[A-Za-z_]\w*))?\s*[.;]?\s*$", re.I)
 _ANSWER = re.compile(r"^(?:finally,?\s+)?(?:so\s+)?the\s+(?:final\s+)?answer\s+is(?:\s*(?=\?)|\s+)(?P<target>\??[A-Za-z_]\w*)"
                      r"\s*[.;]?\s*$", re.I)
 
@@ -175,6 +189,22 @@ def render_step(step: PlanStep) -> str:
         if not step.target:
             raise PlanParseError(f"an answer step needs a target: {step!r}")
         return f"Finally the answer is {_as_var(step.target)}."
+    if kind == "class":
+        if not step.target or not step.value:
+            raise PlanParseError(f"a class step needs target and value: {step!r}")
+        if step.op == "find":
+            return f"Find every {step.value}, assign it to {_as_var(step.target)}."
+        article = "an" if step.value[:1].lower() in "aeiou" else "a"
+        return f"Make sure {_as_var(step.target)} is {article} {step.value}."
+    if kind == "superlative":
+        if not step.target or step.op not in ("max", "min"):
+            raise PlanParseError(f"a superlative step needs target and op 'max'/'min': {step!r}")
+        order = "descending" if step.op == "max" else "ascending"
+        return f"Sort {_as_var(step.target)} in {order} order and keep every result tied for first."
+    if kind == "count":
+        if not step.source or not step.target:
+            raise PlanParseError(f"a count step needs source and target: {step!r}")
+        return f"Count {_as_var(step.source)}, assign it to {_as_var(step.target)}."
     raise PlanParseError(f"unknown step kind {kind!r}")
 
 
@@ -209,6 +239,10 @@ def parse_step(line: str, entities: Sequence[str] = ()) -> PlanStep:
         if not phrase:
             raise PlanParseError("find step with an empty phrase")
         mentions = [t for _, t in _mentions(phrase, entities)]
+        every = _EVERY.match(phrase)
+        if every and not mentions:
+            return PlanStep("class", text, target=_as_var(m.group("target")), value=every.group("cls").strip(),
+                            op="find")
         source = mentions[0] if mentions else None
         if source is None:
             tail = re.split(r"\s+of\s+", phrase)
@@ -222,13 +256,22 @@ def parse_step(line: str, entities: Sequence[str] = ()) -> PlanStep:
         return _parse_check(text, m.group("body"))
     if head.startswith(("sort", "rank", "order")):
         return _parse_sort(text)
+    if head.startswith("count"):
+        m = _COUNT.match(text)
+        if not m:
+            raise PlanParseError("count step without a ?var to count")
+        target = m.group("target")
+        return PlanStep("count", text, source=m.group("source"), target=_as_var(target) if target else None)
     m = _ANSWER.match(text)
     if m:
         return PlanStep("answer", text, target=_as_var(m.group("target")))
-    raise PlanParseError("not a step (expected Find / Make sure / Sort / Finally the answer is)")
+    raise PlanParseError("not a step (expected Find / Make sure / Sort / Count / Finally the answer is)")
 
 
 def _parse_check(text: str, body: str) -> PlanStep:
+    cls = _CLASS.match(body)
+    if cls:
+        return PlanStep("class", text, target=cls.group("target"), value=cls.group("cls"))
     var = VAR.search(body)
     after = var.end() if var else 0
     for m in _CMP_RE.finditer(body):
@@ -258,6 +301,8 @@ def _parse_sort(text: str) -> PlanStep:
         limit = 1
     elif (lm := re.search(r"\b(?:keep|take|return)\s+(?:only\s+)?the\s+(?:first|top)\s+(\d+)", rest)):
         limit = int(lm.group(1))
+    if re.search(r"\btied\b|\bties\b", rest):
+        return PlanStep("superlative", text, target=key.group(), op="max" if op == "desc" else "min")
     offset = None
     if (om := re.search(r"\bskip\s+the\s+first\s+(\d+)", rest)):
         offset = int(om.group(1))

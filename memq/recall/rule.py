@@ -71,6 +71,8 @@ def query_text(step: PlanStep) -> str:
         subject = step.relation or step.target or ""
         subject = _replace_mention(subject, step.target, "?entity1")
         return f"{subject} {step.op or '='} ?value"
+    if step.kind == "class" and step.value:
+        return f"?entity1 is {'an' if step.value[:1].lower() in 'aeiou' else 'a'} {step.value}"
     return step.text
 
 

@@ -44,8 +44,14 @@ def build_query(choices: list[StepChoice], rec: Reconstructor, answer: Var, trac
         apply_step(draft, c, rec, trace, skip=c.index in skipped)
     if not draft.triples and not draft.unions:
         raise ReconstructionError("no step produced a graph pattern")
-    starts = rec.answer_starts([c.step for c in choices], answer, draft.all_triples())
-    return draft.query(answer, rec.boilerplate(answer, starts))
+    counted = draft.count[0] if draft.count is not None and draft.count[1] == answer else None
+    if draft.count is not None and counted is None:
+        if trace is not None:
+            trace.fallbacks.append(f"count of {draft.count[0]} dropped: the plan answers {answer}, not {draft.count[1]}")
+        draft.count = None
+    node = counted or answer  # what the boilerplate is about: the answer, or what a count counts
+    starts = rec.answer_starts([c.step for c in choices], node, draft.all_triples())
+    return draft.query(answer, rec.boilerplate(node, starts, draft.all_triples()))
 
 
 def distinct_values(rows: list[dict], var: Var) -> list:

@@ -63,6 +63,11 @@ def recall_steps(bank, plan: Plan, config: RecallConfig, trace: Trace) -> list[S
             choice.kept, choice.candidates = kept, candidates
             if fallback:
                 trace.fallbacks.append(f"step {i + 1}: recall {fallback}")
+        elif step.kind == "class":
+            kept, candidates, fallback = recall_step(bank, step, i, config, structures=("class",))
+            choice.kept, choice.candidates = kept[:1], candidates
+            if fallback or not kept:
+                trace.fallbacks.append(f"step {i + 1}: class recall {fallback or 'found nothing'}")
         elif step.kind == "check" and step.relation and step.relation != step.target:
             kept, candidates, fallback = recall_step(bank, step, i, config, structures=("filter",))
             if kept and not fallback:
@@ -152,3 +157,26 @@ def apply_step(draft: Draft, c: StepChoice, rec: Reconstructor, trace: Trace | N
         except ReconstructionError as exc:
             if trace is not None:
                 trace.fallbacks.append(f"step {c.index + 1}: sort dropped: {exc}")
+    elif step.kind == "class" and c.kept:
+        try:
+            triple = rec.class_triple(step, c.kept[0].statement)
+        except ReconstructionError as exc:
+            if trace is not None:
+                trace.fallbacks.append(f"step {c.index + 1}: class dropped: {exc}")
+        else:
+            if triple not in draft.triples:
+                draft.triples.append(triple)
+    elif step.kind == "superlative":
+        var = rec.var(step.target)
+        if var is None or step.op not in ("max", "min"):
+            if trace is not None:
+                trace.fallbacks.append(f"step {c.index + 1}: superlative dropped: it needs a ?variable and max/min")
+        else:
+            draft.superlatives.append(("MAX" if step.op == "max" else "MIN", var))
+    elif step.kind == "count":
+        counted, alias = rec.var(step.source), rec.var(step.target)
+        if counted is None or alias is None:
+            if trace is not None:
+                trace.fallbacks.append(f"step {c.index + 1}: count dropped: it needs ?variables to count and assign")
+        else:
+            draft.count = (counted, alias)

@@ -6,7 +6,10 @@ names are refilled with ids from ``entities``; several statements for one
 step become a UNION; *Make sure* becomes a FILTER (``= != < <= > >=``) and
 *Sort* an ORDER BY/LIMIT (the key as a number, then as it is). The language
 filter and the exclusion of the node the answer's own step starts from are
-added as the gold queries do.
+added as the gold queries do. GrailQA's steps: a class step adds its recalled
+class statement's triple, a superlative step a ``MAX``/``MIN`` subquery over
+the query's own pattern, a count step the projection ``(COUNT(DISTINCT ?x) AS
+?count)``.
 
 Entity ids enter the query only as :class:`~memq.sparql.model.Iri` terms
 built from validated ids, and every value a plan mentions only as a
@@ -22,6 +25,7 @@ from dataclasses import dataclass, field, replace
 
 from ..decompose.assemble import fragment
 from ..decompose.cvt import CvtOracle, SchemaCvtOracle
+from ..decompose.forms import superlative_subquery
 from ..decompose.split import substitute_expr, substitute_group
 from ..errors import ReconstructionError
 from ..sparql.model import (
@@ -110,9 +114,12 @@ class Draft:
     order: tuple[OrderKey, ...] = ()
     limit: int | None = None
     offset: int | None = None
+    superlatives: list[tuple[str, Var]] = field(default_factory=list)  # (MAX or MIN, the variable)
+    count: tuple[Var, Var] | None = None  # (the variable counted, the variable of the count)
 
     def copy(self) -> Draft:
-        return Draft(list(self.triples), list(self.unions), list(self.filters), self.order, self.limit, self.offset)
+        return Draft(list(self.triples), list(self.unions), list(self.filters), self.order, self.limit, self.offset,
+                     list(self.superlatives), self.count)
 
     def add_alternatives(self, alts: list[Group]) -> None:
         if len(alts) == 1 and not alts[0].unions and not alts[0].filters:
@@ -125,8 +132,25 @@ class Draft:
         return self.triples + [t for u in self.unions for alt in u for t in alt.all_triples()]
 
     def query(self, answer: Var, boilerplate: list[Expr]) -> Query:
+        """The draft as a query for ``answer``; with a count, ``answer`` is the count's variable.
+
+        A superlative's subquery aggregates over the draft's pattern with the boilerplate's ``!=`` filters
+        (GrailQA's subqueries keep their nodes distinct too), not its language filter."""
         where = Group(triples=tuple(self.triples), unions=tuple(self.unions),
                       filters=tuple(self.filters) + tuple(boilerplate))
+        if self.superlatives:
+            distinct = tuple(b for b in boilerplate if isinstance(b, Call) and b.op in ("!=", "&&"))
+            pattern = Group(triples=tuple(self.triples), unions=tuple(self.unions),
+                            filters=tuple(self.filters) + distinct)
+            where = replace(where, subqueries=tuple(superlative_subquery(op, var, pattern)
+                                                    for op, var in self.superlatives))
+        if self.count is not None:
+            from ..sparql.model import Projection
+
+            counted, alias = self.count
+            projection = (Projection(alias, Call("COUNT", (counted,), distinct=True)),)
+            return Query(where=where, projection=projection, order_by=self.order, limit=self.limit,
+                         offset=self.offset)
         return Query(where=where, projection=(_projection(answer),), distinct=True, order_by=self.order,
                      limit=self.limit, offset=self.offset)
 
@@ -145,8 +169,11 @@ def _projection(var: Var):
 class Reconstructor:
     """Turns steps into query parts; ``entities`` maps Freebase id -> name."""
 
-    def __init__(self, entities: dict[str, str]) -> None:
+    def __init__(self, entities: dict[str, str], distinct_nodes: bool = False) -> None:
+        """``distinct_nodes``: GrailQA's convention, every node of the query differs from every other
+        (:meth:`boilerplate`), instead of WebQSP's and CWQ's answer-is-not-its-start."""
         self.entities = {check_entity_id(mid): name for mid, name in entities.items()}
+        self.distinct_nodes = distinct_nodes
         self.ambiguous: dict[str, tuple[str, ...]] = {}  # name -> the given ids it matched
         self.notes: dict[str, str] = {}  # step text -> what reconstruction changed (the pipeline traces it)
         self._fresh = 0
@@ -283,6 +310,16 @@ class Reconstructor:
             return Call("||", (Call("=", (Call("str", (target,)), Literal(value.value))), Call("=", (target, value))))
         return Call(op, (target, value))
 
+    def class_triple(self, step: PlanStep, statement: Statement) -> Triple:
+        """A class step with its recalled class statement: ``?x ns:type.object.type ns:<class>``."""
+        target = self.var(step.target)
+        if target is None:
+            raise ReconstructionError(f"step {step.text!r}: a class step needs a ?variable")
+        if statement.structure != "class":
+            raise ReconstructionError(f"statement {statement.id} of structure {statement.structure} is not a class")
+        [t] = fragment(statement.sparql, "class").where.triples
+        return Triple(target, t.p, t.o)
+
     def value(self, text: str | None) -> Term | None:
         if text is None:
             return None
@@ -316,10 +353,22 @@ class Reconstructor:
         desc = step.op == "desc"
         return (OrderKey(Call(XSD_DOUBLE, (key,)), desc), OrderKey(key, desc)), step.limit or 1, step.offset
 
-    def boilerplate(self, answer: Var, starts: Iterable[Term] = ()) -> list[Expr]:
+    def boilerplate(self, answer: Var, starts: Iterable[Term] = (), triples: Sequence[Triple] = ()) -> list[Expr]:
         """What every gold query says besides its path: the language filter on the answer, and that the
-        answer is not the node its own step starts from (:meth:`answer_starts`)."""
+        answer is not the node its own step starts from (:meth:`answer_starts`). With ``distinct_nodes``, that
+        no two nodes of ``triples`` are the same instead (GrailQA's ``?x0 != ?x1 && ?x0 != ?x2 && ...``)."""
         out = [language_filter(answer)]
+        if self.distinct_nodes:
+            nodes = list(dict.fromkeys(n for t in triples for n in (t.s, t.o)
+                                       if not (t.p == Iri(FB + "type.object.type") and n == t.o)))
+            pairs = [Call("!=", (a, b)) for i, a in enumerate(nodes) for b in nodes[i + 1:]
+                     if isinstance(a, Var) or isinstance(b, Var)]
+            if pairs:
+                expr = pairs[0]
+                for p in pairs[1:]:
+                    expr = Call("&&", (expr, p))
+                out.append(expr)
+            return out
         for node in starts:
             if node != answer:
                 out.append(Call("!=", (answer, node)))
