@@ -15,12 +15,25 @@ from dataclasses import replace
 from functools import lru_cache
 
 from ..errors import DecompositionError, ReconstructionError
-from ..sparql.model import Call, Expr, Group, Iri, OrderKey, Projection, Query, Term, Triple, Var
+from ..sparql.model import (
+    Call,
+    Expr,
+    Group,
+    Iri,
+    OrderKey,
+    Projection,
+    Query,
+    Term,
+    Triple,
+    Var,
+    substitute_expr,
+    substitute_group,
+)
 from ..sparql.parser import parse_query
 from ..sparql.serialize import READABLE
 from ..types import Statement
 from .forms import superlative, superlative_subquery
-from .split import Bound, Decomposition, flatten_group, substitute_expr, substitute_group
+from .split import Bound, Decomposition, flatten_group
 
 AGGREGATES = ("count", "superlative")
 """Statement kinds whose fragment is an aggregate of ``?entity1`` (``COUNT(DISTINCT ?entity1)``, ``MAX(?entity1)``)."""

@@ -32,7 +32,22 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from ..errors import DecompositionError
-from ..sparql.model import FB, Call, Expr, Group, Iri, Literal, Projection, Query, Term, Triple, Var, walk_exprs
+from ..sparql.model import (
+    FB,
+    Call,
+    Expr,
+    Group,
+    Iri,
+    Literal,
+    Projection,
+    Query,
+    Term,
+    Triple,
+    Var,
+    substitute_expr,
+    substitute_group,
+    walk_exprs,
+)
 
 TYPE = Iri(FB + "type.object.type")
 EXTREMES = ("MAX", "MIN")
@@ -122,12 +137,6 @@ def _substitute(g: Group, f) -> Group:
                    filters=tuple(substitute_expr(x, f) for x in g.filters))
 
 
-def substitute_expr(expr: Expr, f) -> Expr:
-    from .split import substitute_expr as apply  # split reads this module's forms
-
-    return apply(expr, f)
-
-
 def is_class_triple(t: Triple) -> bool:
     """``?x ns:type.object.type ns:domain.type``: a class constraint on a node."""
     return t.p == TYPE and isinstance(t.o, Iri) and not t.o.is_entity and not isinstance(t.s, Literal)
@@ -207,7 +216,6 @@ def superlative_subquery(op: str, var: Var, pattern: Group, suffix: str = "_all"
     ``MAX``) or smallest (``MIN``) value ``var`` takes over ``pattern`` (its triples, UNION blocks and filters),
     apart from the query's own variables. ReconstructionError if ``pattern`` does not hold ``var``."""
     from ..errors import ReconstructionError
-    from .split import substitute_group
 
     names: dict[Var, Var] = {}
 

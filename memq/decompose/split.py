@@ -30,7 +30,6 @@ Their pairwise ``!=`` filter is boilerplate too.
 from __future__ import annotations
 
 import hashlib
-from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -47,12 +46,14 @@ from ..sparql.model import (
     Triple,
     Var,
     expr_vars,
+    substitute_expr,
     walk_exprs,
 )
 from ..sparql.serialize import READABLE
 from ..types import Statement
 from .cvt import CvtOracle, SchemaCvtOracle
 from .forms import is_class_triple, is_distinctness, read_form, superlative
+from .layout import distances, main_path, place_classes
 
 
 @dataclass(frozen=True)
@@ -233,7 +234,7 @@ class Decomposer:
             start = first.ends[0]
             bounds.append(self._class(first, check=False))
         bounds += self._orient(units, start, answer)
-        bounds = _place_classes(bounds, [self._class(u, check=True) for u in class_units])
+        bounds = place_classes(bounds, [self._class(u, check=True) for u in class_units])
         for f in checks:
             bounds.append(self._filter(f, triples))
         for op, var in extremes:
@@ -257,12 +258,12 @@ class Decomposer:
             for n in constants:
                 if n.local == mid:
                     return n
-        reachable = _distances(units, answer)
+        reachable = distances(units, answer)
         ranked = [n for n in dict.fromkeys(constants) if n in reachable]
         return ranked[0] if ranked else (constants[0] if constants else None)
 
     def _orient(self, units: list[_Unit], topic: Term | None, answer: Var) -> list[Bound]:
-        main = _main_path(units, topic, answer)
+        main = main_path(units, topic, answer)
         reached: set[Term] = {topic} if topic is not None else set()
         order: list[tuple[_Unit, Term, Term | None]] = []
         for unit, source, target in main:
@@ -404,32 +405,6 @@ def expr_vars_outside(expr: Expr, triples: Sequence[Triple]) -> set[Var]:
     return direct | (expr_vars(expr) & in_triples)
 
 
-def substitute_expr(expr: Expr, f) -> Expr:
-    """``expr`` with ``f`` applied to each of its terms (variables, IRIs, literals), inside EXISTS too."""
-    from dataclasses import replace
-
-    if isinstance(expr, (Var, Iri, Literal)):
-        return f(expr)
-    if isinstance(expr, Call):
-        return replace(expr, args=tuple(substitute_expr(a, f) for a in expr.args))
-    if isinstance(expr, Exists):
-        return Exists(substitute_group(expr.pattern, f), expr.negated)
-    return expr
-
-
-def substitute_group(g: Group, f) -> Group:
-    """``g`` with ``f`` applied to the variables and entities of its triples, UNIONs and filters."""
-    from dataclasses import replace
-
-    def tt(t: Triple) -> Triple:
-        return Triple(f(t.s) if not isinstance(t.s, Iri) or t.s.is_entity else t.s, t.p,
-                      f(t.o) if not isinstance(t.o, Iri) or t.o.is_entity else t.o)
-
-    return replace(g, triples=tuple(tt(t) for t in g.triples),
-                   unions=tuple(tuple(substitute_group(a, f) for a in u) for u in g.unions),
-                   filters=tuple(substitute_expr(x, f) for x in g.filters))
-
-
 def _star_triples(unit: _Unit, roles: dict[Term, str]) -> list[Triple]:
     """The star's triples that touch the chosen ends (and CVT-CVT links), and its CVT nodes' classes."""
     cvts = set(unit.cvts)
@@ -448,62 +423,6 @@ def _attach_classes(classes: list[Triple], units: list[_Unit]) -> list[_Unit]:
     return out
 
 
-def _place_classes(bounds: list[Bound], classes: list[Bound]) -> list[Bound]:
-    """Each class check right after the first statement that reaches its node (at the end if none does)."""
-    out = list(bounds)
-    for c in classes:
-        node = c.binding["?entity1"]
-        at = next((i for i, b in enumerate(out) if b.statement.structure != "class" and any(
-            v == node for k, v in b.binding.items() if not k.startswith("?cvt"))), None)
-        if at is None:
-            out.append(c)
-        else:
-            while at + 1 < len(out) and out[at + 1].statement.structure == "class":
-                at += 1
-            out.insert(at + 1, c)
-    return out
-
-
 def _aggregate(structure: str, sparql: str, var: Var) -> Bound:
     """A ``"count"`` or ``"superlative"`` statement on ``var``."""
     return Bound(Statement(statement_id(structure, sparql), structure, sparql, ()), {"?entity1": var})
-
-
-def _distances(units: list[_Unit], start: Term) -> dict[Term, int]:
-    adj: dict[Term, list[Term]] = {}
-    for u in units:
-        for a in u.ends:
-            for b in u.ends:
-                if a != b:
-                    adj.setdefault(a, []).append(b)
-    dist = {start: 0}
-    queue = deque([start])
-    while queue:
-        n = queue.popleft()
-        for m in adj.get(n, ()):
-            if m not in dist:
-                dist[m] = dist[n] + 1
-                queue.append(m)
-    return dist
-
-
-def _main_path(units: list[_Unit], topic: Term | None, answer: Var) -> list[tuple[_Unit, Term, Term]]:
-    """Units on a shortest path from the topic to the answer: (unit, source end, target end)."""
-    if topic is None:
-        return []
-    dist = _distances(units, answer)
-    if topic not in dist:
-        return []
-    path: list[tuple[_Unit, Term, Term]] = []
-    node, used = topic, set()
-    far = 1 << 30
-    while node != answer:
-        step = next((u for u in sorted(units, key=lambda u: u.order) if id(u) not in used and node in u.ends
-                     and any(dist.get(e, far) == dist[node] - 1 for e in u.ends)), None)
-        if step is None:
-            break
-        used.add(id(step))
-        target = next(e for e in step.ends if dist.get(e, far) == dist[node] - 1)
-        path.append((step, node, target))
-        node = target
-    return path

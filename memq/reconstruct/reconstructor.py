@@ -26,7 +26,6 @@ from dataclasses import dataclass, field, replace
 from ..decompose.assemble import fragment
 from ..decompose.cvt import CvtOracle, SchemaCvtOracle
 from ..decompose.forms import superlative_subquery
-from ..decompose.split import substitute_expr, substitute_group
 from ..errors import ReconstructionError
 from ..sparql.model import (
     FB,
@@ -43,6 +42,8 @@ from ..sparql.model import (
     Term,
     Triple,
     Var,
+    substitute_expr,
+    substitute_group,
 )
 from ..sparql.safety import FREEBASE_ID, check_entity_id
 from ..types import PlanStep, Statement

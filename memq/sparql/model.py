@@ -7,7 +7,7 @@ a way of writing them (see :mod:`memq.sparql.serialize`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 FB = "http://rdf.freebase.com/ns/"
 XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -227,3 +227,25 @@ def expr_vars(expr: Expr) -> set[Var]:
             for f in e.pattern.filters:
                 out |= expr_vars(f)
     return out
+
+
+def substitute_expr(expr: Expr, f) -> Expr:
+    """``expr`` with ``f`` applied to each of its terms (variables, IRIs, literals), inside EXISTS too."""
+    if isinstance(expr, (Var, Iri, Literal)):
+        return f(expr)
+    if isinstance(expr, Call):
+        return replace(expr, args=tuple(substitute_expr(a, f) for a in expr.args))
+    if isinstance(expr, Exists):
+        return Exists(substitute_group(expr.pattern, f), expr.negated)
+    return expr
+
+
+def substitute_group(g: Group, f) -> Group:
+    """``g`` with ``f`` applied to the variables and entities of its triples, UNIONs and filters."""
+    def tt(t: Triple) -> Triple:
+        return Triple(f(t.s) if not isinstance(t.s, Iri) or t.s.is_entity else t.s, t.p,
+                      f(t.o) if not isinstance(t.o, Iri) or t.o.is_entity else t.o)
+
+    return replace(g, triples=tuple(tt(t) for t in g.triples),
+                   unions=tuple(tuple(substitute_group(a, f) for a in u) for u in g.unions),
+                   filters=tuple(substitute_expr(x, f) for x in g.filters))
