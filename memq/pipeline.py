@@ -86,8 +86,7 @@ class Config:
     backend: str = DEFAULT_BACKEND  # the planner's LLM: "llamacpp", or "transformers" (also the traced fallback)
     recall: RecallConfig = field(default_factory=RecallConfig)
     search: GroundedConfig = field(default_factory=GroundedConfig)  # the grounded planner's search
-    # the grounded planner's statement ranker (memq.plan.ranker): "auto" (the committed memory_bank/ranker when there
-    # is one), "none" (the model alone chooses), or a ranker directory
+    # the grounded planner's statement ranker: "auto" (memory_bank/ranker if committed), "none", or a directory
     ranker: str = "auto"
     grounded: bool = True
     repair: bool = True
@@ -193,6 +192,11 @@ class Pipeline:
             adapter = Path(config.adapter) if config.adapter else adapter or default_adapter(dataset)
             self._planner_source = (dataset, adapter)
         return self._planner_source
+
+    @property
+    def planner_kind(self) -> str:
+        """The planner ``planner`` loads: ``auto`` resolved (``fewshot``, ``finetuned``, ``grounded`` or ``hybrid``)."""
+        return self._planner_choice()[0]
 
     def _planner_choice(self) -> tuple[str, Path]:
         """(planner kind, fine-tuned adapter path). ``auto`` picks the committed or cached adapter if there is one,

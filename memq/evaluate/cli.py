@@ -14,7 +14,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev = sub.add_parser("evaluate", help="score memq on a dataset split (resumable)")
     ev.add_argument("--dataset", choices=("webqsp", "cwq"), required=True)
     ev.add_argument("--split", choices=("dev", "test"), required=True)
-    ev.add_argument("--planner", choices=("oracle", "fewshot", "finetuned", "grounded", "hybrid"), required=True)
+    ev.add_argument("--planner", choices=("auto", "oracle", "fewshot", "finetuned", "grounded", "hybrid"),
+                    required=True, help="auto: what memq ask, memq serve and memq.answer use for the dataset")
     ev.add_argument("--limit", type=int, help="only the first N questions")
     ev.add_argument("--json", metavar="FILE", help="write the summary here")
     ev.add_argument("--per-question", metavar="FILE.jsonl", help="per-question records; a rerun resumes from it")
@@ -97,6 +98,10 @@ def _evaluate(args: argparse.Namespace) -> int:
         config = replace(config, recall=replace(recall, **changes))
     if args.ablation and not args.ablation_adapter:
         raise MemQError("--ablation direct-sparql needs --ablation-adapter DIR (see `memq ablation train`)")
+    if args.planner == "auto":  # the default of memq ask / serve / memq.answer for this dataset's memory and planner
+        from ..pipeline import Pipeline
+
+        args.planner = Pipeline(replace(config, planner="auto", planner_dataset=args.dataset)).planner_kind
     adapter = recorded_adapter(args, config) if args.record else None
     if args.entities == "linked":
         if args.record or args.ablation or args.plans or args.shard:

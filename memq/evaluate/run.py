@@ -353,6 +353,10 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
                             f"(shard {k} of {n}): a part of it, not all of it"}
     if planner in ("grounded", "hybrid"):
         summary["search"] = asdict(config.search)
+        from ..plan.ranker import ranker_choice
+
+        ranker = ranker_choice(config.ranker)
+        summary["ranker"] = shown_path(ranker) if ranker is not None else None
     if planner in ("finetuned", "grounded", "hybrid"):
         adapter = pipeline.planner_adapter
         summary["adapter"] = shown_path(adapter)
