@@ -29,6 +29,11 @@ SPLITS = ("train", "dev", "test", "all")
 DATASET_SPLITS = {"webqsp": ("train", "test"), "cwq": ("train", "test"), "grailqa": ("train", "dev")}
 """The splits each dataset has (besides ``all``, which is all of them)."""
 
+DISTINCT_NODES = frozenset({"grailqa"})
+"""Datasets whose gold queries follow GrailQA's convention that every node of a query differs from every other
+(``FILTER (?x0 != ?x1 && ...)``): queries reconstructed for their questions write the same filter
+(:class:`memq.reconstruct.Reconstructor`'s ``distinct_nodes``; :class:`memq.pipeline.Config`'s)."""
+
 _MID = re.compile(r"\bns:([mg]\.[0-9a-z_]+)")
 
 

@@ -125,3 +125,15 @@ def test_question_files_in_each_format_load(tmp_path):
     assert [q.parses[0].answers[0][0] for q in questions] == ["m.02"] and "cwq.json" in sources
     with pytest.raises(ValueError):
         datasets.load_file(cwq, "nope")
+
+
+def test_evaluation_breaks_down_by_level_and_function():
+    from memq.evaluate.run import breakdown
+
+    qs = [GoldQuestion("a", "", "grailqa", "dev", (), level="zero-shot", function="argmax"),
+          GoldQuestion("b", "", "grailqa", "dev", (), level="i.i.d.", function="<=")]
+    recs = [{"id": "a", "f1": 1.0, "hits@1": 1.0, "ehr": 1.0, "ged": 0.0},
+            {"id": "b", "f1": None, "hits@1": None, "ehr": 0.5, "ged": 2.0}]
+    out = breakdown(recs, qs)
+    assert out["by_level"]["zero-shot"]["f1"] == 1.0 and out["by_level"]["i.i.d."]["f1"] == 0.0
+    assert set(out["by_function"]) == {"superlative", "comparative"}
