@@ -29,6 +29,11 @@ SPLITS = ("train", "dev", "test", "all")
 DATASET_SPLITS = {"webqsp": ("train", "test"), "cwq": ("train", "test"), "grailqa": ("train", "dev")}
 """The splits each dataset has (besides ``all``, which is all of them)."""
 
+DISTINCT_NODES = frozenset({"grailqa"})
+"""Datasets whose gold queries follow GrailQA's convention that every node of a query differs from every other
+(``FILTER (?x0 != ?x1 && ...)``): queries reconstructed for their questions write the same filter
+(:class:`memq.reconstruct.Reconstructor`'s ``distinct_nodes``; :class:`memq.pipeline.Config`'s)."""
+
 _MID = re.compile(r"\bns:([mg]\.[0-9a-z_]+)")
 
 
@@ -54,11 +59,16 @@ class GoldParse:
 
 @dataclass(frozen=True)
 class GoldQuestion:
+    """One question. GrailQA's carry its ``level`` (``i.i.d.``, ``compositional``, ``zero-shot``; dev only)
+    and ``function`` (``none``, ``count``, ``argmax``, ``argmin``, ``<``, ``<=``, ``>``, ``>=``)."""
+
     id: str
     question: str
     dataset: str
     split: str
     parses: tuple[GoldParse, ...]
+    level: str | None = None
+    function: str | None = None
 
 
 def data_path(*parts: str) -> Path:
@@ -96,7 +106,11 @@ def query_mids(sparql: str) -> list[str]:
 
 
 def _webqsp(split: str) -> list[GoldQuestion]:
-    raw = _read_json(data_path("webqsp", f"WebQSP.{split}.json.gz"))
+    return webqsp_questions(_read_json(data_path("webqsp", f"WebQSP.{split}.json.gz")), split)
+
+
+def webqsp_questions(raw: dict, split: str) -> list[GoldQuestion]:
+    """The questions of a file in WebQSP's format (``{"Questions": [...]}``)."""
     out = []
     for q in raw["Questions"]:
         parses = []
@@ -129,17 +143,10 @@ def _cwq_topics(sparql: str, given: dict[str, str] | None) -> tuple[tuple[str, s
 
 
 def _cwq(split: str) -> list[GoldQuestion]:
-    names = mid_names()
     if split == "test":
         raw = _read_json(data_path("cwq", "ComplexWebQuestions_test.json.gz"))
         tog = {r["ID"]: r for r in _read_json(data_path("cwq", "cwq_test_tog.json.gz"))}
-        out = []
-        for r in raw:
-            given = tog.get(r["ID"], {}).get("topic_entity") or {}
-            answers = tuple((m, names.get(m, m)) for m in r["answer"])
-            parse = GoldParse(r["ID"], r["sparql"], _cwq_topics(r["sparql"], given), answers)
-            out.append(GoldQuestion(r["ID"], r["question"], "cwq", "test", (parse,)))
-        return out
+        return cwq_questions(raw, "test", tog)
     raw = _read_json(data_path("cwq", "cwq_traindev_sparql.kgqg.json.gz"))
     return [
         GoldQuestion(r["ID"], r["question"], "cwq", "train",
@@ -148,18 +155,55 @@ def _cwq(split: str) -> list[GoldQuestion]:
     ]
 
 
-def _grailqa(split: str) -> list[GoldQuestion]:
-    """GrailQA questions: the topic entities are the ``entity`` nodes of the question's graph query."""
-    name = {"train": "grailqa_train_1000.json.gz", "dev": "grailqa_dev_subset.json.gz"}[split]
+def cwq_questions(raw: list, split: str, topics: dict | None = None) -> list[GoldQuestion]:
+    """The questions of a file in CWQ's test format (``ID``, ``question``, ``sparql``, ``answer``: mids);
+    ``topics`` maps an ID to a record with ``topic_entity`` names (ToG's file)."""
+    names = mid_names()
     out = []
-    for r in _read_json(data_path("grailqa", name)):
+    for r in raw:
+        given = (topics or {}).get(r["ID"], {}).get("topic_entity") or {}
+        answers = tuple((m, names.get(m, m)) for m in r["answer"])
+        parse = GoldParse(r["ID"], r["sparql"], _cwq_topics(r["sparql"], given), answers)
+        out.append(GoldQuestion(r["ID"], r["question"], "cwq", split, (parse,)))
+    return out
+
+
+def _grailqa(split: str) -> list[GoldQuestion]:
+    name = {"train": "grailqa_train_1000.json.gz", "dev": "grailqa_dev_subset.json.gz"}[split]
+    return grailqa_questions(_read_json(data_path("grailqa", name)), split)
+
+
+def grailqa_questions(raw: list, split: str) -> list[GoldQuestion]:
+    """The questions of a file in GrailQA's format: the topic entities are the ``entity`` nodes of each
+    question's graph query."""
+    out = []
+    for r in raw:
         qid = str(r["qid"])
         topics = tuple((n["id"], n.get("friendly_name") or n["id"]) for n in r["graph_query"]["nodes"]
                        if n["node_type"] == "entity")
         answers = tuple((a["answer_argument"], a.get("entity_name") or a["answer_argument"]) for a in r["answer"])
         parse = GoldParse(qid, r["sparql_query"], topics, answers)
-        out.append(GoldQuestion(qid, r["question"], "grailqa", split, (parse,)))
+        out.append(GoldQuestion(qid, r["question"], "grailqa", split, (parse,), level=r.get("level"),
+                                function=r.get("function")))
     return out
+
+
+FORMATS = {"webqsp": webqsp_questions, "cwq": cwq_questions, "grailqa": grailqa_questions}
+"""The question-file formats :func:`load_file` reads."""
+
+
+def load_file(path: str | Path, fmt: str, split: str = "file") -> list[GoldQuestion]:
+    """A user's own gold-annotated question file (JSON, gzip'ed or not) in the ``fmt`` format of one of
+    :data:`DATASETS`; every question gets split ``split``."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown question format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"question file {path}: no such file")
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as fh:
+        raw = json.load(fh)
+    return FORMATS[fmt](raw, split)
 
 
 _LOADERS = {"webqsp": _webqsp, "cwq": _cwq, "grailqa": _grailqa}

@@ -90,6 +90,9 @@ class Config:
     ranker: str = "auto"
     grounded: bool = True
     repair: bool = True
+    # GrailQA's convention: every node of a reconstructed query differs from every other (the gold queries of the
+    # datasets in memq.datasets.DISTINCT_NODES say so; ``memq evaluate`` turns it on for them)
+    distinct_nodes: bool = False
     max_repairs: int = 4
     timeout: float = 20.0
     # entity linking (questions asked without ids): an index directory (``memq link build``); None: the index of
@@ -345,7 +348,7 @@ class Pipeline:
         """Recall, grounding, assembly and execution of one plan: ``(query, rows, choices, reconstructor)``."""
         for line, reason in plan.dropped:
             trace.fallbacks.append(f"plan-line-dropped: {line!r} ({reason})")
-        rec = Reconstructor(entities)
+        rec = Reconstructor(entities, distinct_nodes=self.config.distinct_nodes)
         t0 = time.perf_counter()
         choices = recall_steps(self.bank, plan, self.config.recall, trace)
         trace.timings["recall"] = trace.timings.get("recall", 0.0) + time.perf_counter() - t0

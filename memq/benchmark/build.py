@@ -65,8 +65,17 @@ MARKER_TEXT = ("memq benchmark KG: synthesised from gold annotations; not Freeba
 DEFAULT_OUT = DATA_DIR / "kg" / "benchmark.nq.gz"
 
 
+def marker_text(sources: str) -> str:
+    """The marker comment of a KG built from other questions than the default benchmark's."""
+    return (f"memq benchmark KG: synthesised from gold annotations; not Freebase. Built from {sources}: real "
+            "triples are in <http://memq.dev/graph/real>, invented ones in <http://memq.dev/graph/synthetic>. "
+            "Answers are only meaningful on this graph.")
+
+
 class BenchmarkBuild(BuildState):
     """One build: :meth:`run` materialises, repairs and adds distractors; :meth:`write` saves the graph."""
+
+    marker = MARKER_TEXT
 
     def run(self) -> dict:
         started = time.perf_counter()
@@ -98,7 +107,7 @@ class BenchmarkBuild(BuildState):
         real, syn = ox.NamedNode(GRAPH_REAL), ox.NamedNode(GRAPH_SYNTHETIC)
         lines = [str(ox.Quad(to_ox(s), to_ox(p), to_ox(o), real if info.real else syn)) + " ."
                  for (s, p, o), info in self.graph.info.items()]
-        for p, o in ((Iri(RDFS + "comment"), Literal(MARKER_TEXT)), (Iri("http://memq.dev/version"), Literal(VERSION))):
+        for p, o in ((Iri(RDFS + "comment"), Literal(self.marker)), (Iri("http://memq.dev/version"), Literal(VERSION))):
             lines.append(str(ox.Quad(ox.NamedNode(MARKER), to_ox(p), to_ox(o), syn)) + " .")
         lines.sort()
         return lines
@@ -141,13 +150,22 @@ def build_graph(questions: Iterable[GoldQuestion], *, progress: bool = False, re
     return build
 
 
-def build_benchmark(out: Path = DEFAULT_OUT, *, progress: bool = True) -> dict:
-    """Build the benchmark KG from WebQSP train+test and CWQ test and write it to ``out``; a report dict.
+def build_benchmark(out: Path = DEFAULT_OUT, *, progress: bool = True, questions: list[GoldQuestion] | None = None,
+                    sources: str | None = None, real_triples: bool = True, fb15k237: bool = True,
+                    density: bool = True) -> dict:
+    """Build the benchmark KG and write it to ``out``; a report dict.
 
-    The report (without the timing) is also written next to it as ``<stem>_report.json``.
+    By default from WebQSP train+test and CWQ test (``data/kg/benchmark.nq.gz``); ``questions``
+    (with ``sources``, the words the marker triple uses for them) builds another KG, e.g. GrailQA's
+    or a user's own gold-annotated split. The report (without the timing) is also written next to
+    it as ``<stem>_report.json``.
     """
     out = Path(out)
-    build = build_graph(benchmark_questions(), progress=progress)
+    build = BenchmarkBuild(benchmark_questions() if questions is None else questions, progress=progress,
+                           real_triples=real_triples, fb15k237=fb15k237, density=density)
+    if sources is not None:
+        build.marker = marker_text(sources)
+    build.run()
     report = dict(build.report_data)
     report["path"] = str(out)
     report["bytes"] = build.write(out)

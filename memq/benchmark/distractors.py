@@ -25,7 +25,7 @@ from memq.sparql import to_standard
 from memq.sparql.model import Call, Group, Iri, Literal, Query, Var
 
 from .order import OrderSpec, gold_key, key_better
-from .paths import Want, synthetic
+from .paths import SYN, Want, synthetic
 from .sources import is_mid
 from .state import BuildState, Item
 from .values import make_value, shift, to_python, value_kind
@@ -97,8 +97,8 @@ def _distract(state: BuildState, item: Item, kind: str, what: str, loose: Query,
 
 def _answers(state: BuildState, item: Item, did: str, full: set[str]):
     """Candidate distractor answers: entities on the main path that are not answers, then a fresh one."""
-    gold = sorted(a for a, _ in item.parse.answers)
-    if not gold or is_mid(gold[0]):
+    gold = sorted(a for a, _ in item.answers)
+    if not gold or is_mid(gold[0]) or gold[0].startswith(SYN):  # SYN: a count's members
         for term in _siblings(state, item, full):
             yield term, True
         yield synthetic("ent", item.key, "distractor", did), False

@@ -182,6 +182,20 @@ def candidates(kind: str, constants: list[tuple[str, object]]) -> list:
     return out
 
 
+def between(kind: str, constants: Iterable[tuple[str, object]]) -> list:
+    """Values of ``kind`` in every gap of ``constants`` (each constant, the midpoint of each pair of
+    neighbours, and one step beyond both ends), for a relation many gold queries compare with different
+    thresholds: an answer that one query wants below 54.5 and another above 50 gets a value in between."""
+    numeric = (INTEGER, FLOAT)
+    base = sorted({v for k, v in constants if k == kind or (kind in numeric and k in numeric)})
+    if not base:
+        return []
+    if kind == INTEGER:
+        base = sorted({int(v) for v in base})
+    mids = [a + (b - a) / 2 if kind != INTEGER else a + (b - a) // 2 for a, b in zip(base, base[1:], strict=False)]
+    return [shift(kind, base[0], -1), *base, *mids, shift(kind, base[-1], 1)]
+
+
 class RelationTypes:
     """Which kind of value (date, integer, float, text) and datatype each relation's literals get.
 
@@ -193,6 +207,8 @@ class RelationTypes:
     def __init__(self, schema: BuilderSchema) -> None:
         self.schema = schema
         self.hints: dict[str, set[str]] = {}
+        # relation -> the constants any gold query compares its values with (see :func:`between`)
+        self.compared: dict[str, set[tuple[str, object]]] = {}
 
     def observe(self, variant: Variant, order_exprs: tuple[Expr, ...] = ()) -> None:
         owner: dict[str, str] = {}
@@ -221,6 +237,7 @@ class RelationTypes:
                         except EvalError:
                             continue
                         self.hints.setdefault(rel, set()).add("raw:" + kind)
+                        self.compared.setdefault(rel, set()).update(constants_of([b]))
 
     def kind(self, relation: str) -> str:
         hints = self.hints.get(relation, set())

@@ -12,7 +12,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     from ..ask import add_backend_arg, add_search_args
 
     ev = sub.add_parser("evaluate", help="score memq on a dataset split (resumable)")
-    ev.add_argument("--dataset", choices=("webqsp", "cwq"), required=True)
+    ev.add_argument("--dataset", choices=("webqsp", "cwq", "grailqa"), required=True)
     ev.add_argument("--split", choices=("dev", "test"), required=True)
     ev.add_argument("--planner", choices=("auto", "oracle", "fewshot", "finetuned", "grounded", "hybrid"),
                     required=True, help="auto: what memq ask, memq serve and memq.answer use for the dataset")

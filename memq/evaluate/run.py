@@ -37,7 +37,12 @@ SOURCE_NOTE = ("answers: benchmark KG synthesised from gold annotations (not com
 
 
 def questions_for(dataset: str, split: str) -> list:
-    """``dev`` is carved from train (memq.plan.data.split_of); ``test`` is the official test set."""
+    """``dev`` is carved from train (memq.plan.data.split_of), except GrailQA's, which is its own dev file (the
+    349 bundled questions; its test set is not public); ``test`` is the official test set."""
+    if dataset == "grailqa":
+        if split != "dev":
+            raise ValueError("GrailQA has no public test set: evaluate on --split dev")
+        return datasets.load("grailqa", "dev")
     if split == "test":
         return datasets.load(dataset, "test")
     if split == "dev":
@@ -153,6 +158,33 @@ def summarise(records: list[dict], *, dataset: str, split: str, planner: str, kg
     }
 
 
+FUNCTIONS = {"none": "none", "count": "count", "argmax": "superlative", "argmin": "superlative",
+             "<": "comparative", "<=": "comparative", ">": "comparative", ">=": "comparative"}
+"""GrailQA's ``function`` field, grouped as its paper reports it."""
+
+
+def breakdown(records: list[dict], questions: list) -> dict:
+    """``by_level`` and ``by_function``: questions, F1, Hits@1, EHR and GED of each GrailQA level (i.i.d.,
+    compositional, zero-shot) and function group (none, count, comparative, superlative)."""
+    groups: dict[str, dict[str, list[dict]]] = {"by_level": {}, "by_function": {}}
+    by_id = {q.id: q for q in questions}
+    for r in records:
+        q = by_id[r["id"]]
+        if q.level:
+            groups["by_level"].setdefault(q.level, []).append(r)
+        if q.function:
+            groups["by_function"].setdefault(FUNCTIONS.get(q.function, q.function), []).append(r)
+    out: dict = {}
+    for name, by in groups.items():
+        if by:
+            out[name] = {k: {"questions": len(rs),
+                             "f1": round(mean(r["f1"] or 0.0 for r in rs), 4),
+                             "hits@1": round(mean(r["hits@1"] or 0.0 for r in rs), 4),
+                             "ehr": round(mean(r["ehr"] for r in rs), 4),
+                             "ged": round(mean(r["ged"] for r in rs), 4)} for k, rs in sorted(by.items())}
+    return out
+
+
 def planning_cost(records: list[dict]) -> dict:
     """Planning time (p50, p95, mean of ``plan_s``) and, for a grounded planner, the mean cost per question:
     forward passes, tokens scored, candidate lines offered, KG queries; {} when nothing was planned."""
@@ -241,6 +273,8 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
     if planner not in PLANNERS:
         raise ValueError(f"unknown planner {planner!r}; expected one of {', '.join(PLANNERS)}")
     config = replace(config or Config(), planner_dataset=dataset)  # few-shot examples / adapter of this dataset
+    if dataset in datasets.DISTINCT_NODES:  # GrailQA: every node of the query differs, as in its gold queries
+        config = replace(config, distinct_nodes=True)
     if planner == "oracle":
         config = replace(config, planner="given")
     else:
@@ -340,6 +374,8 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
     records = [done[q.id] for q in questions if q.id in done]
     summary = summarise(records, dataset=dataset, split=split, planner=planner,
                         kg=config.endpoint or Path(config.kg).name)
+    if any(q.level or q.function for q in questions):
+        summary.update(breakdown(records, questions))
     summary["memory"] = Path(config.memory).name
     if not config.endpoint and Path(config.kg).is_file():
         summary["kg_sha256"] = sha256_file(config.kg)[:16]  # which build of the KG file

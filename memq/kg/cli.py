@@ -116,9 +116,35 @@ def _stats(args: argparse.Namespace) -> int:
 def _build_benchmark(args: argparse.Namespace) -> int:
     from memq.benchmark import DEFAULT_OUT, build_benchmark
 
-    report = build_benchmark(Path(args.out) if args.out else DEFAULT_OUT, progress=not args.no_progress)
+    questions, sources = benchmark_inputs(args.dataset, args.questions, args.format)
+    if questions is not None and not args.out:
+        raise KnowledgeGraphError("--dataset/--questions build another KG than data/kg/benchmark.nq.gz: "
+                                  "name it with --out FILE")
+    report = build_benchmark(Path(args.out) if args.out else DEFAULT_OUT, progress=not args.no_progress,
+                             questions=questions, sources=sources, real_triples=not args.no_real,
+                             fb15k237=not args.no_fb15k237, density=not args.no_density)
     print(json.dumps(report, indent=1, default=str))
     return 0
+
+
+def benchmark_inputs(dataset: str | None, files: list[str] | None, fmt: str | None):
+    """The questions ``build-benchmark`` builds from (None: the default benchmark's) and the words that name
+    them in the KG's marker triple."""
+    if files and not fmt:
+        raise KnowledgeGraphError("--questions needs --format (webqsp, cwq or grailqa)")
+    if not dataset and not files:
+        return None, None
+    questions, names = [], []
+    if dataset:
+        questions += datasets.load(dataset, "all")
+        names.append(f"the bundled {dataset} gold parses (all splits)")
+    for f in files or ():
+        try:
+            questions += datasets.load_file(f, fmt, split=Path(f).name.split(".")[0])
+        except (OSError, KeyError, ValueError) as exc:
+            raise KnowledgeGraphError(f"--questions {f} (--format {fmt}): {exc}") from exc
+        names.append(f"the {fmt}-format questions of {Path(f).name}")
+    return questions, " and ".join(names)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -150,8 +176,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     stats.add_argument("--no-progress", action="store_true", help="no progress bar")
     stats.set_defaults(handler=_stats)
 
-    build = kg_sub.add_parser("build-benchmark", help="build data/kg/benchmark.nq.gz (memq.benchmark)")
+    build = kg_sub.add_parser("build-benchmark", help="build data/kg/benchmark.nq.gz, or a KG of other gold "
+                              "questions (memq.benchmark)")
     build.add_argument("--out", help="output file (default data/kg/benchmark.nq.gz)")
+    build.add_argument("--dataset", choices=datasets.DATASETS,
+                       help="build from this bundled dataset's questions (all splits) instead; needs --out")
+    build.add_argument("--questions", metavar="FILE", action="append",
+                       help="a gold-annotated question file (JSON, .gz too) to build from; repeatable; needs "
+                            "--format and --out")
+    build.add_argument("--format", choices=tuple(datasets.FORMATS), help="the format of the --questions files")
+    build.add_argument("--no-real", action="store_true",
+                       help="leave out the bundled real Freebase triples (data/freebase_subgraph)")
+    build.add_argument("--no-fb15k237", action="store_true", help="leave out FB15k-237's real triples")
+    build.add_argument("--no-density", action="store_true", help="no schema-true distractors")
     build.add_argument("--no-progress", action="store_true", help="no progress bar")
     build.set_defaults(handler=_build_benchmark)
 

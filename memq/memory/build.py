@@ -38,7 +38,7 @@ from .schema_source import SchemaSourceConfig, schema_statements
 
 logger = logging.getLogger(__name__)
 
-GOLD_SOURCES = ("webqsp-train", "cwq-train")  # sources made of training questions' gold queries
+GOLD_SOURCES = ("webqsp-train", "cwq-train", "grailqa-train")  # sources made of training questions' gold queries
 SOURCES = (*GOLD_SOURCES, "schema")
 CACHE = "describe.cache.jsonl"
 
@@ -75,8 +75,10 @@ def gold_questions(name: str, config: SourceConfig = SourceConfig()):
         questions = load("cwq", "train")
         if config.exclude_webqtest:
             questions = [q for q in questions if not q.id.startswith("WebQTest-")]
+    elif name == "grailqa-train":
+        questions = load("grailqa", "train")  # the 1,000 real train questions; never the dev ones
     else:
-        raise ValueError(f"unknown gold source {name!r}; expected webqsp-train or cwq-train")
+        raise ValueError(f"unknown gold source {name!r}; expected one of {', '.join(GOLD_SOURCES)}")
     assert_no_test_queries((q.id for q in questions), name)
     return questions
 
