@@ -90,8 +90,7 @@ class Config:
     ranker: str = "auto"
     grounded: bool = True
     repair: bool = True
-    # GrailQA's convention: every node of a reconstructed query differs from every other (the gold queries of the
-    # datasets in memq.datasets.DISTINCT_NODES say so; ``memq evaluate`` turns it on for them)
+    # every node of a query differs from every other (GrailQA's gold queries; memq.datasets.DISTINCT_NODES)
     distinct_nodes: bool = False
     max_repairs: int = 4
     timeout: float = 20.0
@@ -198,7 +197,7 @@ class Pipeline:
 
     @property
     def planner_kind(self) -> str:
-        """The planner ``planner`` loads: ``auto`` resolved (``fewshot``, ``finetuned``, ``grounded`` or ``hybrid``)."""
+        """``auto`` resolved: the planner ``planner`` loads."""
         return self._planner_choice()[0]
 
     def _planner_choice(self) -> tuple[str, Path]:
@@ -380,10 +379,8 @@ class Pipeline:
         return query, rows, choices, rec
 
     def select(self, query: Query, var: Var, trace: Trace, quiet: bool = False) -> list:
-        """The distinct values of ``var`` in the rows of ``query`` on the KG.
-
-        ``quiet`` (probes and repair attempts): a KG error is traced and gives []; otherwise it raises.
-        """
+        """The distinct values of ``var`` in the rows of ``query`` on the KG. ``quiet`` (probes and repair
+        attempts): a KG error is traced and gives []; otherwise it raises."""
         text = to_standard(query)
         try:
             rows = self.kg.select(text, timeout=self.config.timeout)
@@ -398,10 +395,8 @@ class Pipeline:
 def open_kg(data: str, endpoint: str | None = None):
     """An HTTP endpoint when ``endpoint`` is given, else the embedded Oxigraph store of ``data``.
 
-    ``data`` is an RDF file, opened through the on-disk store built from it once
-    under the memq cache and checked against the file's hash
-    (:meth:`~memq.kg.oxigraph.OxigraphStore.cached`), or an Oxigraph store directory.
-    """
+    ``data`` is an RDF file, opened through the on-disk store built from it once under the memq cache and checked
+    against the file's hash (:meth:`~memq.kg.oxigraph.OxigraphStore.cached`), or an Oxigraph store directory."""
     if endpoint:
         from .kg.endpoint import SparqlEndpoint
 
