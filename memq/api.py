@@ -58,15 +58,18 @@ def answer(question: str, entities: dict[str, str] | list[tuple[str, str]] | lis
     the time spent in each stage. Raises ValueError for bad input (naming the
     value) and :class:`~memq.errors.MemQError` when a stage fails.
     """
-    question, entities = check_request(question, entities)
+    question, entities = check_request(question, entities, plan_given=plan is not None)
     return pipeline(config).answer(question, entities, plan=plan)
 
 
-def check_request(question: object, entities: object = None) -> tuple[str, dict[str, str] | list[str] | None]:
+def check_request(question: object, entities: object = None, *,
+                  plan_given: bool = False) -> tuple[str, dict[str, str] | list[str] | None]:
     """The question and the entities of one request, checked; raises ValueError naming the bad value.
 
     ``entities`` None (to be linked) and a list of names alone come back as they are (names checked like the
-    names of ids); ids with names come back as a dict. An empty dict or list is refused: leave it out to link.
+    names of ids); ids with names come back as a dict. An empty dict or list is refused (leave it out to link),
+    except with a given plan (``plan_given``): a plan that starts from a class (GrailQA's "which building has
+    less than 9 floors?") needs no entity, and the pipeline refuses a plan that does.
 
     At most :data:`MAX_QUESTION_CHARS` characters of question and :data:`MAX_ENTITIES` topic entities,
     then everything :func:`memq.pipeline.validate` checks (ids are Freebase ids; names are non-empty, at most
@@ -83,6 +86,8 @@ def check_request(question: object, entities: object = None) -> tuple[str, dict[
     if needs_linking(entities):
         return check_question(question), None if entities is None else check_names(entities)
     if isinstance(entities, (dict, list, tuple)) and not entities:
+        if plan_given:
+            return check_question(question), {}
         raise ValueError(f"entities is empty ({entities!r}): give at least one topic entity, or leave entities "
                          "out to have memq link them from the question")
     return validate(question, entities)

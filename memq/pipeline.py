@@ -26,8 +26,9 @@ from pathlib import Path
 
 from .errors import KnowledgeGraphError, MemQError, ReconstructionError
 from .link.linker import LinkConfig
-from .link.resolve import check_names, known_entities, needs_linking, resolve
+from .link.resolve import check_names, check_question, known_entities, needs_linking, resolve, validate
 from .plan.base import BACKENDS, DEFAULT_BACKEND
+from .plan.format import needs_entity
 from .plan.grounded import GroundedConfig
 from .recall import RecallConfig
 from .reconstruct import Reconstructor
@@ -224,6 +225,10 @@ class Pipeline:
                plan: Plan | None = None) -> Answer:
         """Answer one question about the topic ``entities`` (id -> name); a given ``plan`` skips the planner.
 
+        No entities (``{}``): a plan that starts from a class (GrailQA's ``Find every building, assign it to
+        ?x0.``) needs none; a plan with a step that starts from an entity, or a planner that plans from them,
+        raises ValueError. Names get the wider limits of the gold datasets (``validate(strict_names=False)``).
+
         ``entities`` None: they are linked from the question; names alone (``["Jamaica"]``): each is resolved in
         the entity index (:mod:`memq.link.resolve`). An id the KG does not hold is dropped (traced) as long as
         another is left.
@@ -242,8 +247,12 @@ class Pipeline:
             t0 = time.perf_counter()
             entities = resolve(linker, question, names, trace)
             trace.timings["link"] = time.perf_counter() - t0
-        question, entities = validate(question, entities)
-        entities = known_entities(self.kg, entities, trace, self.config.timeout)
+        question, entities = validate(question, entities, allow_empty=True, strict_names=False)
+        if entities:
+            entities = known_entities(self.kg, entities, trace, self.config.timeout)
+        elif plan is None and not getattr(self._planner, "plans_without_entities", False):
+            raise ValueError(f"at least one topic entity (id -> name) is needed: the {self.planner_kind} planner "
+                             "plans from topic entities; give them, or a plan that starts from a class (plan=)")
         if plan is None:
             calls_before = getattr(self.planner, "calls", 0)
             t0 = time.perf_counter()
@@ -252,6 +261,8 @@ class Pipeline:
             trace.llm_calls += getattr(self.planner, "calls", 0) - calls_before
             trace.backend = getattr(self.planner, "backend_used", None)
             trace.fallbacks.extend(getattr(self.planner, "fallbacks", ()))
+        if not entities and (why := needs_entity(plan.steps)) is not None:
+            raise ValueError(f"at least one topic entity (id -> name) is needed: {why}, and none was given")
         trace.fallbacks.extend(f"planner: {note}" for note in plan.notes)
         trace.cost = dict(plan.cost)
         hybrid = plan.rescue is not None or (not plan.beam and self._planner_choice()[0] == "hybrid")
@@ -409,40 +420,3 @@ def open_kg(data: str, endpoint: str | None = None):
     if not path.exists():
         raise MemQError(f"knowledge graph file {data} does not exist; build it with `memq kg build-benchmark`")
     return OxigraphStore.cached(path)
-
-
-def check_question(question: object) -> str:
-    """The question, stripped; raises ValueError naming a bad one (not a string, empty, over 2000 characters)."""
-    if not isinstance(question, str) or not question.strip():
-        raise ValueError(f"question must be a non-empty string, got {question!r}")
-    if len(question) > 2000:
-        raise ValueError(f"question is {len(question)} characters long; at most 2000 are accepted")
-    return question.strip()
-
-
-def validate(question: object, entities: object) -> tuple[str, dict[str, str]]:
-    """Check the API inputs; raise ValueError naming the bad value."""
-    from .sparql.safety import check_entity_id
-
-    question = check_question(question)
-    if isinstance(entities, dict):
-        pairs = list(entities.items())
-    elif isinstance(entities, (list, tuple)):
-        pairs = []
-        for e in entities:
-            if not (isinstance(e, (list, tuple)) and len(e) == 2):
-                raise ValueError(f"entities must be (id, name) pairs, got {e!r}")
-            pairs.append((e[0], e[1]))
-    else:
-        raise ValueError(f"entities must be a dict of id -> name or a list of (id, name), got {entities!r}")
-    if not pairs:
-        raise ValueError("at least one topic entity (id -> name) is needed")
-    out: dict[str, str] = {}
-    for mid, name in pairs:
-        check_entity_id(mid)
-        if not isinstance(name, str) or not name.strip():
-            raise ValueError(f"entity {mid!r} needs a non-empty name, got {name!r}")
-        if any(ch in name for ch in "\n\r\t\x00{}<>\"\\") or len(name) > 200:
-            raise ValueError(f"entity name {name!r} of {mid!r} contains characters a name cannot have")
-        out[mid] = name.strip()
-    return question, out

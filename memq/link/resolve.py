@@ -22,6 +22,9 @@ from .linker import Link, Linker, add_training_mentions
 log = logging.getLogger(__name__)
 
 MAX_NAME_CHARS = 200
+MAX_QUESTION_CHARS = 2000
+NAME_FORBIDDEN = "\n\r\t\x00{}<>\"\\"
+NAME_FORBIDDEN_GOLD = "\n\r\t\x00{}<>\\"  # gold names may hold a double quote
 
 
 def needs_linking(entities: object) -> bool:
@@ -32,16 +35,64 @@ def needs_linking(entities: object) -> bool:
 
 
 def check_names(names: list | tuple) -> list[str]:
-    """Names given alone, checked as :func:`memq.pipeline.validate` checks entity names; ValueError naming one."""
+    """Names given alone, checked as :func:`validate` checks entity names; ValueError naming one."""
     out = []
     for name in names:
         if not isinstance(name, str) or not name.strip():
             raise ValueError(f"an entity name must be a non-empty string, got {name!r}")
-        if any(ch in name for ch in "\n\r\t\x00{}<>\"\\") or len(name) > MAX_NAME_CHARS:
+        if any(ch in name for ch in NAME_FORBIDDEN) or len(name) > MAX_NAME_CHARS:
             raise ValueError(f"entity name {name!r} contains characters a name cannot have or is longer than "
                              f"{MAX_NAME_CHARS} characters")
         out.append(name.strip())
     return out
+
+
+def check_question(question: object) -> str:
+    """The question, stripped; raises ValueError naming a bad one (not a string, empty, over 2000 characters)."""
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError(f"question must be a non-empty string, got {question!r}")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise ValueError(f"question is {len(question)} characters long; at most {MAX_QUESTION_CHARS} are accepted")
+    return question.strip()
+
+
+def validate(question: object, entities: object, *, allow_empty: bool = False,
+             strict_names: bool = True) -> tuple[str, dict[str, str]]:
+    """Check the API inputs; raise ValueError naming the bad value.
+
+    Ids must be Freebase ids (they reach SPARQL as IRIs, :func:`memq.sparql.safety.entity_iri`). Names never reach
+    SPARQL: the reconstruction matches them in Python and writes a check's value that is no given entity as an
+    escaped literal. ``strict_names`` (a public request) keeps names short and free of ``" { } < > \\``;
+    without it (the gold datasets: GrailQA's quotations are entities whose names are the quote, one artist is
+    ``Paul "Earthquake" Pena``) a name may be up to 2000 characters and hold ``"``. ``allow_empty``:
+    no entities at all is accepted (a plan that starts from a class needs none; the pipeline decides)."""
+    from ..sparql.safety import check_entity_id
+
+    question = check_question(question)
+    if isinstance(entities, dict):
+        pairs = list(entities.items())
+    elif isinstance(entities, (list, tuple)):
+        pairs = []
+        for e in entities:
+            if not (isinstance(e, (list, tuple)) and len(e) == 2):
+                raise ValueError(f"entities must be (id, name) pairs, got {e!r}")
+            pairs.append((e[0], e[1]))
+    else:
+        raise ValueError(f"entities must be a dict of id -> name or a list of (id, name), got {entities!r}")
+    if not pairs and not allow_empty:
+        raise ValueError("at least one topic entity (id -> name) is needed")
+    forbidden, longest = (NAME_FORBIDDEN, MAX_NAME_CHARS) if strict_names else (NAME_FORBIDDEN_GOLD,
+                                                                                       MAX_QUESTION_CHARS)
+    out: dict[str, str] = {}
+    for mid, name in pairs:
+        check_entity_id(mid)
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(f"entity {mid!r} needs a non-empty name, got {name!r}")
+        if any(ch in name for ch in forbidden) or len(name) > longest:
+            raise ValueError(f"entity name {name!r} of {mid!r} contains characters a name cannot have or is longer "
+                             f"than {longest} characters")
+        out[mid] = name.strip()
+    return question, out
 
 
 def open_linker(config) -> Linker:

@@ -359,3 +359,17 @@ def answer_target(plan: Plan) -> tuple[str | None, bool]:
             return step.target, True
     finds = [s.target for s in plan.steps if s.kind == "find"]
     return (finds[-1] if finds else None), False
+
+
+
+def needs_entity(steps: Sequence[PlanStep]) -> str | None:
+    """Why a plan cannot be answered without a topic entity, or None when it can: it starts from a class
+    (GrailQA's ``Find every building, assign it to ?x0.``) and no find step starts from an entity (its source,
+    or the second thing it relates, is no ``?var``). A check's value may be a literal, so checks never count."""
+    if not steps or not (steps[0].kind == "class" and steps[0].op == "find"):
+        first = repr(steps[0].text) if steps else "(none)"
+        return f"the plan does not start from a class (its first step is {first})"
+    for step in steps:
+        if step.kind == "find" and (not is_var(step.source) or (step.value is not None and not is_var(step.value))):
+            return f"plan step {step.text!r} starts from an entity"
+    return None
