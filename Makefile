@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test integration corpus slow bench bench-kg memory-schema memory-schema-all lint clean
+.PHONY: install demo test integration corpus slow bench bench-kg memory-schema memory-schema-all memory-grailqa-schema lint clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -52,6 +52,12 @@ bench-kg: install
 # WebQSP train + the Freebase schema (36,952 statements, 149 MB index: built, not committed; ~7 min on 2 cores)
 memory-schema: install
 	$(BIN)/memq memory build --source webqsp-train --source schema --out memory_bank/webqsp+schema
+
+# GrailQA: train statements and the schema of GrailQA's ontology in GrailQA's form (classes, CVT classes, both
+# directions; 41,290 schema statements)
+memory-grailqa-schema: install
+	$(BIN)/memq memory build --source grailqa-train --source schema --schema-form grailqa --schema-domains grailqa \
+		--include-base --out memory_bank/grailqa+schema
 
 # the same with the base./user./freebase. domains too (96,689 statements, 371 MB index; ~20 min on 2 cores)
 memory-schema-all: install

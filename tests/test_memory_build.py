@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from memq.describe import TemplateDescriber
 from memq.errors import MemoryBankError, MemQError
 from memq.memory import BuildConfig, HashingEmbedder, MemoryBank, build_memory, source_statements
 from memq.memory.build import CACHE, assert_no_test_queries, gold_questions, merge_sources, read_cache
-from memq.memory.schema_source import SchemaSourceConfig, schema_statements
+from memq.memory.schema_source import SchemaSourceConfig, grailqa_domains, schema_statements
 from memq.types import Statement
 
 REPO = Path(__file__).resolve().parent.parent
@@ -117,6 +118,43 @@ def test_schema_statements_share_ids_with_gold_statements(webqsp_statements):
     gold = [s for s in webqsp_statements if s.structure in ("1", "2")]
     shared = sum(1 for s in gold if s.id in schema_ids)
     assert shared / len(gold) > 0.3  # same canonical form, so identical shapes get identical ids
+
+
+GRAIL_SCHEMA = SchemaSourceConfig(classes=True, both_directions=True, filters=False, domains=grailqa_domains(),
+                                  include_base=True)
+
+
+def test_grailqa_schema_statements_have_grailqas_form():
+    statements = schema_statements(GRAIL_SCHEMA)
+    sparqls = {s.sparql for s in statements}
+    assert "?entity1 ns:type.object.type ns:architecture.building ." in sparqls  # a class statement
+    assert "?entity1 ns:type.object.type ns:people.sibling_relationship ." in sparqls  # a CVT type's class too
+    # a CVT statement carries its CVT's class, each hop in both directions where a reverse property exists
+    assert ("?entity1 ns:religion.religious_leadership_title.leaders ?cvt .\n"
+            "?cvt ns:religion.religious_organization_leadership.start_date ?entity2 .\n"
+            "?cvt ns:type.object.type ns:religion.religious_organization_leadership .") in sparqls
+    assert ("?cvt ns:organization.leadership.person ?entity1 .\n?cvt ns:type.object.type ns:organization.leadership ."
+            "\n?entity2 ns:organization.organization.leadership ?cvt .") in sparqls
+    assert not any(s.structure == "filter" for s in statements)  # WebQSP's time filters are not GrailQA's
+    prefixes = tuple(d + "." for d in grailqa_domains())
+    assert all(r.startswith(prefixes) or r == "type.object.type" for s in statements for r in s.relations)
+    assert not any(r.startswith("film.") for s in schema_statements(replace(GRAIL_SCHEMA, domains=("music",)))
+                   for r in s.relations)
+    with pytest.raises(ValueError, match="domains is empty"):
+        SchemaSourceConfig(domains=())
+
+
+def test_grailqa_schema_statements_share_ids_with_grailqa_train_statements():
+    """Measured on train (this is how the GrailQA schema form was chosen): the schema statements cover the
+    train questions' path and class statements with the decomposer's own ids."""
+    schema_ids = {s.id for s in schema_statements(GRAIL_SCHEMA)}
+    gold = [s for s in source_statements("grailqa-train") if s.structure in ("1", "2", "class")]
+    by = {}
+    for s in gold:
+        by.setdefault(s.structure, []).append(s.id in schema_ids)
+    assert sum(by["1"]) / len(by["1"]) > 0.98  # 925 of 929
+    assert sum(by["class"]) / len(by["class"]) > 0.98  # 578 of 585
+    assert sum(by["2"]) / len(by["2"]) > 0.8  # 41 of 49; 15 without both directions
 
 
 def test_build_resumes_without_describing_finished_statements(webqsp_statements, tmp_path):

@@ -63,3 +63,15 @@ def test_errors_are_memq_errors(tmp_path):
         run(["memory", "stats", str(tmp_path / "none")])
     with pytest.raises(MemQError, match="openai"):
         run(["memory", "build", "--source", "schema", "--describer", "openai", "--out", str(tmp_path / "x")])
+
+
+def test_build_the_grailqa_schema_form_of_some_domains(tmp_path, capsys):
+    out = tmp_path / "grail-schema"
+    assert run(["memory", "build", "--source", "schema", "--schema-form", "grailqa", "--schema-domains",
+                "architecture,religion", "--embedder", "hashing", "--no-progress", "--out", str(out)]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    schema = manifest["source"]["config"]["schema"]
+    assert schema["domains"] == ["architecture", "religion"] and schema["classes"] and not schema["filters"]
+    assert manifest["counts"]["by_structure"]["class"] > 10 and "filter=0" in capsys.readouterr().out
+    relations = {r for line in (out / "statements.jsonl").read_text().splitlines() for r in json.loads(line)["relations"]}
+    assert relations and all(r.startswith(("architecture.", "religion.", "type.object.type")) for r in relations)

@@ -5,6 +5,8 @@
     memq memory stats memory_bank/webqsp [--json]
     memq memory compact memory_bank/webqsp+schema --index sq8 --out memory_bank/webqsp+schema-sq8
     memq memory merge memory_bank/cwq memory_bank/webqsp+schema --only-source schema --out memory_bank/cwq+schema
+    memq memory build --source grailqa-train --source schema --schema-form grailqa --schema-domains grailqa \
+        --include-base --out memory_bank/grailqa+schema
 """
 
 from __future__ import annotations
@@ -35,6 +37,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--exclude-webqtest", action="store_true",
                    help="cwq-train: drop items built from WebQSP test questions (ids WebQTest-*)")
     b.add_argument("--include-base", action="store_true", help="schema: keep the base./user./freebase. domains")
+    b.add_argument("--schema-form", choices=("webqsp", "grailqa"), default="webqsp",
+                   help="schema: grailqa writes class statements, CVT statements with their class and each CVT "
+                        "hop in both directions, and no WebQSP time filters")
+    b.add_argument("--schema-domains", default=None,
+                   help="schema: only these domains, comma-separated, or 'grailqa' for GrailQA's ontology")
     b.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm")
     b.add_argument("--threads", type=int, default=None, help="torch CPU threads for embedding")
     b.add_argument("--index", choices=INDEX_TYPES, default="flat",
@@ -99,8 +106,6 @@ def _describer(args):
 def _build(args) -> int:
     from .build import BuildConfig, SourceConfig, build_from_sources
     from .embed import HashingEmbedder, MiniLMEmbedder
-    from .schema_source import SchemaSourceConfig
-
     start = time.perf_counter()
     describer = _describer(args)
     embedder = MiniLMEmbedder(threads=args.threads) if args.embedder == "minilm" else HashingEmbedder()
@@ -108,7 +113,7 @@ def _build(args) -> int:
     bank = build_from_sources(
         args.source, describer, embedder, args.out,
         source_config=SourceConfig(exclude_webqtest=args.exclude_webqtest,
-                                   schema=SchemaSourceConfig(include_base=args.include_base)),
+                                   schema=_schema_config(args)),
         config=BuildConfig(keep_cache=keep, progress=not args.no_progress,
                            chunk_size=256 if args.describer == "template" else max(1, args.batch_size),
                            index_type=args.index))
@@ -120,6 +125,18 @@ def _build(args) -> int:
     if counts["fallbacks"]:
         print("fallbacks: " + ", ".join(f"{k}={v}" for k, v in counts["fallbacks"].items()))
     return 0
+
+
+def _schema_config(args):
+    from .schema_source import SchemaSourceConfig, grailqa_domains
+
+    domains = None
+    if args.schema_domains:
+        domains = grailqa_domains() if args.schema_domains == "grailqa" else tuple(
+            d.strip() for d in args.schema_domains.split(",") if d.strip())
+    grail = args.schema_form == "grailqa"
+    return SchemaSourceConfig(include_base=args.include_base, domains=domains, classes=grail, both_directions=grail,
+                              filters=not grail)
 
 
 def _compact(args) -> int:

@@ -29,6 +29,13 @@ such as ``freebase.linguistic_hint.subject_form``, a people's demonym, live).
 Statements are written in the decomposer's canonical form (same line order,
 same ids), so a schema statement and a gold statement of the same shape get
 the same id.
+
+GrailQA's gold queries give every node its class (``?x ns:type.object.type ns:architecture.building``), and its
+decomposition keeps a CVT node's class inside the structure-2/3 statement (:mod:`memq.decompose.split`).
+``classes=True`` writes statements of that form: each CVT statement with its CVT's class triple, and a ``class``
+statement (``?entity1 ns:type.object.type ns:T .``) for every entity or CVT type a usable relation starts or ends
+at. ``domains`` keeps only the relations (and types) of those domains; :func:`grailqa_domains` lists the domains of
+GrailQA's ontology (``domain_dict`` in ``data/freebase_schema``).
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ from memq.types import Statement
 
 NON_COMMONS = ("type.", "common.", "dataworld.", "kg.", "topic_server.", "kp_lw.", "imdb.", "nytimes.")
 _RANK = {"entity1": 0, "cvt": 1, "entity2": 2, "entity3": 3}
+TYPE = "type.object.type"
 
 
 @dataclass(frozen=True)
@@ -52,6 +60,26 @@ class SchemaSourceConfig:
     include_base: bool = False
     structure3: bool = True
     filters: bool = True
+    classes: bool = False  # GrailQA's form: class statements, and CVT statements with their CVT's class
+    domains: tuple[str, ...] | None = None  # only these domains (``film``, ``base.schemastaging``); None: all
+    # structure 2: each hop also written through the reverse property, where the schema has one (GrailQA's
+    # queries take either direction; WebQSP's take the forward one)
+    both_directions: bool = False
+
+    def __post_init__(self) -> None:
+        if self.domains is not None and not self.domains:
+            raise ValueError("SchemaSourceConfig.domains is empty: give at least one domain, or None for all")
+
+
+def grailqa_domains() -> tuple[str, ...]:
+    """The domains of GrailQA's ontology (the keys of ``data/freebase_schema/domain_dict.gz``), sorted."""
+    import gzip
+    import json
+
+    from memq.datasets import data_path
+
+    with gzip.open(data_path("freebase_schema", "domain_dict.gz"), "rt", encoding="utf-8") as fh:
+        return tuple(sorted(json.load(fh)))
 
 
 def _statement_id(structure: str, sparql: str) -> str:
@@ -83,7 +111,29 @@ class _SchemaStatements:
     def usable(self, rel: str) -> bool:
         if rel.startswith(NON_COMMONS):
             return False
+        if self.config.domains is not None and not self.in_domains(rel.rpartition(".")[0]):
+            return False
         return self.config.include_base or not rel.startswith(NON_COMMONS_DATA)
+
+    def in_domains(self, type_id: str) -> bool:
+        """``type_id`` (``film.film``, ``base.x.y``) is of one of ``config.domains`` (all when None)."""
+        domains = self.config.domains
+        return domains is None or any(type_id.startswith(d + ".") for d in domains)
+
+    def cvt_class(self, cvt_type: str) -> list[Triple]:
+        """``?cvt ns:type.object.type ns:<cvt_type> .`` when statements carry classes, else nothing."""
+        return [Triple(Var("cvt"), _rel(TYPE), _rel(cvt_type))] if self.config.classes else []
+
+    def class_statements(self) -> list[Statement]:
+        """A ``class`` statement for every entity or CVT type that a usable relation starts or ends at."""
+        if not self.config.classes:
+            return []
+        types = set()
+        for rel in self.fb.relations:
+            if self.usable(rel) and self.fb.range(rel):
+                types.update(t for t in (self.fb.domain(rel), self.fb.range(rel))
+                             if not self.fb.is_literal(t) and not t.startswith(NON_COMMONS) and self.in_domains(t))
+        return [_make("class", [Triple(Var("entity1"), _rel(TYPE), _rel(t))]) for t in sorted(types)]
 
     def structure1(self) -> list[Statement]:
         e1, e2 = Var("entity1"), Var("entity2")
@@ -107,26 +157,42 @@ class _SchemaStatements:
 
     def _known(self, role: str) -> Triple:
         cvt, e1 = Var("cvt"), Var("entity1")
+        rev = self._reverse(role)
+        return Triple(e1, _rel(rev), cvt) if rev else Triple(cvt, _rel(role), e1)
+
+    def _reverse(self, role: str) -> str | None:
+        """The reverse property of a CVT role, from the entity side, if the schema has one."""
         rev = self.fb.reverse(role)
-        if rev and self.fb.domain(rev) and not self.fb.is_cvt(self.fb.domain(rev)):
-            return Triple(e1, _rel(rev), cvt)
-        return Triple(cvt, _rel(role), e1)
+        return rev if rev and self.fb.domain(rev) and not self.fb.is_cvt(self.fb.domain(rev)) else None
+
+    def _hops(self, role: str, end: Var) -> list[Triple]:
+        """The triple between ``?cvt`` and ``end`` through ``role``; with ``both_directions``, also through its
+        reverse property."""
+        cvt = Var("cvt")
+        out = [Triple(cvt, _rel(role), end)]
+        rev = self._reverse(role) if self.config.both_directions else None
+        return out + [Triple(end, _rel(rev), cvt)] if rev else out
 
     def structure2_3(self) -> tuple[list[Statement], list[Statement]]:
         cvt, e2, e3 = Var("cvt"), Var("entity2"), Var("entity3")
         s2, s3 = [], []
-        for _, rs in sorted(self.roles().items()):
+        for cvt_type, rs in sorted(self.roles().items()):
             entity_roles = [r for r in rs if not self.fb.is_literal(self.fb.range(r))]
+            typed = self.cvt_class(cvt_type)
             for a in entity_roles:
                 first = self._known(a)
+                firsts = self._hops(a, Var("entity1")) if self.config.both_directions else [first]
                 for b in rs:
-                    if a != b or pred(first) != a:
-                        s2.append(_make("2", [first, Triple(cvt, _rel(b), e2)]))
+                    for one in firsts:
+                        for two in self._hops(b, e2):
+                            if a != b or pred(one) != pred(two):
+                                s2.append(_make("2", [one, two, *typed]))
                     if not self.config.structure3 or a == b:
                         continue
                     for c in rs:
                         if c not in (a, b):
-                            s3.append(_make("3", [first, Triple(cvt, _rel(b), e2), Triple(cvt, _rel(c), e3)]))
+                            s3.append(_make("3", [first, Triple(cvt, _rel(b), e2), Triple(cvt, _rel(c), e3),
+                                                  *typed]))
         return s2, s3
 
     def time_filters(self) -> list[Statement]:
@@ -148,11 +214,12 @@ class _SchemaStatements:
 
 def schema_statements(config: SchemaSourceConfig = SchemaSourceConfig(),
                       fb: FreebaseSchema | None = None) -> list[Statement]:
-    """Every schema statement (structures 1, 2, 3 and time filters), deduplicated by id, in a stable order."""
+    """Every schema statement (structures 1, 2, 3, time filters and, with ``classes``, class statements),
+    deduplicated by id, in a stable order."""
     maker = _SchemaStatements(fb or schema(), config)
     s2, s3 = maker.structure2_3()
     out: dict[str, Statement] = {}
     filters = maker.time_filters() if config.filters else []
-    for s in maker.structure1() + s2 + s3 + filters:
+    for s in maker.structure1() + s2 + s3 + filters + maker.class_statements():
         out.setdefault(s.id, s)
     return list(out.values())
