@@ -86,6 +86,7 @@ def tokenizer_dir(name: str, gguf: Path, digest: str) -> tuple[Path, float]:
 
 _LOCK = threading.Lock()
 _LOADED: dict[tuple, Runner] = {}
+_PARALLEL: dict[tuple, object] = {}  # ParallelDecoder per (GGUF, adapter, threads, n_ctx, sequences)
 _NATIVE = logging.getLogger(__name__ + ".native")
 _LOG_CALLBACK = None  # kept alive while llama.cpp may call it
 
@@ -142,14 +143,18 @@ class LlamaCppLLM:
     directory. ``weights``: ``f16`` (the shipped weights dequantised once, :mod:`memq.llm.gguf_weights`) or
     ``shipped``; default ``$MEMQ_LLAMA_WEIGHTS``, else ``f16``. ``threads`` defaults to :func:`default_threads`
     (``$MEMQ_LLAMA_THREADS``, else one fewer than the CPUs). ``batch_size`` is only how many prompts a batched caller hands over at once.
-    ``calls`` counts prompts answered, ``tokens`` new tokens.
+    ``parallel``: when above 1, :meth:`generate` decodes that many prompts at once on a second context
+    (:mod:`memq.llm.parallel`: one forward pass for all of them, their shared prefix evaluated once; no drafts);
+    the describer's batches run so. ``calls`` counts prompts answered, ``tokens`` new tokens.
     """
 
     backend = "llamacpp"
 
     def __init__(self, model: str = "qwen2.5-coder-0.5b", adapter: str | Path | None = None, batch_size: int = 8,
                  system: str | None = None, threads: int | None = None, n_ctx: int = 4096,
-                 weights: str | None = None) -> None:
+                 weights: str | None = None, parallel: int = 1) -> None:
+        from .parallel import MAX_SEQ
+
         if not isinstance(model, str) or not model:
             raise LLMError(f"model must be a non-empty str, got {model!r}")
         if batch_size < 1:
@@ -158,6 +163,8 @@ class LlamaCppLLM:
             raise LLMError(f"threads must be >= 1, got {threads}")
         if n_ctx < 64:
             raise LLMError(f"n_ctx must be >= 64, got {n_ctx}")
+        if not 1 <= parallel <= MAX_SEQ:
+            raise LLMError(f"parallel must be in 1..{MAX_SEQ}, got {parallel}")
         if weights is not None and weights not in WEIGHTS:
             raise LLMError(f"weights must be one of {', '.join(WEIGHTS)}, got {weights!r}")
         self.weights = weights or weights_from_env()
@@ -167,6 +174,7 @@ class LlamaCppLLM:
         self.system = system
         self.threads = threads or default_threads()
         self.n_ctx = n_ctx
+        self.parallel = parallel
         self.calls = 0
         self.tokens = 0
         self._loaded: Loaded | None = None
@@ -284,6 +292,8 @@ class LlamaCppLLM:
             return []
         loaded = self.load()
         tok, runner = loaded.tokenizer, loaded.runner
+        if self.parallel > 1 and len(prompts) > 1:
+            return self._generate_parallel(prompts, max_new_tokens, stop, chat)
         out = []
         for prompt in prompts:
             ids = self._ids(self.format(prompt, chat), chat)
@@ -297,6 +307,36 @@ class LlamaCppLLM:
             out.append(cut_at_stop(tok.decode(kept, skip_special_tokens=True), stop).strip())
         self.calls += len(prompts)
         return out
+
+    def _generate_parallel(self, prompts: list[str], max_new_tokens: int, stop: list[str] | None,
+                           chat: bool) -> list[str]:
+        loaded = self.load()
+        tok = loaded.tokenizer
+        decoder = self._decoder(loaded)
+        ids = [self._ids(self.format(p, chat), chat) for p in prompts]
+
+        def stopped(new: list[int]) -> bool:
+            return bool(stop and any(s in tok.decode(new, skip_special_tokens=True) for s in stop if s))
+
+        with decoder.lock:
+            news = decoder.generate(ids, max_new_tokens, stopped)
+        out = []
+        for new in news:
+            kept = [t for t in new if t != tok.pad_token_id]
+            self.tokens += len(kept)
+            out.append(cut_at_stop(tok.decode(kept, skip_special_tokens=True), stop).strip())
+        self.calls += len(prompts)
+        return out
+
+    def _decoder(self, loaded: Loaded):
+        """The :class:`~memq.llm.parallel.ParallelDecoder` of this model, made on first use (shared per process)."""
+        from .parallel import ParallelDecoder
+
+        key = (str(loaded.gguf), str(loaded.adapter_gguf), self.threads, self.n_ctx, self.parallel)
+        with _LOCK:
+            if key not in _PARALLEL:
+                _PARALLEL[key] = ParallelDecoder(loaded.runner.llama, self.parallel, self.n_ctx, self.threads)
+            return _PARALLEL[key]
 
     @staticmethod
     def _greedy(runner: Runner, tok, ids: list[int], max_new_tokens: int, stop: list[str] | None,
@@ -420,11 +460,12 @@ def _log_softmax_at(rows: np.ndarray, ids: list[int]) -> np.ndarray:
 
 
 def make_llm(backend: str, model: str, *, adapter: str | None = None, device: str = "cpu", batch_size: int = 8,
-             system: str | None = None):
+             system: str | None = None, threads: int | None = None, parallel: int = 1):
     """``(llm, fallback)``: a LlamaCppLLM for ``backend="llamacpp"``, a LocalLLM for ``"transformers"``.
 
     When llama.cpp cannot run ``model`` here (llama-cpp-python not importable, a device other than the CPU,
-    a model that is not a GGUF file), the LocalLLM comes back with ``fallback`` saying why; else it is None."""
+    a model that is not a GGUF file), the LocalLLM comes back with ``fallback`` saying why; else it is None.
+    ``threads`` and ``parallel`` are the LlamaCppLLM's (``threads`` None: :func:`default_threads`)."""
     from .base import LocalLLM
 
     if backend not in ("llamacpp", "transformers"):
@@ -438,7 +479,8 @@ def make_llm(backend: str, model: str, *, adapter: str | None = None, device: st
         else:
             why = unavailable()
         if why is None:
-            return LlamaCppLLM(model, adapter=adapter, batch_size=batch_size, system=system), None
+            return LlamaCppLLM(model, adapter=adapter, batch_size=batch_size, system=system, threads=threads,
+                               parallel=parallel), None
         note = f"backend llamacpp -> transformers: {why}"
         logger.warning(note)
     return LocalLLM(model, device=device, adapter=adapter, batch_size=batch_size, system=system), note
