@@ -5,6 +5,7 @@
     memq memory stats memory_bank/webqsp [--json]
     memq memory compact memory_bank/webqsp+schema --index sq8 --out memory_bank/webqsp+schema-sq8
     memq memory merge memory_bank/cwq memory_bank/webqsp+schema --only-source schema --out memory_bank/cwq+schema
+    memq memory merge memory_bank/webqsp-llm memory_bank/webqsp --descriptions --out memory_bank/webqsp-mixed
 """
 
 from __future__ import annotations
@@ -76,6 +77,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--index", choices=INDEX_TYPES, default=None, help="the new bank's index type (default: BANK's)")
     m.add_argument("--only-source", action="append", default=None,
                    help="take from OTHER only statements that this source gave (repeatable), e.g. schema")
+    m.add_argument("--descriptions", action="store_true",
+                   help="statements in both also get OTHER's descriptions as further rows (a mixed bank)")
     m.set_defaults(handler=_merge)
 
     s = cmds.add_parser("stats", help="counts of a memory bank")
@@ -164,7 +167,7 @@ def _merge(args) -> int:
     other = MemoryBank.load(args.other)
     if args.only_source:
         other = other.subset(lambda _record, sources: any(s in args.only_source for s in sources))
-    bank = MemoryBank.load(args.bank).merged(other)
+    bank = MemoryBank.load(args.bank).merged(other, descriptions=args.descriptions)
     if args.index:
         bank = bank.compacted(args.index)
     bank.save(args.out)
