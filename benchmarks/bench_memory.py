@@ -81,7 +81,7 @@ def bench_build(threads: int | None) -> dict:
 
 
 def bench_llm(statements, n: int, model: str, max_new_tokens: int, batch_size: int, show: int,
-              backend: str = "llamacpp", threads: int | None = None) -> dict:
+              backend: str = "llamacpp", threads: int | None = None, chunk: int | None = None) -> dict:
     from memq.describe import LLMDescriber, LLMDescriberConfig, TemplateDescriber
     from memq.llm.llamacpp import make_llm
     from memq.types import STRUCTURES
@@ -94,9 +94,9 @@ def bench_llm(statements, n: int, model: str, max_new_tokens: int, batch_size: i
     start = time.perf_counter()
     llm.load()
     load = time.perf_counter() - start
+    chunk = chunk or 4 * batch_size  # statements per describe call, as memq memory build hands them over
     start = time.perf_counter()
-    got = [d for i in range(0, len(sample), batch_size)
-           for d in describer.describe_with_info(sample[i:i + batch_size])]
+    got = [d for i in range(0, len(sample), chunk) for d in describer.describe_with_info(sample[i:i + chunk])]
     secs = time.perf_counter() - start
     template = TemplateDescriber().describe(sample)
     rows = [{"structure": s.structure, "sparql": s.sparql, "llm": d.descriptions[0], "fallback": d.fallback,
@@ -107,7 +107,7 @@ def bench_llm(statements, n: int, model: str, max_new_tokens: int, batch_size: i
     st = describer.stats
     for sid, attempt, why, text in describer.rejected:
         print(f"  rejected {sid} (attempt {attempt}): {why}: {text!r}")
-    return {"llm_model": model, "llm_runtime": describer.runtime, "llm_batch_size": batch_size,
+    return {"llm_model": model, "llm_runtime": describer.runtime, "llm_batch_size": batch_size, "llm_chunk": chunk,
             "llm_load_s": round(load, 1), "llm_sample": len(sample),
             "llm_statements_per_s": round(len(sample) / secs, 3), "llm_seconds": round(secs, 1),
             "llm_seconds_per_statement": round(secs / len(sample), 2),
@@ -127,6 +127,7 @@ def main() -> int:
     ap.add_argument("--llm-backend", choices=("llamacpp", "transformers"), default="llamacpp")
     ap.add_argument("--llm-threads", type=int, default=None, help="llama.cpp threads (default: CPUs - 1)")
     ap.add_argument("--llm-only", action="store_true", help="only the local LLM describer")
+    ap.add_argument("--chunk", type=int, default=None, help="statements per describe call (default 4 x --batch-size)")
     ap.add_argument("--max-new-tokens", type=int, default=40)
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--skip-build", action="store_true")
@@ -143,7 +144,8 @@ def main() -> int:
                  None if args.llm_only else lambda: bench_embed(statements, args.threads),
                  None if args.skip_build or args.llm_only else lambda: bench_build(args.threads),
                  (lambda: bench_llm(statements, args.llm_sample, args.llm_model, args.max_new_tokens,
-                                    args.batch_size, 5, args.llm_backend, args.llm_threads)) if args.llm_sample else None):
+                                    args.batch_size, 5, args.llm_backend, args.llm_threads,
+                                    args.chunk)) if args.llm_sample else None):
         if step is None:
             continue
         got = step()
