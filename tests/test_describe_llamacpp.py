@@ -12,7 +12,7 @@ import pytest
 from memq.describe import LLMDescriber, TemplateDescriber
 from memq.describe.llm import FALLBACK
 from memq.llm import LLMError, LocalLLM
-from memq.llm.parallel import common_prefix
+from memq.llm.parallel import common_prefix, decoder_for
 from memq.memory import BuildConfig, HashingEmbedder, build_memory
 from memq.memory.build import CACHE, read_cache, validity
 from memq.types import Statement
@@ -137,7 +137,7 @@ def test_batched_decoding_gives_the_one_at_a_time_text(tmp_path):
     assert many.calls == 5 and many.tokens == one.tokens
     assert many.generate(prompts[:2], max_new_tokens=16, stop=[" fox"]) == [expected[0].split(" fox")[0],
                                                                            expected[1]]
-    decoder = many._decoder(many.load())
+    decoder = decoder_for(many)
     before = decoder.decoded
     many.generate(prompts[1:3], max_new_tokens=1)  # the chat header is held in sequence 0: not evaluated again
     shared = common_prefix([many.prompt_ids(p) for p in prompts[1:3]])

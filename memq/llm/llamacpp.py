@@ -45,6 +45,7 @@ from .chat_tokenizer import open_tokenizer
 from .draft import DRAFT, MAX_TEXTS, NgramDrafter
 from .gguf_weights import WEIGHTS, f16_gguf, weights_from_env
 from .kv_state import Runner, state_dir
+from .parallel import check_parallel, generate_texts
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +87,6 @@ def tokenizer_dir(name: str, gguf: Path, digest: str) -> tuple[Path, float]:
 
 _LOCK = threading.Lock()
 _LOADED: dict[tuple, Runner] = {}
-_PARALLEL: dict[tuple, object] = {}  # ParallelDecoder per (GGUF, adapter, threads, n_ctx, sequences)
 _NATIVE = logging.getLogger(__name__ + ".native")
 _LOG_CALLBACK = None  # kept alive while llama.cpp may call it
 
@@ -137,15 +137,14 @@ def default_threads() -> int:
 
 
 class LlamaCppLLM:
-    """A GGUF model (+ a peft LoRA adapter) run by llama.cpp; greedy, one prompt at a time.
+    """A GGUF model (+ a peft LoRA adapter) run by llama.cpp; greedy, one prompt at a time unless ``parallel``.
 
     ``model``: ``"qwen2.5-coder-0.5b"``, ``"smollm2"`` or a ``.gguf`` file; ``adapter``: a peft LoRA
     directory. ``weights``: ``f16`` (the shipped weights dequantised once, :mod:`memq.llm.gguf_weights`) or
     ``shipped``; default ``$MEMQ_LLAMA_WEIGHTS``, else ``f16``. ``threads`` defaults to :func:`default_threads`
     (``$MEMQ_LLAMA_THREADS``, else one fewer than the CPUs). ``batch_size`` is only how many prompts a batched caller hands over at once.
-    ``parallel``: when above 1, :meth:`generate` decodes that many prompts at once on a second context
-    (:mod:`memq.llm.parallel`: one forward pass for all of them, their shared prefix evaluated once; no drafts);
-    the describer's batches run so. ``calls`` counts prompts answered, ``tokens`` new tokens.
+    ``parallel`` > 1: :meth:`generate` decodes that many prompts together (:mod:`memq.llm.parallel`; no drafts);
+    ``calls`` counts prompts answered, ``tokens`` new tokens.
     """
 
     backend = "llamacpp"
@@ -153,8 +152,6 @@ class LlamaCppLLM:
     def __init__(self, model: str = "qwen2.5-coder-0.5b", adapter: str | Path | None = None, batch_size: int = 8,
                  system: str | None = None, threads: int | None = None, n_ctx: int = 4096,
                  weights: str | None = None, parallel: int = 1) -> None:
-        from .parallel import MAX_SEQ
-
         if not isinstance(model, str) or not model:
             raise LLMError(f"model must be a non-empty str, got {model!r}")
         if batch_size < 1:
@@ -163,8 +160,7 @@ class LlamaCppLLM:
             raise LLMError(f"threads must be >= 1, got {threads}")
         if n_ctx < 64:
             raise LLMError(f"n_ctx must be >= 64, got {n_ctx}")
-        if not 1 <= parallel <= MAX_SEQ:
-            raise LLMError(f"parallel must be in 1..{MAX_SEQ}, got {parallel}")
+        check_parallel(parallel)
         if weights is not None and weights not in WEIGHTS:
             raise LLMError(f"weights must be one of {', '.join(WEIGHTS)}, got {weights!r}")
         self.weights = weights or weights_from_env()
@@ -173,8 +169,7 @@ class LlamaCppLLM:
         self.batch_size = batch_size
         self.system = system
         self.threads = threads or default_threads()
-        self.n_ctx = n_ctx
-        self.parallel = parallel
+        self.n_ctx, self.parallel = n_ctx, parallel
         self.calls = 0
         self.tokens = 0
         self._loaded: Loaded | None = None
@@ -292,8 +287,8 @@ class LlamaCppLLM:
             return []
         loaded = self.load()
         tok, runner = loaded.tokenizer, loaded.runner
-        if self.parallel > 1 and len(prompts) > 1:
-            return self._generate_parallel(prompts, max_new_tokens, stop, chat)
+        if self.parallel > 1 and len(prompts) > 1:  # several prompts decoded together (memq.llm.parallel)
+            return generate_texts(self, prompts, max_new_tokens, stop, chat)
         out = []
         for prompt in prompts:
             ids = self._ids(self.format(prompt, chat), chat)
@@ -307,36 +302,6 @@ class LlamaCppLLM:
             out.append(cut_at_stop(tok.decode(kept, skip_special_tokens=True), stop).strip())
         self.calls += len(prompts)
         return out
-
-    def _generate_parallel(self, prompts: list[str], max_new_tokens: int, stop: list[str] | None,
-                           chat: bool) -> list[str]:
-        loaded = self.load()
-        tok = loaded.tokenizer
-        decoder = self._decoder(loaded)
-        ids = [self._ids(self.format(p, chat), chat) for p in prompts]
-
-        def stopped(new: list[int]) -> bool:
-            return bool(stop and any(s in tok.decode(new, skip_special_tokens=True) for s in stop if s))
-
-        with decoder.lock:
-            news = decoder.generate(ids, max_new_tokens, stopped)
-        out = []
-        for new in news:
-            kept = [t for t in new if t != tok.pad_token_id]
-            self.tokens += len(kept)
-            out.append(cut_at_stop(tok.decode(kept, skip_special_tokens=True), stop).strip())
-        self.calls += len(prompts)
-        return out
-
-    def _decoder(self, loaded: Loaded):
-        """The :class:`~memq.llm.parallel.ParallelDecoder` of this model, made on first use (shared per process)."""
-        from .parallel import ParallelDecoder
-
-        key = (str(loaded.gguf), str(loaded.adapter_gguf), self.threads, self.n_ctx, self.parallel)
-        with _LOCK:
-            if key not in _PARALLEL:
-                _PARALLEL[key] = ParallelDecoder(loaded.runner.llama, self.parallel, self.n_ctx, self.threads)
-            return _PARALLEL[key]
 
     @staticmethod
     def _greedy(runner: Runner, tok, ids: list[int], max_new_tokens: int, stop: list[str] | None,
@@ -464,8 +429,7 @@ def make_llm(backend: str, model: str, *, adapter: str | None = None, device: st
     """``(llm, fallback)``: a LlamaCppLLM for ``backend="llamacpp"``, a LocalLLM for ``"transformers"``.
 
     When llama.cpp cannot run ``model`` here (llama-cpp-python not importable, a device other than the CPU,
-    a model that is not a GGUF file), the LocalLLM comes back with ``fallback`` saying why; else it is None.
-    ``threads`` and ``parallel`` are the LlamaCppLLM's (``threads`` None: :func:`default_threads`)."""
+    a model that is not a GGUF file), the LocalLLM comes back with ``fallback`` saying why; else it is None."""
     from .base import LocalLLM
 
     if backend not in ("llamacpp", "transformers"):
