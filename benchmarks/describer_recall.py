@@ -5,7 +5,8 @@
         --wording template --wording llm=memory_bank/webqsp-llm --json-out benchmarks/results/describer_recall.json \
         --plans-out benchmarks/results/describer
 
-Oracle plans are derived from the gold queries of WebQSP dev (carved from train: ``memq.plan.data.split_of``), each
+Oracle plans are derived from the gold queries of WebQSP dev (``--dataset cwq``: CWQ dev; both carved from train:
+``memq.plan.data.split_of``), each
 find step naming its gold statement. The step's phrase is one describer's description of that statement:
 ``--wording template`` is the TemplateDescriber's (the wording of memq's oracle plans and of the fine-tuned planner's
 training plans), ``--wording NAME=BANK`` the first description the statement has in BANK (in an LLM bank the LLM's
@@ -15,9 +16,9 @@ bank described by the other is the case descriptions are for: the planner's word
 Each find step is searched as recall searches it (``memq.recall.query_text``; the 8 best statements of structures
 1-3) and counted: ``top1`` (the gold statement is tied with the best score), ``eq4`` (it is in the set the adaptive
 rule keeps with the default gamma1/gamma2), ``top8``, the mean size of the Eq. 4 set, and how many steps fell below
-gamma2. Dev statements are all in a WebQSP-train bank, so this measures wording, not coverage.
+gamma2. Dev statements are all in a bank built from train, so this measures wording, not coverage.
 
-``--plans-out DIR`` writes each wording's plans as ``webqsp_dev_oracle_<NAME>_worded.planned.jsonl.gz``, records
+``--plans-out DIR`` writes each wording's plans as ``<dataset>_dev_oracle_<NAME>_worded.planned.jsonl.gz``, records
 that ``memq evaluate --planner finetuned --plans FILE`` reads as stored plans (no model runs), to score them end to
 end with each bank.
 """
@@ -65,8 +66,8 @@ def wording(path: str | None):
     return describe, stats
 
 
-def find_steps(describe) -> tuple[list[tuple[str, str]], dict, list]:
-    report = derive_split("webqsp", "dev", describe)
+def find_steps(describe, dataset: str) -> tuple[list[tuple[str, str]], dict, list]:
+    report = derive_split(dataset, "dev", describe)
     steps = [(query_text(step), sid) for plan in report.plans
              for step, sid in zip(plan.steps, plan.statement_ids, strict=True) if step.kind == "find" and sid]
     return steps, {"questions": report.questions, "plans": len(report.plans), "skipped": len(report.skipped)}, \
@@ -101,19 +102,20 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bank", action="append", required=True, help="NAME=DIRECTORY (repeat)")
     ap.add_argument("--wording", action="append", required=True, help="template, or NAME=BANK (repeat)")
+    ap.add_argument("--dataset", choices=("webqsp", "cwq"), default="webqsp")
     ap.add_argument("--json-out")
     ap.add_argument("--plans-out", help="write each wording's oracle plans here (stored-plan records)")
     args = ap.parse_args()
     started = time.perf_counter()
     config = RecallConfig()
     banks = {name: MemoryBank.load(path) for name, path in map(named, args.bank)}
-    out: dict = {"gamma1": config.gamma1, "gamma2": config.gamma2, "k": config.k, "wordings": {}}
+    out: dict = {"dataset": args.dataset, "gamma1": config.gamma1, "gamma2": config.gamma2, "k": config.k, "wordings": {}}
     for name, path in map(named, args.wording):
         describe, stats = wording(path)
-        steps, derived, plans = find_steps(describe)
+        steps, derived, plans = find_steps(describe, args.dataset)
         row = {"derived": derived, "phrases_from": stats, "banks": {}}
         if args.plans_out:
-            write_plans(plans, Path(args.plans_out) / f"webqsp_dev_oracle_{name}_worded.planned.jsonl.gz")
+            write_plans(plans, Path(args.plans_out) / f"{args.dataset}_dev_oracle_{name}_worded.planned.jsonl.gz")
         for bank_name, bank in banks.items():
             row["banks"][bank_name] = score(bank, steps, config)
             r = row["banks"][bank_name]
