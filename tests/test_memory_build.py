@@ -182,12 +182,13 @@ def test_committed_webqsp_bank_loads_and_recalls_itself():
     assert all(i.startswith("WebQTrn-") for r in bank.records for i in r.statement.question_ids)
 
 
-def test_committed_webqsp_llm_bank_matches_the_template_banks_statements_and_counts_its_answers():
-    """memory_bank/webqsp-llm: the same statements as memory_bank/webqsp, described on llama.cpp; the manifest's
+@pytest.mark.parametrize("dataset", ["webqsp", "cwq"])
+def test_committed_llm_banks_match_the_template_banks_statements_and_count_their_answers(dataset):
+    """memory_bank/DATASET-llm: the same statements as memory_bank/DATASET, described on llama.cpp; the manifest's
     validity covers every statement an LLM was asked about, and the fallbacks are the template's sentences."""
-    path, template = REPO / "memory_bank" / "webqsp-llm", REPO / "memory_bank" / "webqsp"
+    path, template = REPO / "memory_bank" / f"{dataset}-llm", REPO / "memory_bank" / dataset
     if not (path / "manifest.json").exists() or not (template / "manifest.json").exists():
-        pytest.skip("memory_bank/webqsp-llm not built")
+        pytest.skip(f"memory_bank/{dataset}-llm not built")
     bank, base = MemoryBank.load(path), MemoryBank.load(template)
     assert [r.statement.id for r in bank.records] == [r.statement.id for r in base.records]
     described = bank.manifest["describer"]
