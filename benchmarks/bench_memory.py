@@ -94,7 +94,7 @@ def bench_llm(statements, n: int, model: str, max_new_tokens: int, batch_size: i
     start = time.perf_counter()
     llm.load()
     load = time.perf_counter() - start
-    chunk = chunk or 4 * batch_size  # statements per describe call, as memq memory build hands them over
+    chunk = chunk or batch_size  # statements per describe call, as memq memory build hands them over
     start = time.perf_counter()
     got = [d for i in range(0, len(sample), chunk) for d in describer.describe_with_info(sample[i:i + chunk])]
     secs = time.perf_counter() - start
@@ -127,7 +127,9 @@ def main() -> int:
     ap.add_argument("--llm-backend", choices=("llamacpp", "transformers"), default="llamacpp")
     ap.add_argument("--llm-threads", type=int, default=None, help="llama.cpp threads (default: CPUs - 1)")
     ap.add_argument("--llm-only", action="store_true", help="only the local LLM describer")
-    ap.add_argument("--chunk", type=int, default=None, help="statements per describe call (default 4 x --batch-size)")
+    ap.add_argument("--chunk", type=int, default=None,
+                    help="statements per describe call (default --batch-size, as memq memory build; "
+                         "more: finished sequences take waiting prompts)")
     ap.add_argument("--max-new-tokens", type=int, default=40)
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--skip-build", action="store_true")

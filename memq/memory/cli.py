@@ -49,8 +49,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="--describer local on llama.cpp: CPU threads (default $MEMQ_LLAMA_THREADS, else CPUs - 1)")
     b.add_argument("--device", default="cpu", help="--describer local: cpu or cuda")
     b.add_argument("--batch-size", type=int, default=8,
-                   help="--describer local: prompts per batch (on llama.cpp: decoded together); "
-                        "4 x this many statements are described between cache flushes")
+                   help="--describer local: prompts per batch (on llama.cpp: decoded together), and statements "
+                        "described between cache flushes")
     b.add_argument("--max-new-tokens", type=int, default=40)
     b.add_argument("--openai-base-url", help="--describer openai: e.g. https://api.openai.com/v1")
     b.add_argument("--openai-model", help="--describer openai: model name")
@@ -125,7 +125,7 @@ def _build(args) -> int:
         source_config=SourceConfig(exclude_webqtest=args.exclude_webqtest,
                                    schema=SchemaSourceConfig(include_base=args.include_base)),
         config=BuildConfig(keep_cache=keep, progress=not args.no_progress,
-                           chunk_size=256 if args.describer == "template" else 4 * max(1, args.batch_size),
+                           chunk_size=256 if args.describer == "template" else max(1, args.batch_size),
                            index_type=args.index))
     counts = bank.counts()
     print(f"built {args.out}: {counts['statements']} statements, {counts['descriptions']} descriptions "
