@@ -2,12 +2,15 @@
 
     .venv/bin/python benchmarks/bench_memory.py                  # template + embedding + build
     .venv/bin/python benchmarks/bench_memory.py --llm-sample 50  # + local Qwen describer on 50 statements
+    .venv/bin/python benchmarks/bench_memory.py --skip-build --llm-only --llm-sample 40 --llm-threads 1 --batch-size 8
 
 Prints one line per measurement (and ``--json-out FILE`` writes them). The
-local-LLM part loads Qwen2.5-Coder-0.5B-Instruct through :mod:`memq.llm`
-(CPU: a few statements per minute), reports how many answers passed
-validation first time, after the retry, or fell back to the template, and
-shows five side by side with the template descriptions.
+local-LLM part loads Qwen2.5-Coder-0.5B-Instruct through :mod:`memq.llm` on
+llama.cpp (``--llm-backend``, ``--llm-threads``; ``--batch-size`` prompts decoded
+together) or transformers, describes a seeded sample of structure 1/2/3 statements in
+the order a build takes them (by structure, then id) and ``--batch-size`` at a time,
+reports how many answers passed validation first time, after the retry, or fell
+back to the template, and shows five side by side with the template descriptions.
 """
 
 from __future__ import annotations
@@ -77,19 +80,23 @@ def bench_build(threads: int | None) -> dict:
             "build_descriptions": c["descriptions"], "build_by_structure": c["by_structure"]}
 
 
-def bench_llm(statements, n: int, model: str, max_new_tokens: int, batch_size: int, show: int) -> dict:
+def bench_llm(statements, n: int, model: str, max_new_tokens: int, batch_size: int, show: int,
+              backend: str = "llamacpp", threads: int | None = None, chunk: int | None = None) -> dict:
     from memq.describe import LLMDescriber, LLMDescriberConfig, TemplateDescriber
-    from memq.llm import LocalLLM
+    from memq.llm.llamacpp import make_llm
+    from memq.types import STRUCTURES
 
     pool = [s for s in statements if s.structure in ("1", "2", "3")]
-    sample = random.Random(0).sample(pool, min(n, len(pool)))
-    llm = LocalLLM(model, batch_size=batch_size)
-    describer = LLMDescriber(llm, LLMDescriberConfig(max_new_tokens=max_new_tokens))
+    sample = sorted(random.Random(0).sample(pool, min(n, len(pool))),
+                    key=lambda s: (STRUCTURES.index(s.structure), s.id))  # a build's order: prompts share prefixes
+    llm, note = make_llm(backend, model, batch_size=batch_size, threads=threads, parallel=batch_size)
+    describer = LLMDescriber(llm, LLMDescriberConfig(max_new_tokens=max_new_tokens), backend_fallback=note)
     start = time.perf_counter()
     llm.load()
     load = time.perf_counter() - start
+    chunk = chunk or batch_size  # statements per describe call, as memq memory build hands them over
     start = time.perf_counter()
-    got = describer.describe_with_info(sample)
+    got = [d for i in range(0, len(sample), chunk) for d in describer.describe_with_info(sample[i:i + chunk])]
     secs = time.perf_counter() - start
     template = TemplateDescriber().describe(sample)
     rows = [{"structure": s.structure, "sparql": s.sparql, "llm": d.descriptions[0], "fallback": d.fallback,
@@ -100,8 +107,11 @@ def bench_llm(statements, n: int, model: str, max_new_tokens: int, batch_size: i
     st = describer.stats
     for sid, attempt, why, text in describer.rejected:
         print(f"  rejected {sid} (attempt {attempt}): {why}: {text!r}")
-    return {"llm_model": model, "llm_load_s": round(load, 1), "llm_sample": len(sample),
+    return {"llm_model": model, "llm_runtime": describer.runtime, "llm_batch_size": batch_size, "llm_chunk": chunk,
+            "llm_load_s": round(load, 1), "llm_sample": len(sample),
             "llm_statements_per_s": round(len(sample) / secs, 3), "llm_seconds": round(secs, 1),
+            "llm_seconds_per_statement": round(secs / len(sample), 2),
+            "load_average_1min_after": round(os.getloadavg()[0], 2),
             "llm_valid_first": st["valid_first"], "llm_valid_after_retry": st["valid_retry"],
             "llm_fallback_to_template": st["fallback"], "llm_prompts": st["prompts"],
             "llm_new_tokens": getattr(llm, "tokens", None), "llm_rows": rows,
@@ -114,6 +124,12 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=5, help="template describer repetitions")
     ap.add_argument("--llm-sample", type=int, default=0, help="statements for the local LLM describer (0: skip)")
     ap.add_argument("--llm-model", default="qwen2.5-coder-0.5b")
+    ap.add_argument("--llm-backend", choices=("llamacpp", "transformers"), default="llamacpp")
+    ap.add_argument("--llm-threads", type=int, default=None, help="llama.cpp threads (default: CPUs - 1)")
+    ap.add_argument("--llm-only", action="store_true", help="only the local LLM describer")
+    ap.add_argument("--chunk", type=int, default=None,
+                    help="statements per describe call (default --batch-size, as memq memory build; "
+                         "more: finished sequences take waiting prompts)")
     ap.add_argument("--max-new-tokens", type=int, default=40)
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--skip-build", action="store_true")
@@ -126,10 +142,12 @@ def main() -> int:
     results: dict = {"threads": args.threads}
     statements = _statements()
     results["webqsp_train_statements"] = len(statements)
-    for step in (lambda: bench_template(statements, args.repeat), lambda: bench_embed(statements, args.threads),
-                 None if args.skip_build else lambda: bench_build(args.threads),
+    for step in (None if args.llm_only else lambda: bench_template(statements, args.repeat),
+                 None if args.llm_only else lambda: bench_embed(statements, args.threads),
+                 None if args.skip_build or args.llm_only else lambda: bench_build(args.threads),
                  (lambda: bench_llm(statements, args.llm_sample, args.llm_model, args.max_new_tokens,
-                                    args.batch_size, 5)) if args.llm_sample else None):
+                                    args.batch_size, 5, args.llm_backend, args.llm_threads,
+                                    args.chunk)) if args.llm_sample else None):
         if step is None:
             continue
         got = step()

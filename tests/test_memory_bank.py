@@ -236,3 +236,29 @@ def test_merging_adds_the_other_banks_statements_it_lacks_and_unites_sources():
     assert hit[0].statement.id == "000000000017" and abs(hit[2] - theirs.search("the relation number 17 of", 1)[0][2]) < 1e-5
     with pytest.raises(MemoryBankError, match="cannot merge"):
         ours.merged(MemoryBank(theirs.records, theirs.index, type("E", (), {"name": "other", "dim": 64})()))
+
+
+def test_a_mixed_bank_keeps_both_describers_sentences_as_separate_rows(tmp_path):
+    def statement(i: int) -> Statement:
+        return Statement(f"{i:012d}", "1", f"?entity1 ns:x.r{i} ?entity2 .", (f"x.r{i}",))
+
+    template = MemoryBank.build([MemoryRecord(statement(i), (f"the relation number {i} of ?entity1", f"words {i}"),
+                                              "template") for i in range(6)], HashingEmbedder())
+    llm = MemoryBank.build([MemoryRecord(statement(i), (f"?entity2 is what {i} links to ?entity1",), "llm:m")
+                            for i in range(4)]
+                           + [MemoryRecord(statement(4), (f"the relation number {4} of ?entity1", "words 4"),
+                                           "template", "llm-invalid->template")], HashingEmbedder())
+    mixed = llm.merged(template, descriptions=True)
+    assert len(mixed) == 6 and mixed.index.ntotal == 4 * 3 + 2 + 2  # 4 with both, the fallback as it was, one new
+    first = mixed.get("000000000001")
+    assert first.descriptions == ("?entity2 is what 1 links to ?entity1", "the relation number 1 of ?entity1",
+                                  "words 1") and first.describer == "llm:m+template"
+    assert mixed.get("000000000004").describer == "template" and mixed.get("000000000004").fallback
+    for text, bank in (("?entity2 is what 2 links to ?entity1", llm), ("the relation number 3 of", template)):
+        hit, want = mixed.search(text, 1)[0], bank.search(text, 1)[0]
+        assert hit[0].statement.id == want[0].statement.id and hit[1] == want[1] and abs(hit[2] - want[2]) < 1e-5
+    assert mixed.info["describer"]["merged"] == [{}, {}]
+    mixed.save(tmp_path / "mixed")
+    again = MemoryBank.load(tmp_path / "mixed", HashingEmbedder())
+    assert again.counts()["by_describer"] == {"llm:m+template": 4, "template": 2}
+    assert llm.merged(template).index.ntotal == 4 + 2 + 2  # without descriptions=True: records as they were

@@ -218,3 +218,22 @@ def test_committed_webqsp_bank_loads_and_recalls_itself():
     assert bank.manifest["embedder"]["name"] == "all-MiniLM-L6-v2"
     assert _self_top1(bank) >= 0.99
     assert all(i.startswith("WebQTrn-") for r in bank.records for i in r.statement.question_ids)
+
+
+@pytest.mark.parametrize("dataset", ["webqsp", "cwq"])
+def test_committed_llm_banks_match_the_template_banks_statements_and_count_their_answers(dataset):
+    """memory_bank/DATASET-llm: the same statements as memory_bank/DATASET, described on llama.cpp; the manifest's
+    validity covers every statement an LLM was asked about, and the fallbacks are the template's sentences."""
+    path, template = REPO / "memory_bank" / f"{dataset}-llm", REPO / "memory_bank" / dataset
+    if not (path / "manifest.json").exists() or not (template / "manifest.json").exists():
+        pytest.skip(f"memory_bank/{dataset}-llm not built")
+    bank, base = MemoryBank.load(path), MemoryBank.load(template)
+    assert [r.statement.id for r in bank.records] == [r.statement.id for r in base.records]
+    described = bank.manifest["describer"]
+    assert described["runtime"]["backend"] == "llamacpp" and described["runtime"]["fallback"] is None
+    asked = sum(1 for r in bank.records if r.statement.structure in ("1", "2", "3"))
+    assert sum(described["validity"].values()) == asked
+    fell = [r for r in bank.records if r.fallback]
+    assert len(fell) == described["validity"]["fallback"] == bank.counts()["fallbacks"]["llm-invalid->template"]
+    assert all(r.descriptions == base.get(r.statement.id).descriptions for r in fell)
+    assert _self_top1(bank) >= 0.8  # the LLM gives some statements one sentence; recall keeps the ties

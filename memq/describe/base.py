@@ -46,12 +46,15 @@ class Described:
 
     ``describer`` names who wrote the descriptions (``template``,
     ``llm:qwen2.5-coder-0.5b``); ``fallback`` names the fallback that fired
-    (``"llm-invalid->template"``) or is ``None``.
+    (``"llm-invalid->template"``) or is ``None``. ``attempts`` counts the LLM
+    answers asked for (1: valid at once, 2: valid after the retry; an LLM
+    fallback counts every attempt made); 0 when no LLM was asked.
     """
 
     descriptions: tuple[str, ...]
     describer: str
     fallback: str | None = None
+    attempts: int = 0
 
     def __post_init__(self) -> None:
         if not self.descriptions or not all(isinstance(d, str) and d.strip() for d in self.descriptions):

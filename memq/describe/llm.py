@@ -5,6 +5,10 @@ chat) -> list[str]``: :class:`memq.llm.LocalLLM` (Qwen2.5-Coder-0.5B-Instruct
 on this machine's CPU) or :class:`memq.llm.OpenAIChat` (any OpenAI-compatible
 endpoint; the API key is read from the environment variable it names).
 
+On this machine's CPU the generator is :class:`memq.llm.llamacpp.LlamaCppLLM` with several prompts decoded
+together (``parallel``), and :class:`memq.llm.LocalLLM` (transformers) when llama.cpp cannot run; the CLI
+(``memq memory build --describer local``) records which in the bank's manifest (:attr:`LLMDescriber.runtime`).
+
 For each structure 1/2/3 statement:
 
 1. render the prompt of its structure (:mod:`.prompts`), generate greedily;
@@ -61,7 +65,8 @@ class LLMDescriber:
     """Describes statements with an LLM, validated, falling back to the template (recorded)."""
 
     def __init__(self, generator: Generator, config: LLMDescriberConfig = LLMDescriberConfig(),
-                 template: TemplateDescriber | None = None, model_name: str | None = None) -> None:
+                 template: TemplateDescriber | None = None, model_name: str | None = None,
+                 backend_fallback: str | None = None) -> None:
         if not callable(getattr(generator, "generate", None)):
             raise TypeError(f"generator must have a generate(prompts, ...) method, got {type(generator).__name__}")
         if config.max_new_tokens < 1 or config.retries < 0:
@@ -71,6 +76,8 @@ class LLMDescriber:
         self.template = template or TemplateDescriber()
         self.model_name = model_name or str(getattr(generator, "name", type(generator).__name__))
         self.name = f"llm:{self.model_name}"
+        #: why the generator is not the backend asked for (``memq.llm.llamacpp.make_llm``'s note), or None.
+        self.backend_fallback = backend_fallback
         self.stats = {"prompts": 0, "valid_first": 0, "valid_retry": 0, "fallback": 0}
         #: (statement id, attempt, reason, answer) of every rejected answer, for inspection.
         self.rejected: list[tuple[str, int, str, str]] = []
@@ -79,6 +86,19 @@ class LLMDescriber:
     def prompt_hash(self) -> str:
         return config_hash({"describer": "llm", "model": self.model_name, "prompts": PROMPTS,
                             "stop": STOP, "template": self.template.prompt_hash, **asdict(self.config)})
+
+    @property
+    def runtime(self) -> dict:
+        """How the generator runs, for a bank's manifest: its backend, threads, sequences decoded together,
+        weights or device where it has them, and the backend fallback that fired (None when none did)."""
+        g = self.generator
+        info: dict = {"backend": str(getattr(g, "backend", type(g).__name__))}
+        for key in ("threads", "parallel", "weights", "device"):
+            value = getattr(g, key, None)
+            if value is not None:
+                info[key] = value
+        info["fallback"] = self.backend_fallback
+        return info
 
     def describe(self, statements: list[Statement]) -> list[list[str]]:
         return [list(d.descriptions) for d in self.describe_with_info(statements)]
@@ -90,6 +110,7 @@ class LLMDescriber:
             if s.structure not in PROMPTS:
                 out[i] = self.template.describe_one(s)
         answers: dict[int, str] = {}
+        attempts = dict.fromkeys(todo, 0)
         for attempt in range(self.config.retries + 1):
             if not todo:
                 break
@@ -101,6 +122,7 @@ class LLMDescriber:
                 raise ValueError(f"generator returned {len(raw)} answers for {len(prompts)} prompts")
             failed = []
             for i, text in zip(todo, raw, strict=True):
+                attempts[i] += 1
                 text = clean(text)
                 why = problem(text, statements[i].structure)
                 if why is None:
@@ -117,9 +139,9 @@ class LLMDescriber:
             tmpl = self.template.describe_one(s)
             if i in answers:
                 extra = tmpl.descriptions if self.config.with_template else ()
-                out[i] = Described(tuple(dict.fromkeys((answers[i],) + extra)), self.name)
+                out[i] = Described(tuple(dict.fromkeys((answers[i],) + extra)), self.name, None, attempts[i])
             else:
                 self.stats["fallback"] += 1
                 why = FALLBACK if tmpl.fallback is None else f"{FALLBACK},{tmpl.fallback}"
-                out[i] = Described(tmpl.descriptions, tmpl.describer, why)
+                out[i] = Described(tmpl.descriptions, tmpl.describer, why, attempts[i])
         return [d for d in out if d is not None]

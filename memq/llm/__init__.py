@@ -6,6 +6,7 @@
 * :mod:`memq.llm.chat_tokenizer`: the model's tokenizer and chat template without transformers;
 * :mod:`memq.llm.draft`: n-gram drafts for speculative greedy decoding;
 * :mod:`memq.llm.kv_state`: the first prompt's KV state, kept between processes;
+* :mod:`memq.llm.parallel`: several prompts decoded together on one context (the LLM describer's batches);
 * :mod:`memq.llm.gguf_weights`, :mod:`memq.llm.lora_gguf`: GGUF conversion (f16 weights, LoRA adapters).
 
 The names below are the runtime's public face; ``import memq.llm`` loads neither transformers nor llama.cpp.

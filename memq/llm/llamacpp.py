@@ -45,6 +45,7 @@ from .chat_tokenizer import open_tokenizer
 from .draft import DRAFT, MAX_TEXTS, NgramDrafter
 from .gguf_weights import WEIGHTS, f16_gguf, weights_from_env
 from .kv_state import Runner, state_dir
+from .parallel import check_parallel, generate_texts
 
 logger = logging.getLogger(__name__)
 
@@ -136,12 +137,13 @@ def default_threads() -> int:
 
 
 class LlamaCppLLM:
-    """A GGUF model (+ a peft LoRA adapter) run by llama.cpp; greedy, one prompt at a time.
+    """A GGUF model (+ a peft LoRA adapter) run by llama.cpp; greedy, one prompt at a time unless ``parallel``.
 
     ``model``: ``"qwen2.5-coder-0.5b"``, ``"smollm2"`` or a ``.gguf`` file; ``adapter``: a peft LoRA
     directory. ``weights``: ``f16`` (the shipped weights dequantised once, :mod:`memq.llm.gguf_weights`) or
     ``shipped``; default ``$MEMQ_LLAMA_WEIGHTS``, else ``f16``. ``threads`` defaults to :func:`default_threads`
     (``$MEMQ_LLAMA_THREADS``, else one fewer than the CPUs). ``batch_size`` is only how many prompts a batched caller hands over at once.
+    ``parallel`` > 1: :meth:`generate` decodes that many prompts together (:mod:`memq.llm.parallel`; no drafts);
     ``calls`` counts prompts answered, ``tokens`` new tokens.
     """
 
@@ -149,7 +151,7 @@ class LlamaCppLLM:
 
     def __init__(self, model: str = "qwen2.5-coder-0.5b", adapter: str | Path | None = None, batch_size: int = 8,
                  system: str | None = None, threads: int | None = None, n_ctx: int = 4096,
-                 weights: str | None = None) -> None:
+                 weights: str | None = None, parallel: int = 1) -> None:
         if not isinstance(model, str) or not model:
             raise LLMError(f"model must be a non-empty str, got {model!r}")
         if batch_size < 1:
@@ -158,6 +160,7 @@ class LlamaCppLLM:
             raise LLMError(f"threads must be >= 1, got {threads}")
         if n_ctx < 64:
             raise LLMError(f"n_ctx must be >= 64, got {n_ctx}")
+        check_parallel(parallel)
         if weights is not None and weights not in WEIGHTS:
             raise LLMError(f"weights must be one of {', '.join(WEIGHTS)}, got {weights!r}")
         self.weights = weights or weights_from_env()
@@ -166,7 +169,7 @@ class LlamaCppLLM:
         self.batch_size = batch_size
         self.system = system
         self.threads = threads or default_threads()
-        self.n_ctx = n_ctx
+        self.n_ctx, self.parallel = n_ctx, parallel
         self.calls = 0
         self.tokens = 0
         self._loaded: Loaded | None = None
@@ -284,6 +287,8 @@ class LlamaCppLLM:
             return []
         loaded = self.load()
         tok, runner = loaded.tokenizer, loaded.runner
+        if self.parallel > 1 and len(prompts) > 1:  # several prompts decoded together (memq.llm.parallel)
+            return generate_texts(self, prompts, max_new_tokens, stop, chat)
         out = []
         for prompt in prompts:
             ids = self._ids(self.format(prompt, chat), chat)
@@ -420,7 +425,7 @@ def _log_softmax_at(rows: np.ndarray, ids: list[int]) -> np.ndarray:
 
 
 def make_llm(backend: str, model: str, *, adapter: str | None = None, device: str = "cpu", batch_size: int = 8,
-             system: str | None = None):
+             system: str | None = None, threads: int | None = None, parallel: int = 1):
     """``(llm, fallback)``: a LlamaCppLLM for ``backend="llamacpp"``, a LocalLLM for ``"transformers"``.
 
     When llama.cpp cannot run ``model`` here (llama-cpp-python not importable, a device other than the CPU,
@@ -438,7 +443,8 @@ def make_llm(backend: str, model: str, *, adapter: str | None = None, device: st
         else:
             why = unavailable()
         if why is None:
-            return LlamaCppLLM(model, adapter=adapter, batch_size=batch_size, system=system), None
+            return LlamaCppLLM(model, adapter=adapter, batch_size=batch_size, system=system, threads=threads,
+                               parallel=parallel), None
         note = f"backend llamacpp -> transformers: {why}"
         logger.warning(note)
     return LocalLLM(model, device=device, adapter=adapter, batch_size=batch_size, system=system), note

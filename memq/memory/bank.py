@@ -158,22 +158,52 @@ class MemoryBank:
         kind = index_type_of(self.index)
         return flat if kind == "flat" else flat.compacted(kind)
 
-    def merged(self, other: MemoryBank) -> MemoryBank:
+    def merged(self, other: MemoryBank, *, descriptions: bool = False) -> MemoryBank:
         """This bank and the records of ``other`` it lacks, vectors copied (no re-embedding), in this bank's index
-        type; a statement in both keeps this bank's record, with the sources of both. The embedders must match."""
+        type; a statement in both keeps this bank's record, with the sources of both. The embedders must match.
+
+        ``descriptions``: a statement in both also gets ``other``'s descriptions that its record lacks, as
+        further rows after its own (a mixed bank: template and LLM descriptions of the same statements, each
+        recalled on its own); its ``describer`` then names both (``llm:qwen2.5-coder-0.5b+template``)."""
         if (other.embedder.name, other.embedder.dim) != (self.embedder.name, self.embedder.dim):
             raise MemoryBankError(f"cannot merge banks embedded by {self.embedder.name!r} and {other.embedder.name!r}")
         theirs = {r.statement.id: src for r, src in zip(other.records, other.sources, strict=True)}
         sources = [tuple(dict.fromkeys(src + theirs.get(r.statement.id, ())))
                    for r, src in zip(self.records, self.sources, strict=True)]
+        mine = self.index.reconstruct_n(0, self.index.ntotal)
+        their_vecs = other.index.reconstruct_n(0, other.index.ntotal) if other.index.ntotal else mine[:0]
+        their_rows: dict[int, list[int]] = {}
+        for row, rec_i in enumerate(other._row_record.tolist()):
+            their_rows.setdefault(rec_i, []).append(row)
+        records, vecs = list(self.records), [mine]
+        if descriptions:
+            at = {r.statement.id: i for i, r in enumerate(other.records)}
+            my_rows: dict[int, list[int]] = {}
+            for row, rec_i in enumerate(self._row_record.tolist()):
+                my_rows.setdefault(rec_i, []).append(row)
+            records, vecs = [], []
+            for i, r in enumerate(self.records):
+                vecs.append(mine[my_rows.get(i, [])])
+                j = at.get(r.statement.id)
+                add = [row for row in their_rows.get(j, []) if other._row_text[row] not in r.descriptions] \
+                    if j is not None else []
+                if add:
+                    names = dict.fromkeys(r.describer.split("+") + other.records[j].describer.split("+"))
+                    r = MemoryRecord(r.statement, r.descriptions + tuple(other._row_text[row] for row in add),
+                                     "+".join(names), r.fallback)
+                    vecs.append(their_vecs[add])
+                records.append(r)
         new = [i for i, r in enumerate(other.records) if r.statement.id not in self._by_id]
-        rows = np.flatnonzero(np.isin(other._row_record, new))
-        vecs = [self.index.reconstruct_n(0, self.index.ntotal)]
-        if len(rows):
-            vecs.append(np.stack([other.index.reconstruct(int(r)) for r in rows]))
-        info = _unsaved({**self.info, "source": {"merged": [self.info.get("source", {}), other.info.get("source", {})]}})
-        flat = type(self)(self.records + [other.records[i] for i in new], _flat_index(np.concatenate(vecs), self.index.d),
-                          self.embedder, sources + [other.sources[i] for i in new], info)
+        rows = [row for i in new for row in their_rows.get(i, [])]
+        if rows:
+            vecs.append(their_vecs[rows])
+        merged_source = {"merged": [self.info.get("source", {}), other.info.get("source", {})]}
+        info = {**self.info, "source": merged_source}
+        if descriptions:
+            info["describer"] = {"merged": [self.info.get("describer", {}), other.info.get("describer", {})]}
+        flat = type(self)(records + [other.records[i] for i in new],
+                          _flat_index(np.concatenate(vecs).astype(np.float32), self.index.d),
+                          self.embedder, sources + [other.sources[i] for i in new], _unsaved(info))
         kind = index_type_of(self.index)
         return flat if kind == "flat" else flat.compacted(kind)
 

@@ -29,6 +29,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from memq.describe.base import Described, Describer, describe_with_info
+from memq.describe.llm import FALLBACK as LLM_FALLBACK
 from memq.errors import MemoryBankError, MemQError
 from memq.types import STRUCTURES, MemoryRecord, Statement
 
@@ -127,7 +128,8 @@ def read_cache(path: Path, prompt_hash: str) -> dict[str, Described]:
             try:
                 obj = json.loads(line)
                 if obj["prompt_hash"] == prompt_hash:
-                    out[obj["id"]] = Described(tuple(obj["descriptions"]), obj["describer"], obj.get("fallback"))
+                    out[obj["id"]] = Described(tuple(obj["descriptions"]), obj["describer"], obj.get("fallback"),
+                                               int(obj.get("attempts", 0)))
             except (ValueError, KeyError, TypeError, MemQError):
                 logger.warning("%s: line %d unreadable, ignored", path, n)
     return out
@@ -154,7 +156,8 @@ def describe_resumable(statements: list[Statement], describer: Describer, cache_
                 for s, d in zip(chunk, describe_with_info(describer, chunk), strict=True):
                     done[s.id] = d
                     fh.write(json.dumps({"id": s.id, "prompt_hash": prompt_hash, "describer": d.describer,
-                                         "fallback": d.fallback, "descriptions": list(d.descriptions)},
+                                         "fallback": d.fallback, "attempts": d.attempts,
+                                         "descriptions": list(d.descriptions)},
                                         ensure_ascii=False) + "\n")
                 fh.flush()
                 os.fsync(fh.fileno())
@@ -184,6 +187,30 @@ def _bar(total: int, desc: str, enabled: bool):
                 dynamic_ncols=True)
 
 
+def validity(described: list[Described]) -> dict[str, int] | None:
+    """Of the statements an LLM was asked about: valid at the first answer, valid after a retry, and
+    described by the template after invalid answers. None when no LLM was asked."""
+    asked = [d for d in described if d.attempts > 0]
+    if not asked:
+        return None
+    fell = sum(1 for d in asked if (d.fallback or "").startswith(LLM_FALLBACK))
+    first = sum(1 for d in asked if d.attempts == 1 and not (d.fallback or "").startswith(LLM_FALLBACK))
+    return {"valid_first": first, "valid_retry": len(asked) - fell - first, "fallback": fell}
+
+
+def describer_info(describer: Describer, described: list[Described]) -> dict:
+    """The manifest's ``describer``: name and prompt hash; for an LLM describer also how it ran
+    (``runtime``: backend, threads, the backend fallback that fired) and ``validity``."""
+    info: dict = {"name": describer.name, "prompt_hash": describer.prompt_hash}
+    runtime = getattr(describer, "runtime", None)
+    if isinstance(runtime, dict):
+        info["runtime"] = runtime
+    counts = validity(described)
+    if counts is not None:
+        info["validity"] = counts
+    return info
+
+
 def build_memory(statements: list[Statement], describer: Describer, embedder: Embedder, out: str | Path, *,
                  sources: list[tuple[str, ...]] | None = None, source_info: dict | None = None,
                  config: BuildConfig = BuildConfig()) -> MemoryBank:
@@ -198,8 +225,7 @@ def build_memory(statements: list[Statement], describer: Describer, embedder: Em
                                        progress=bar.update)
     records = [MemoryRecord(s, d.descriptions, d.describer, d.fallback)
                for s, d in zip(statements, described, strict=True)]
-    info = {"describer": {"name": describer.name, "prompt_hash": describer.prompt_hash},
-            "source": source_info or {}}
+    info = {"describer": describer_info(describer, described), "source": source_info or {}}
     total = sum(len(r.descriptions) for r in records)
     with _bar(total, "embed", config.progress) as bar:
         bank = MemoryBank.build(records, embedder, sources=sources, info=info, batch_size=config.embed_batch,

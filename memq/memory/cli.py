@@ -7,6 +7,7 @@
     memq memory merge memory_bank/cwq memory_bank/webqsp+schema --only-source schema --out memory_bank/cwq+schema
     memq memory build --source grailqa-train --source schema --schema-form grailqa --schema-domains grailqa \
         --include-base --out memory_bank/grailqa+schema
+    memq memory merge memory_bank/webqsp-llm memory_bank/webqsp --descriptions --out memory_bank/webqsp-mixed
 """
 
 from __future__ import annotations
@@ -49,8 +50,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--keep-cache", action=argparse.BooleanOptionalAction, default=None,
                    help="keep describe.cache.jsonl (default: yes for LLM describers, no for template)")
     b.add_argument("--local-model", default="qwen2.5-coder-0.5b", help="--describer local: model name or path")
+    b.add_argument("--backend", choices=("llamacpp", "transformers"), default="llamacpp",
+                   help="--describer local: llama.cpp (transformers when it cannot run, recorded) or transformers")
+    b.add_argument("--llm-threads", type=int, default=None,
+                   help="--describer local on llama.cpp: CPU threads (default $MEMQ_LLAMA_THREADS, else CPUs - 1)")
     b.add_argument("--device", default="cpu", help="--describer local: cpu or cuda")
-    b.add_argument("--batch-size", type=int, default=8, help="--describer local: prompts per batch")
+    b.add_argument("--batch-size", type=int, default=8,
+                   help="--describer local: prompts per batch (on llama.cpp: decoded together), and statements "
+                        "described between cache flushes")
     b.add_argument("--max-new-tokens", type=int, default=40)
     b.add_argument("--openai-base-url", help="--describer openai: e.g. https://api.openai.com/v1")
     b.add_argument("--openai-model", help="--describer openai: model name")
@@ -78,6 +85,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--index", choices=INDEX_TYPES, default=None, help="the new bank's index type (default: BANK's)")
     m.add_argument("--only-source", action="append", default=None,
                    help="take from OTHER only statements that this source gave (repeatable), e.g. schema")
+    m.add_argument("--descriptions", action="store_true",
+                   help="statements in both also get OTHER's descriptions as further rows (a mixed bank)")
     m.set_defaults(handler=_merge)
 
     s = cmds.add_parser("stats", help="counts of a memory bank")
@@ -93,9 +102,15 @@ def _describer(args):
         return TemplateDescriber()
     config = LLMDescriberConfig(max_new_tokens=args.max_new_tokens)
     if args.describer == "local":
-        from memq.llm import LocalLLM
+        from memq.llm.llamacpp import make_llm
 
-        return LLMDescriber(LocalLLM(args.local_model, device=args.device, batch_size=args.batch_size), config)
+        if args.llm_threads is not None and args.llm_threads < 1:
+            raise MemQError(f"--llm-threads must be >= 1, got {args.llm_threads}")
+        llm, note = make_llm(args.backend, args.local_model, device=args.device, batch_size=args.batch_size,
+                             threads=args.llm_threads, parallel=args.batch_size)
+        if note:
+            print(f"note: {note}", file=sys.stderr)
+        return LLMDescriber(llm, config, backend_fallback=note)
     if not args.openai_base_url or not args.openai_model:
         raise MemQError("--describer openai needs --openai-base-url and --openai-model")
     from memq.llm import OpenAIChat
@@ -124,6 +139,10 @@ def _build(args) -> int:
     print("by source: " + ", ".join(f"{k}={v}" for k, v in counts["by_source"].items()))
     if counts["fallbacks"]:
         print("fallbacks: " + ", ".join(f"{k}={v}" for k, v in counts["fallbacks"].items()))
+    described = bank.info.get("describer", {})
+    if "validity" in described:
+        print("LLM answers: " + ", ".join(f"{k}={v}" for k, v in described["validity"].items())
+              + f" ({described.get('runtime', {})})")
     return 0
 
 
@@ -166,7 +185,7 @@ def _merge(args) -> int:
     other = MemoryBank.load(args.other)
     if args.only_source:
         other = other.subset(lambda _record, sources: any(s in args.only_source for s in sources))
-    bank = MemoryBank.load(args.bank).merged(other)
+    bank = MemoryBank.load(args.bank).merged(other, descriptions=args.descriptions)
     if args.index:
         bank = bank.compacted(args.index)
     bank.save(args.out)
@@ -212,5 +231,9 @@ def _stats(args) -> int:
     out.write("by source: " + ", ".join(f"{k}={v}" for k, v in counts["by_source"].items()) + "\n")
     out.write("by describer: " + ", ".join(f"{k}={v}" for k, v in counts["by_describer"].items()) + "\n")
     out.write(f"fallbacks: {counts['fallbacks'] or 'none'}\n")
+    described = m.get("describer") or {}
+    if "validity" in described:
+        out.write("LLM answers: " + ", ".join(f"{k}={v}" for k, v in described["validity"].items())
+                  + f"  runtime: {described.get('runtime')}\n")
     out.write(f"embedder: {m.get('embedder')}  describer: {m.get('describer')}  created: {m.get('created')}\n")
     return 0
