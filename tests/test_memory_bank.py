@@ -66,7 +66,7 @@ def test_search_many_matches_search(bank):
 def test_counts(bank):
     c = bank.counts()
     assert c["statements"] == 4 and c["descriptions"] == 7
-    assert c["by_structure"] == {"1": 2, "2": 1, "3": 0, "filter": 1, "order": 0}
+    assert c["by_structure"] == {"1": 2, "2": 1, "3": 0, "filter": 1, "order": 0, "class": 0, "superlative": 0, "count": 0}
     assert c["by_source"] == {"webqsp-train": 4}
 
 
