@@ -146,7 +146,7 @@ def test_a_tiny_training_run_stops_resumes_and_loads(kg, bank, tmp_path):  # noq
     group = read_groups(data)[0]
     scores = ranker.score(group["query"], [t for t, _ in group["candidates"]])
     assert [t for t, _ in group["candidates"]][int(np.argmax(scores))] == group["positive"]
-    (out / "model.safetensors").write_bytes(b"changed")
+    (out / "ranker.safetensors").write_bytes(b"changed")
     with pytest.raises(MemQError, match="sha256"):
         StatementRanker.load(out, threads=1)
 

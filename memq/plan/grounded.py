@@ -136,7 +136,7 @@ class _Line:
     step: PlanStep | None = None
     statement: object = None
     group: Group | None = None
-    rank: float = 0.0  # the ranker's bonus (<= 0): rank_weight times its log-softmax over the step's candidates
+    rank: float = 0.0  # the ranker's bonus (<= 0): rank_weight times its logit minus the best candidate's
 
 
 def unnamed(steps, names) -> list[str]:
