@@ -139,11 +139,16 @@ def show(a: Answer, gold: list[tuple[str, str]] | None = None) -> str:
         lines += [f"  - {f}" for f in a.trace.fallbacks]
     ranked = ranked_steps(a.plan)
     if ranked:
-        lines.append("ranked candidates (ranker logit / model log-prob), the five best of each search:")
+        lines.append("ranked candidates (ranker logit / best model log-prob of its lines), the five best statements:")
         for entry in ranked:
             lines.append(f"  step {entry['step']} ({entry['scored']} scored)")
+            best: dict[str, dict] = {}  # a statement's lines differ only in the variable they assign
+            for c in entry["candidates"]:
+                b = best.setdefault(c["statement"], dict(c))
+                if c["llm"] is not None and (b["llm"] is None or c["llm"] > b["llm"]):
+                    b["llm"] = c["llm"]
             lines += [f"    {c['ranker']:7.3f} / " + (f"{c['llm']:8.3f}" if c["llm"] is not None else "       -")
-                      + f"  {c['line']}" for c in entry["candidates"][:5]]
+                      + f"  {c['line']}" for c in list(best.values())[:5]]
     if a.trace.plans:
         lines.append("plans tried (execution-guided choice):")
         lines += [f"  {p.get('planner') or 'score ' + str(p['score'])}  rows {p['rows']}  "

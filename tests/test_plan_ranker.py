@@ -159,3 +159,12 @@ def test_a_missing_ranker_is_named():
 def test_candidate_text_names_the_known_nodes(bank):  # noqa: F811
     record = bank.get("sibling")
     assert candidate_text(record, {"?entity1": "?x"}) == "the sibling of the siblings of the person ?x"
+
+
+def test_the_trace_shows_the_hybrid_rescue_s_ranked_steps():
+    from memq.ask import ranked_steps
+    from memq.types import Plan
+
+    rescue = Plan([], ranked=[{"step": 1, "scored": 2, "candidates": []}])
+    assert ranked_steps(Plan([], rescue=rescue)) == rescue.ranked
+    assert ranked_steps(Plan([])) == []
