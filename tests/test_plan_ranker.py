@@ -168,3 +168,8 @@ def test_the_trace_shows_the_hybrid_rescue_s_ranked_steps():
     rescue = Plan([], ranked=[{"step": 1, "scored": 2, "candidates": []}])
     assert ranked_steps(Plan([], rescue=rescue)) == rescue.ranked
     assert ranked_steps(Plan([])) == []
+
+
+def test_a_missing_data_file_is_named(tmp_path):
+    with pytest.raises(MemQError, match="no-such.jsonl"):
+        read_groups(tmp_path / "no-such.jsonl")

@@ -123,6 +123,8 @@ def write_groups(plans: Sequence, planner, out: str | Path, *, timeout: float | 
 def read_groups(path: str | Path, *, usable: bool = False) -> list[dict]:
     """The groups of a data file; ``usable``: only those with a positive among two or more candidates."""
     out = []
+    if not Path(path).is_file():
+        raise MemQError(f"ranker data file not found: {path} (write one with `memq planner ranker data`)")
     with open(path, encoding="utf-8") as fh:
         for n, line in enumerate(fh, 1):
             if not line.strip():
