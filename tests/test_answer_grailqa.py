@@ -4,6 +4,7 @@ the public API would refuse (a quotation; a name with a double quote), on a smal
 from __future__ import annotations
 
 import pytest
+from test_answer import SpyKG  # records every query that reaches the store
 
 import memq
 from memq import datasets
@@ -84,20 +85,6 @@ QUESTIONS = [
     _question("quote", "the quote is about what subject?", QUOTE_QUERY, [("m.048h7nw", QUOTE)]),
     _question("artist", "which recordings are by this artist?", ARTIST_QUERY, [("m.01tlrxl", ARTIST)]),
 ]
-
-
-class SpyKG:
-    """Records every query that reaches the store."""
-
-    def __init__(self, kg):
-        self.kg, self.queries = kg, []
-
-    def select(self, query, timeout=None):
-        self.queries.append(query)
-        return self.kg.select(query, timeout=timeout)
-
-    def names(self, ids):
-        return self.kg.names(ids)
 
 
 @pytest.fixture(scope="module")
