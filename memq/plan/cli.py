@@ -150,8 +150,8 @@ def _ranker_train(args) -> int:
 
     data = []
     for item in args.data:
-        path, _, limit = item.rpartition(":") if item.rpartition(":")[2].isdigit() else (item, "", "")
-        data.append((path, int(limit) if limit else None))
+        path, _, limit = item.rpartition(":")
+        data.append((path, int(limit)) if path and limit.isdigit() else (item, None))
     log = (lambda msg: None) if args.json else (lambda msg: print(msg, file=sys.stderr, flush=True))
     out = train(data, args.out, base=args.init, epochs=args.epochs, batch_groups=args.batch_groups,
                 negatives=args.negatives, hard=args.hard, lr=args.lr, bootstrap=args.bootstrap,
