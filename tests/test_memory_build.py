@@ -121,6 +121,7 @@ def test_schema_statements_share_ids_with_gold_statements(webqsp_statements):
 
 
 GRAIL_SCHEMA = SchemaSourceConfig(classes=True, both_directions=True, filters=False, domains=grailqa_domains(),
+                                  answer_reverse=False, entity_entries=False,
                                   include_base=True)
 
 
@@ -214,10 +215,34 @@ def test_committed_webqsp_bank_loads_and_recalls_itself():
     path = REPO / "memory_bank" / "webqsp"
     if not (path / "manifest.json").exists():
         pytest.skip("memory_bank/webqsp not built yet")
-    bank = MemoryBank.load(path)
+    bank = MemoryBank.load(path, include=False)
     assert bank.manifest["embedder"]["name"] == "all-MiniLM-L6-v2"
     assert _self_top1(bank) >= 0.99
     assert all(i.startswith("WebQTrn-") for r in bank.records for i in r.statement.question_ids)
+
+
+@pytest.mark.parametrize("dataset", ["webqsp", "cwq"])
+def test_committed_banks_include_the_schema_bank(dataset):
+    """memory_bank/DATASET includes memory_bank/schema: its own statements first, then the schema's, and a schema
+    statement is recalled by its own description (a sample: the whole bank would take minutes to embed)."""
+    from memq.recall import TIE
+
+    path, schema_path = REPO / "memory_bank" / dataset, REPO / "memory_bank" / "schema"
+    if not (path / "manifest.json").exists() or not (schema_path / "manifest.json").exists():
+        pytest.skip("memory_bank/schema not built")
+    own, schema = MemoryBank.load(path, include=False), MemoryBank.load(schema_path)
+    bank = MemoryBank.load(path)
+    assert bank.info["included"] == [str(path / "../schema")]
+    assert [r.statement.id for r in bank.records[:len(own)]] == [r.statement.id for r in own.records]
+    assert len(bank) == len(own) + sum(1 for r in schema.records if own.get(r.statement.id) is None)
+    assert schema.manifest["index"]["type"] == "sq8" and schema.manifest["describer"]["kept_descriptions"] == 1
+    assert all(not r.statement.question_ids and s == ("schema",)
+               for r, s in zip(schema.records, schema.sources, strict=True))
+    sample = schema.records[::200]
+    hits = bank.search_many([r.descriptions[0] for r in sample], k=8)
+    found = sum(r.statement.id in {h[0].statement.id for h in hs if h[2] >= hs[0][2] - TIE}
+                for r, hs in zip(sample, hits, strict=True))
+    assert found / len(hits) >= 0.95
 
 
 @pytest.mark.parametrize("dataset", ["webqsp", "cwq"])
@@ -227,7 +252,7 @@ def test_committed_llm_banks_match_the_template_banks_statements_and_count_their
     path, template = REPO / "memory_bank" / f"{dataset}-llm", REPO / "memory_bank" / dataset
     if not (path / "manifest.json").exists() or not (template / "manifest.json").exists():
         pytest.skip(f"memory_bank/{dataset}-llm not built")
-    bank, base = MemoryBank.load(path), MemoryBank.load(template)
+    bank, base = MemoryBank.load(path), MemoryBank.load(template, include=False)
     assert [r.statement.id for r in bank.records] == [r.statement.id for r in base.records]
     described = bank.manifest["describer"]
     assert described["runtime"]["backend"] == "llamacpp" and described["runtime"]["fallback"] is None
@@ -237,3 +262,46 @@ def test_committed_llm_banks_match_the_template_banks_statements_and_count_their
     assert len(fell) == described["validity"]["fallback"] == bank.counts()["fallbacks"]["llm-invalid->template"]
     assert all(r.descriptions == base.get(r.statement.id).descriptions for r in fell)
     assert _self_top1(bank) >= 0.8  # the LLM gives some statements one sentence; recall keeps the ties
+
+
+def _tiny_schema():
+    """A hand-made schema: a government-position CVT whose office holder is reached from the politician through a
+    reverse property, a marriage with two spouses, and a magazine that enters its publication CVT through a
+    relation no role of the CVT mirrors."""
+    from memq.describe.schema import FreebaseSchema
+    from memq.schema import Relation
+
+    rels = [("g.held.title", "g.held", "g.title"), ("g.held.from", "g.held", "type.datetime"),
+            ("g.held.holder", "g.held", "g.politician"), ("g.politician.held", "g.politician", "g.held"),
+            ("p.marriage.spouse", "p.marriage", "p.person"), ("p.marriage.place", "p.marriage", "l.place"),
+            ("p.person.spouse_s", "p.person", "p.marriage"),
+            ("b.magazine.published", "b.magazine", "b.period"), ("b.period.to", "b.period", "type.datetime"),
+            ("b.period.place", "b.period", "l.place")]
+    relations = {r: Relation(r, r.rpartition(".")[2], d, rng) for r, d, rng in rels}
+    reverse = {"g.held.holder": "g.politician.held", "g.politician.held": "g.held.holder",
+               "p.marriage.spouse": "p.person.spouse_s", "p.person.spouse_s": "p.marriage.spouse"}
+    return FreebaseSchema(relations, reverse, frozenset({"g.held", "p.marriage", "b.period"}))
+
+
+def test_schema_statements_in_the_forms_webqsp_and_cwq_train_queries_write():
+    sparqls = {s.sparql for s in schema_statements(SchemaSourceConfig(), fb=_tiny_schema())}
+    # the answer through its role's reverse property, the known entity through the CVT's own role (CWQ's
+    # "earliest president": ?x government_positions_held ?y . ?y office_position_or_title <title> ; from ?from)
+    assert "?cvt ns:g.held.title ?entity1 .\n?entity2 ns:g.politician.held ?cvt ." in sparqls
+    assert "?cvt ns:g.held.title ?entity1 .\n?cvt ns:g.held.from ?entity2 .\n?entity3 ns:g.politician.held ?cvt ." \
+        in sparqls
+    # a role repeats where the statement enters through its reverse property: the place a person married the other
+    assert "?entity1 ns:p.person.spouse_s ?cvt .\n?cvt ns:p.marriage.place ?entity2 .\n?cvt ns:p.marriage.spouse " \
+        "?entity3 ." in sparqls
+    assert "?entity1 ns:p.person.spouse_s ?cvt .\n?cvt ns:p.marriage.spouse ?entity2 ." in sparqls
+    # a CVT entered through a relation of an entity type that no role mirrors
+    assert "?entity1 ns:b.magazine.published ?cvt .\n?cvt ns:b.period.to ?entity2 ." in sparqls
+    assert "?entity1 ns:b.magazine.published ?cvt .\n?cvt ns:b.period.place ?entity2 .\n?cvt ns:b.period.to " \
+        "?entity3 ." in sparqls
+    # without a reverse property a role never repeats, and the answer is never reached backwards
+    assert not any("ns:b.period.to ?entity2 .\n?cvt ns:b.period.to" in s for s in sparqls)
+    assert "?cvt ns:g.held.holder ?entity1 .\n?cvt ns:g.held.holder ?entity2 ." not in sparqls
+    plain = {s.sparql for s in schema_statements(SchemaSourceConfig(answer_reverse=False, entity_entries=False),
+                                                 fb=_tiny_schema())}
+    assert "?cvt ns:g.held.title ?entity1 .\n?entity2 ns:g.politician.held ?cvt ." not in plain
+    assert not any("b.magazine.published" in s and "?cvt" in s for s in plain)

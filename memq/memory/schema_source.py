@@ -65,6 +65,11 @@ class SchemaSourceConfig:
     # structure 2: each hop also written through the reverse property, where the schema has one (GrailQA's
     # queries take either direction; WebQSP's take the forward one)
     both_directions: bool = False
+    # structures 2 and 3 as WebQSP and CWQ also write them: the answer reached through its role's reverse property
+    # (``?cvt ns:a ?entity1 . ?entity2 ns:rev(b) ?cvt .``), and a CVT entered through a relation of an entity type
+    # that no role of the CVT mirrors (``?entity1 ns:book.magazine.place_of_publication ?cvt .``)
+    answer_reverse: bool = True
+    entity_entries: bool = True
 
     def __post_init__(self) -> None:
         if self.domains is not None and not self.domains:
@@ -173,27 +178,72 @@ class _SchemaStatements:
         rev = self._reverse(role) if self.config.both_directions else None
         return out + [Triple(end, _rel(rev), cvt)] if rev else out
 
+    def entries(self, cvt_type: str, roles: list[str]) -> list[tuple[Triple, str | None]]:
+        """How a statement enters a CVT of ``cvt_type`` from ``?entity1``, each with the role it stands for (None
+        for a relation that no role mirrors): every entity-typed role, through its reverse property where the
+        schema has one; with ``entity_entries``, every usable relation of an entity type whose range is the CVT
+        type."""
+        out = [(self._known(a), a) for a in roles if not self.fb.is_literal(self.fb.range(a))]
+        if self.config.entity_entries:
+            seen = {pred(t) for t, _ in out}
+            for rel in self.into_cvt().get(cvt_type, ()):
+                if rel not in seen:
+                    out.append((Triple(Var("entity1"), _rel(rel), Var("cvt")), None))
+        return out
+
+    def into_cvt(self) -> dict[str, list[str]]:
+        """CVT type -> the usable relations from an entity type into it, sorted."""
+        if not hasattr(self, "_into"):
+            into: dict[str, list[str]] = defaultdict(list)
+            for rel in sorted(self.fb.relations):
+                dom, rng = self.fb.domain(rel), self.fb.range(rel)
+                if self.usable(rel) and rng and self.fb.is_cvt(rng) and not self.fb.is_cvt(dom):
+                    into[rng].append(rel)
+            self._into = into
+        return self._into
+
     def structure2_3(self) -> tuple[list[Statement], list[Statement]]:
-        cvt, e2, e3 = Var("cvt"), Var("entity2"), Var("entity3")
+        cvt, e1, e2, e3 = Var("cvt"), Var("entity1"), Var("entity2"), Var("entity3")
         s2, s3 = [], []
         for cvt_type, rs in sorted(self.roles().items()):
-            entity_roles = [r for r in rs if not self.fb.is_literal(self.fb.range(r))]
             typed = self.cvt_class(cvt_type)
-            for a in entity_roles:
-                first = self._known(a)
-                firsts = self._hops(a, Var("entity1")) if self.config.both_directions else [first]
+            for first, a in self.entries(cvt_type, rs):
+                # a role repeats only where the statement enters through its reverse property (two spouses of one
+                # marriage, two siblings of one sibling relationship)
+                repeat = a is None or pred(first) != a
+                firsts = self._hops(a, e1) if a and self.config.both_directions else [first]
                 for b in rs:
                     for one in firsts:
                         for two in self._hops(b, e2):
                             if a != b or pred(one) != pred(two):
                                 s2.append(_make("2", [one, two, *typed]))
-                    if not self.config.structure3 or a == b:
+                    if not self.config.structure3 or (a == b and not repeat):
                         continue
                     for c in rs:
-                        if c not in (a, b):
+                        if c != b and (c != a or repeat) and not (a == b == c):
                             s3.append(_make("3", [first, Triple(cvt, _rel(b), e2), Triple(cvt, _rel(c), e3),
                                                   *typed]))
+            if self.config.answer_reverse:
+                self._answer_reverse(cvt_type, rs, typed, s2, s3)
         return s2, s3
+
+    def _answer_reverse(self, cvt_type: str, rs: list[str], typed: list[Triple], s2: list, s3: list) -> None:
+        """The answer through its role's reverse property, the known entity through the CVT's own role:
+        ``?cvt ns:a ?entity1 . ?entity2 ns:rev(b) ?cvt .`` and ``?cvt ns:a ?entity1 . ?cvt ns:b ?entity2 .
+        ?entity3 ns:rev(c) ?cvt .``."""
+        cvt, e1, e2, e3 = Var("cvt"), Var("entity1"), Var("entity2"), Var("entity3")
+        for a in rs:
+            for b in rs:
+                rev_b = self._reverse(b)
+                if rev_b and b != a:
+                    s2.append(_make("2", [Triple(cvt, _rel(a), e1), Triple(e2, _rel(rev_b), cvt), *typed]))
+                if not self.config.structure3 or b == a:
+                    continue
+                for c in rs:
+                    rev_c = self._reverse(c)
+                    if rev_c and c not in (a, b):
+                        s3.append(_make("3", [Triple(cvt, _rel(a), e1), Triple(cvt, _rel(b), e2),
+                                              Triple(e3, _rel(rev_c), cvt), *typed]))
 
     def time_filters(self) -> list[Statement]:
         from memq.decompose import decompose_query
