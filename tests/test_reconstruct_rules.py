@@ -109,3 +109,38 @@ def test_sort_orders_numbers_kept_as_text_as_numbers_and_dates_as_dates(tmp_path
     assert top("calling code", "ascending") == "m.us"
     assert top("founded", "descending") == "m.ki"
     assert top("founded", "ascending") == "m.us"
+
+
+def test_a_tie_at_one_step_is_taken_back_when_a_later_step_binds_nothing_after_it(tmp_path):
+    # CWQ's "who is the subject of the film X, and what is their profession": a relation and its reverse property
+    # share a description, so step 1 recalls both, tied, and both bind. The preferred one (seen in training)
+    # reaches a node with no profession; the other reaches the subject. Grounded choice takes the other one, so
+    # step 2 is grounded at the right node too and keeps one statement, not the UNION of its tied pair (whose
+    # reverse direction brings a distractor in).
+    kg = _triples(("m.film", "type.object.name", '"The Film"@en'),
+                  ("m.film", "x.film.subjects", "m.wrong"),
+                  ("m.singer", "x.subject.films", "m.film"),
+                  ("m.singer", "x.person.profession", "m.job"),
+                  ("m.other", "x.profession.people", "m.singer"))
+
+    def record(i: int, sparql: str, rel: str, text: str, seen: bool) -> MemoryRecord:
+        return MemoryRecord(Statement(f"{i:012d}", "1", sparql, (rel,), ("q",) if seen else ()), (text,), "template")
+
+    records = [record(0, "?entity1 ns:x.film.subjects ?entity2 .", "x.film.subjects",
+                      "?entity2 is the subjects of the film ?entity1", True),
+               record(1, "?entity2 ns:x.subject.films ?entity1 .", "x.subject.films",
+                      "?entity2 is the subjects of the film ?entity1", False),
+               record(2, "?entity1 ns:x.person.profession ?entity2 .", "x.person.profession",
+                      "?entity2 is the profession of the person ?entity1", True),
+               record(3, "?entity2 ns:x.profession.people ?entity1 .", "x.profession.people",
+                      "?entity2 is the profession of the person ?entity1", False)]
+    (tmp_path / "kg.nt").write_text(kg, encoding="utf-8")
+    pipe = Pipeline(Config(planner="given"), bank=MemoryBank.build(records, HashingEmbedder()),
+                    kg=OxigraphStore.from_file(tmp_path / "kg.nt"))
+    plan = parse_plan("Find the subjects of the film The Film, assign it to ?c.\n"
+                      "Find the profession of the person ?c, assign it to ?x.\nFinally the answer is ?x.",
+                      ["The Film"])
+    got = pipe.answer("what is the profession of the subject of the film?", {"m.film": "The Film"}, plan=plan)
+    assert [m for m, _ in got.answers] == ["m.job"]
+    assert "step 1: took tied statement 000000000001, with which step 2 binds too" in got.trace.fallbacks
+    assert "UNION" not in got.sparql and "x.profession.people" not in got.sparql

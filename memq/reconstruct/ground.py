@@ -15,7 +15,7 @@ Every fallback that fires is appended to ``Trace.fallbacks``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..errors import ReconstructionError
 from ..recall import TIE_ORDER, RecallConfig, break_tie, is_tie, preferred, query_text, recall_step
@@ -103,7 +103,32 @@ def ground(choices: list[StepChoice], rec: Reconstructor, select: Select, trace:
 
     Of several tied statements that bind, one is kept (:data:`~memq.recall.TIE_ORDER`) and the others
     are set aside in ``StepChoice.tied`` for self-repair. When none binds, all are kept.
+
+    A later step that binds nothing may be the earlier tie's fault: equal descriptions (a relation and its reverse
+    property) both bind at step 1, and only the one not preferred leads to a node where step 2 binds. Then each
+    earlier tied statement is tried in turn, and the first with which every step binds is taken (traced).
     """
+    recalled = [list(c.kept) for c in choices]
+    unbound = _ground_once(choices, rec, select, trace)
+    if not unbound:
+        return
+    for j, c in enumerate(choices[:unbound[0]]):
+        for alt in list(c.tied):
+            trial = [replace(x, kept=list(recalled[i]), tied=[]) for i, x in enumerate(choices)]
+            trial[j].kept = [alt]
+            if _ground_once(trial, rec, select, Trace()):
+                continue
+            trial[j].tied = [r for r in [*c.kept, *c.tied] if r is not alt]
+            for x, t in zip(choices, trial, strict=True):
+                x.kept, x.tied = t.kept, t.tied
+            trace.fallbacks.append(f"step {j + 1}: took tied statement {alt.statement.id}, with which step "
+                                   f"{unbound[0] + 1} binds too")
+            return
+
+
+def _ground_once(choices: list[StepChoice], rec: Reconstructor, select: Select, trace: Trace) -> list[int]:
+    """One pass of grounded choice; the indices of the find steps where no recalled statement binds."""
+    unbound = []
     draft = Draft()
     for c in choices:
         if c.step.kind == "find" and c.kept:
@@ -129,7 +154,9 @@ def ground(choices: list[StepChoice], rec: Reconstructor, select: Select, trace:
                 c.kept = grounded
             elif not grounded:
                 trace.fallbacks.append(f"step {c.index + 1}: no recalled statement binds in the KG; kept all")
+                unbound.append(c.index)
         apply_step(draft, c, rec, trace, skip=False)
+    return unbound
 
 
 def apply_step(draft: Draft, c: StepChoice, rec: Reconstructor, trace: Trace | None, skip: bool) -> None:
