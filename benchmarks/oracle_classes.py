@@ -33,6 +33,7 @@ from memq import datasets
 from memq.decompose import decompose_query
 from memq.errors import MemQError
 from memq.evaluate.run import load_records
+from memq.memory.bank import MemoryBank
 from memq.sparql import parse_query
 
 
@@ -45,8 +46,7 @@ def main() -> None:
     ap.add_argument("--list", action="store_true", help="list every 'other' question")
     args = ap.parse_args()
     records = list(load_records(args.run).values())  # .jsonl or .jsonl.gz
-    with open(f"{args.memory}/statements.jsonl", encoding="utf-8") as fh:
-        memory = {json.loads(line)["id"] for line in fh}
+    memory = {r.statement.id for r in MemoryBank.load(args.memory).records}  # with the banks it includes
     report = json.load(open("data/kg/benchmark_report.json", encoding="utf-8"))
     inexact = {f["id"] for f in report.get("failures", []) if not f.get("exact_anyway")}
     questions = {q.id: q for q in datasets.load(args.dataset, args.split)}

@@ -96,7 +96,7 @@ def run_row(name: str, kg: str, out: str) -> None:
         print(f"{name}: done already ({summary})")
         return
     memory = memory_of(flags)
-    if not (ROOT / memory / "statements.jsonl").is_file():
+    if not (ROOT / memory / "manifest.json").is_file():
         print(f"{name}: skipped, memory bank {memory} is not built (see the Makefile's memory-schema targets)")
         return
     memq = str(Path(sys.executable).with_name("memq"))

@@ -262,3 +262,94 @@ def test_a_mixed_bank_keeps_both_describers_sentences_as_separate_rows(tmp_path)
     again = MemoryBank.load(tmp_path / "mixed", HashingEmbedder())
     assert again.counts()["by_describer"] == {"llm:m+template": 4, "template": 2}
     assert llm.merged(template).index.ntotal == 4 + 2 + 2  # without descriptions=True: records as they were
+
+
+def _numbered(i: int, source: str = "a") -> MemoryRecord:
+    return MemoryRecord(Statement(f"{i:012d}", "1", f"?entity1 ns:x.r{i} ?entity2 .", (f"x.r{i}",)),
+                        (f"the relation number {i} of ?entity1", f"words {i} and {i * 3}"), "template")
+
+
+def test_a_trimmed_bank_keeps_the_first_descriptions_with_their_own_vectors():
+    for kind in ("flat", "sq8"):
+        bank = MemoryBank.build([_numbered(i) for i in range(12)], HashingEmbedder(), index_type=kind)
+        one = bank.trimmed(1)
+        assert len(one) == 12 and one.index.ntotal == 12 and type(one.index) is type(bank.index)
+        assert one.get("000000000005").descriptions == ("the relation number 5 of ?entity1",)
+        got, want = one.search("the relation number 5 of", 1)[0], bank.search("the relation number 5 of", 1)[0]
+        assert got[0].statement.id == want[0].statement.id == "000000000005" and abs(got[2] - want[2]) < 2e-2
+        assert one.search("words 5 and 15", 1)[0][1] != "words 5 and 15"  # that row is gone
+    with pytest.raises(ValueError, match="descriptions must be >= 1, got 0"):
+        bank.trimmed(0)
+
+
+def test_a_bank_includes_another_named_in_its_manifest(tmp_path):
+    schema = MemoryBank.build([_numbered(i) for i in range(5, 30)], HashingEmbedder(), sources=[("schema",)] * 25,
+                              index_type="sq8").trimmed(1)
+    schema.save(tmp_path / "schema", compress=True)
+    assert (tmp_path / "schema" / "statements.jsonl.gz").is_file()
+    assert not (tmp_path / "schema" / "statements.jsonl").exists()
+    train = MemoryBank.build([_numbered(i) for i in range(10)], HashingEmbedder(), sources=[("train",)] * 10)
+    train.save(tmp_path / "train", include=["../schema"])
+    assert json.loads((tmp_path / "train" / "manifest.json").read_text())["include"] == ["../schema"]
+
+    alone = MemoryBank.load(tmp_path / "train", HashingEmbedder(), include=False)
+    assert len(alone) == 10 and "included" not in alone.info
+    both = MemoryBank.load(tmp_path / "train", HashingEmbedder())
+    assert len(both) == 30 and both.info["included"] == [str(tmp_path / "train" / "../schema")]
+    assert both.manifest["include"] == ["../schema"]  # the bank's own manifest, not the schema's
+    assert both.get("000000000007").descriptions == train.get("000000000007").descriptions  # the bank's record wins
+    assert both.sources[7] == ("train", "schema") and both.sources[-1] == ("schema",)
+    hit = both.search("the relation number 21 of ?entity1", 1)[0]
+    assert hit[0].statement.id == "000000000021" and hit[2] == pytest.approx(1.0, abs=2e-2)
+
+    # the included bank is verified as any bank is, and a loop is refused by name
+    gz = tmp_path / "schema" / "statements.jsonl.gz"
+    data = gz.read_bytes()
+    gz.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
+    with pytest.raises(MemoryBankError, match="statements.jsonl.gz: sha256 does not match"):
+        MemoryBank.load(tmp_path / "train", HashingEmbedder())
+    gz.write_bytes(data)
+    manifest = tmp_path / "schema" / "manifest.json"
+    m = json.loads(manifest.read_text())
+    manifest.write_text(json.dumps({**m, "include": ["../train"]}))
+    with pytest.raises(MemoryBankError, match="include '../train' includes itself"):
+        MemoryBank.load(tmp_path / "train", HashingEmbedder())
+    manifest.write_text(json.dumps({**m, "include": "../train"}))
+    with pytest.raises(MemoryBankError, match="include must be a list of bank paths"):
+        MemoryBank.load(tmp_path / "train", HashingEmbedder())
+    with pytest.raises(MemoryBankError, match="holds no memory bank"):
+        train.save(tmp_path / "other", include=["../nowhere"])
+    with pytest.raises(MemoryBankError, match="relative to the bank"):
+        train.save(tmp_path / "other", include=[str(tmp_path / "schema")])
+
+
+def test_equal_descriptions_get_one_vector_and_stay_tied_when_quantised_or_merged():
+    """A relation and its reverse property share a description; their scores must tie exactly (recall's TIE is
+    1e-4) after sq8 and across a flat bank and the sq8 bank it includes."""
+    def pair(i: int) -> list[MemoryRecord]:
+        text = f"?entity2 is the thing number {i} of ?entity1"
+        return [MemoryRecord(Statement(f"{i:06d}fwd", "1", f"?entity1 ns:x.r{i} ?entity2 .", (f"x.r{i}",)),
+                             (text,), "template"),
+                MemoryRecord(Statement(f"{i:06d}rev", "1", f"?entity2 ns:x.r{i} ?entity1 .", (f"x.r{i}",)),
+                             (text,), "template")]
+
+    class BatchNoise(HashingEmbedder):
+        """As a real encoder: the same text comes out a little different in another batch (padding)."""
+        calls = 0
+
+        def encode(self, texts):
+            BatchNoise.calls += 1
+            out = super().encode(texts)
+            out[:, 0] += 1e-3 * BatchNoise.calls
+            return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+    records = [r for i in range(40) for r in pair(i)]
+    sq8 = MemoryBank.build(records, BatchNoise(), index_type="sq8", batch_size=7)  # pairs split across batches
+    vecs = sq8.index.reconstruct_n(0, sq8.index.ntotal)
+    assert all(np.array_equal(vecs[2 * i], vecs[2 * i + 1]) for i in range(40))
+    hits = sq8.search("?entity2 is the thing number 13 of ?entity1", 2)
+    assert {h[0].statement.id for h in hits} == {"000013fwd", "000013rev"} and hits[0][2] == hits[1][2]
+    own = MemoryBank.build([records[26]], HashingEmbedder())  # number 13 forward, flat
+    both = own.merged(sq8)
+    hits = both.search("?entity2 is the thing number 13 of ?entity1", 2)
+    assert {h[0].statement.id for h in hits} == {"000013fwd", "000013rev"} and hits[0][2] == hits[1][2]

@@ -377,6 +377,9 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
     if any(q.level or q.function for q in questions):
         summary.update(breakdown(records, questions))
     summary["memory"] = Path(config.memory).name
+    included = getattr(pipeline.bank, "info", {}).get("included")  # the banks its manifest includes (schema)
+    if included:
+        summary["memory_includes"] = [Path(p).name for p in included]
     if not config.endpoint and Path(config.kg).is_file():
         summary["kg_sha256"] = sha256_file(config.kg)[:16]  # which build of the KG file
     summary["device"] = device_note()

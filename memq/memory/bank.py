@@ -11,10 +11,14 @@ On disk a bank is a directory (format version 1)::
                        (statements, descriptions, by_structure, by_source, fallbacks),
                        files {name: sha256}
     statements.jsonl   one statement per line: Statement.to_json() + descriptions,
-                       describer, fallback, sources
+                       describer, fallback, sources (statements.jsonl.gz when saved compressed)
     index.faiss        FAISS inner-product index (flat float32, or fp16 / sq8 scalar-quantised: manifest
                        index.type); row i is the i-th description in file order
                        (line 1's descriptions first, in their order, then line 2's ...)
+
+A manifest may name other banks to ``include`` (paths relative to the bank, e.g. ``["../schema"]``): loading
+the bank loads each of them too and adds the statements it lacks (:meth:`MemoryBank.merged`), so the WebQSP and
+CWQ banks share one committed schema bank. ``MemoryBank.load(path, include=False)`` loads the bank alone.
 
 No pickle. Every file is written to a temporary name and renamed; the
 manifest goes last. :meth:`MemoryBank.load` checks the manifest, the sha256 of
@@ -24,6 +28,7 @@ every file, the row count and the embedder (name and dim) and raises
 
 from __future__ import annotations
 
+import gzip
 import json
 import logging
 from collections import Counter
@@ -45,6 +50,7 @@ logger = logging.getLogger(__name__)
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 STATEMENTS = "statements.jsonl"
+STATEMENTS_GZ = "statements.jsonl.gz"
 INDEX = "index.faiss"
 INDEX_TYPES = ("flat", "fp16", "sq8")
 
@@ -106,12 +112,9 @@ class MemoryBank:
         self.embedder = embedder
         self.sources = sources or [() for _ in records]
         self.info = dict(info or {})
-        rows: list[int] = []
-        descs: list[str] = []
-        for i, rec in enumerate(records):
-            rows.extend([i] * len(rec.descriptions))
-            descs.extend(rec.descriptions)
-        self._row_record = np.asarray(rows, dtype=np.int64)
+        descs = [d for rec in records for d in rec.descriptions]
+        counts = np.fromiter((len(rec.descriptions) for rec in records), dtype=np.int64, count=len(records))
+        self._row_record = np.repeat(np.arange(len(records), dtype=np.int64), counts)
         self._row_text = descs
         self._max_desc = max((len(r.descriptions) for r in records), default=1)
         if index.ntotal != len(descs):
@@ -126,23 +129,27 @@ class MemoryBank:
               batch_size: int = 512, progress=None, index_type: str = "flat") -> MemoryBank:
         """Embed every description of ``records`` (in order) into a new inner-product index (:meth:`compacted`).
 
-        ``progress`` is called with the number of descriptions encoded after each batch.
+        ``progress`` is called with the number of distinct descriptions encoded after each batch.
         """
-        import faiss
 
         ids = [r.statement.id for r in records]
         if len(set(ids)) != len(ids):
             dup = next(i for i, n in Counter(ids).items() if n > 1)
             raise MemoryBankError(f"statement id {dup!r} occurs more than once")
         texts = [d for r in records for d in r.descriptions]
-        index = faiss.IndexFlatIP(embedder.dim)
-        for start in range(0, len(texts), batch_size):
-            vecs = embedder.encode(texts[start:start + batch_size])
-            if vecs.shape != (min(batch_size, len(texts) - start), embedder.dim):
-                raise MemoryBankError(f"embedder {embedder.name!r} returned shape {vecs.shape}")
-            index.add(np.ascontiguousarray(vecs, dtype=np.float32))
+        # each distinct text is embedded once: equal descriptions (a relation and its reverse property, the schema's
+        # CVT forms) get the very same vector, so they stay tied after quantisation, whatever batch they fell in
+        unique = list(dict.fromkeys(texts))
+        vecs = np.zeros((len(unique), embedder.dim), dtype=np.float32)
+        for start in range(0, len(unique), batch_size):
+            got = embedder.encode(unique[start:start + batch_size])
+            if got.shape != (min(batch_size, len(unique) - start), embedder.dim):
+                raise MemoryBankError(f"embedder {embedder.name!r} returned shape {got.shape}")
+            vecs[start:start + len(got)] = got
             if progress is not None:
-                progress(len(vecs))
+                progress(len(got))
+        at = {t: i for i, t in enumerate(unique)}
+        index = _flat_index(vecs[[at[t] for t in texts]] if texts else vecs, embedder.dim)
         bank = cls(list(records), index, embedder, sources, info)
         return bank if index_type == "flat" else bank.compacted(index_type)
 
@@ -155,6 +162,23 @@ class MemoryBank:
             np.zeros((0, self.index.d), dtype=np.float32)
         flat = type(self)([self.records[i] for i in kept], _flat_index(vecs, self.index.d), self.embedder,
                           [self.sources[i] for i in kept], _unsaved(self.info))
+        kind = index_type_of(self.index)
+        return flat if kind == "flat" else flat.compacted(kind)
+
+    def trimmed(self, descriptions: int) -> MemoryBank:
+        """The same statements with at most their first ``descriptions`` descriptions each, vectors copied (no
+        re-embedding), in the same index type. The first is the one the grounded planner writes its lines from."""
+        if descriptions < 1:
+            raise ValueError(f"descriptions must be >= 1, got {descriptions}")
+        rows, records, at = [], [], 0
+        for r in self.records:
+            keep = r.descriptions[:descriptions]
+            rows.extend(range(at, at + len(keep)))
+            at += len(r.descriptions)
+            records.append(MemoryRecord(r.statement, keep, r.describer, r.fallback))
+        vecs = self.index.reconstruct_n(0, self.index.ntotal)[rows] if rows else \
+            np.zeros((0, self.index.d), dtype=np.float32)
+        flat = type(self)(records, _flat_index(vecs, self.index.d), self.embedder, self.sources, _unsaved(self.info))
         kind = index_type_of(self.index)
         return flat if kind == "flat" else flat.compacted(kind)
 
@@ -172,11 +196,19 @@ class MemoryBank:
                    for r, src in zip(self.records, self.sources, strict=True)]
         mine = self.index.reconstruct_n(0, self.index.ntotal)
         their_vecs = other.index.reconstruct_n(0, other.index.ntotal) if other.index.ntotal else mine[:0]
-        their_rows: dict[int, list[int]] = {}
-        for row, rec_i in enumerate(other._row_record.tolist()):
-            their_rows.setdefault(rec_i, []).append(row)
+        # a description this bank also has takes this bank's vector: equal texts stay tied across the two banks
+        # when one of them is quantised (sq8 moves a score by up to ~1e-2, recall's TIE is 1e-4)
+        my_row = {t: i for i, t in enumerate(self._row_text)}
+        same = [(j, my_row[t]) for j, t in enumerate(other._row_text) if t in my_row]
+        if same:
+            their_vecs = their_vecs.copy()
+            theirs_at, mine_at = zip(*same, strict=True)
+            their_vecs[list(theirs_at)] = mine[list(mine_at)]
         records, vecs = list(self.records), [mine]
         if descriptions:
+            their_rows: dict[int, list[int]] = {}
+            for row, rec_i in enumerate(other._row_record.tolist()):
+                their_rows.setdefault(rec_i, []).append(row)
             at = {r.statement.id: i for i, r in enumerate(other.records)}
             my_rows: dict[int, list[int]] = {}
             for row, rec_i in enumerate(self._row_record.tolist()):
@@ -194,8 +226,8 @@ class MemoryBank:
                     vecs.append(their_vecs[add])
                 records.append(r)
         new = [i for i, r in enumerate(other.records) if r.statement.id not in self._by_id]
-        rows = [row for i in new for row in their_rows.get(i, [])]
-        if rows:
+        rows = np.flatnonzero(np.isin(other._row_record, new))  # the new records' rows, in order
+        if len(rows):
             vecs.append(their_vecs[rows])
         merged_source = {"merged": [self.info.get("source", {}), other.info.get("source", {})]}
         info = {**self.info, "source": merged_source}
@@ -281,15 +313,25 @@ class MemoryBank:
         }
 
     # ------------------------------------------------------------------ persistence
-    def save(self, path: str | Path) -> Path:
-        """Write the bank into directory ``path`` (created if needed); returns it."""
+    def save(self, path: str | Path, *, compress: bool = False, include: Iterable[str] = ()) -> Path:
+        """Write the bank into directory ``path`` (created if needed); returns it. ``compress``: the statements
+        as ``statements.jsonl.gz`` (gzip, no timestamp, so the same bank gives the same bytes). ``include``: other
+        banks that loading this one adds (paths relative to ``path``; the manifest's ``include``)."""
         import faiss
 
         out = Path(path)
         out.mkdir(parents=True, exist_ok=True)
+        include = list(include)
+        for rel in include:
+            if Path(rel).is_absolute():
+                raise MemoryBankError(f"include {rel!r}: give a path relative to the bank, e.g. '../schema'")
+            if not (out / rel / MANIFEST).is_file():
+                raise MemoryBankError(f"include {rel!r}: {out / rel} holds no memory bank")
         lines = [json.dumps(record_to_json(r, s), ensure_ascii=False, sort_keys=True)
                  for r, s in zip(self.records, self.sources, strict=True)]
-        write_atomic(out / STATEMENTS, ("\n".join(lines) + "\n").encode("utf-8") if lines else b"")
+        data = ("\n".join(lines) + "\n").encode("utf-8") if lines else b""
+        name, stale = (STATEMENTS_GZ, STATEMENTS) if compress else (STATEMENTS, STATEMENTS_GZ)
+        write_atomic(out / name, gzip.compress(data, compresslevel=9, mtime=0) if compress else data)
         write_atomic(out / INDEX, faiss.serialize_index(self.index).tobytes())
         manifest = {
             "format_version": FORMAT_VERSION,
@@ -301,9 +343,12 @@ class MemoryBank:
             "index": {"type": index_type_of(self.index), "rows": int(self.index.ntotal),
                       "row_order": "row i = i-th description in statements.jsonl order"},
             "counts": self.counts(),
-            "files": {name: sha256_file(out / name) for name in (STATEMENTS, INDEX)},
+            "files": {n: sha256_file(out / n) for n in (name, INDEX)},
         }
+        if include:
+            manifest["include"] = include
         write_atomic(out / MANIFEST, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+        (out / stale).unlink(missing_ok=True)
         self.info["manifest"] = manifest
         return out
 
@@ -312,14 +357,46 @@ class MemoryBank:
         return self.info.get("manifest", {})
 
     @classmethod
-    def load(cls, path: str | Path, embedder: Embedder | None = None) -> MemoryBank:
-        """Load and verify a bank directory. ``embedder`` defaults to the one the manifest names."""
+    def load(cls, path: str | Path, embedder: Embedder | None = None, *, include: bool = True) -> MemoryBank:
+        """Load and verify a bank directory. ``embedder`` defaults to the one the manifest names. ``include``:
+        also the banks the manifest's ``include`` names, their statements added (``info["included"]`` lists them)."""
+        bank = cls._load_one(Path(path), embedder)
+        if include:
+            bank = bank._with_includes(Path(path), (Path(path).resolve(),))
+        return bank
+
+    def _with_includes(self, root: Path, chain: tuple[Path, ...]) -> MemoryBank:
+        names = self.manifest.get("include") or []
+        if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+            raise MemoryBankError(f"{root / MANIFEST}: include must be a list of bank paths, got {names!r}")
+        bank, included = self, []
+        for name in names:
+            where = (root / name).resolve()
+            if where in chain:
+                raise MemoryBankError(f"{root / MANIFEST}: include {name!r} includes itself")
+            other = type(self)._load_one(root / name, self.embedder)._with_includes(root / name, (*chain, where))
+            bank = bank.merged(other)
+            included += [str(root / name), *other.info.get("included", [])]
+        if included:
+            bank.info.update(manifest=self.manifest, included=included)
+        return bank
+
+    @staticmethod
+    def _manifest_files(mpath: Path) -> tuple[str, str]:
+        """The statements file the manifest lists (plain or gzipped) and the index."""
+        try:
+            listed = json.loads(mpath.read_text(encoding="utf-8")).get("files") or {}
+        except (OSError, ValueError, AttributeError):
+            listed = {}  # read_manifest says what is wrong
+        return (STATEMENTS_GZ if STATEMENTS_GZ in listed else STATEMENTS), INDEX
+
+    @classmethod
+    def _load_one(cls, root: Path, embedder: Embedder | None) -> MemoryBank:
         import faiss
 
-        root = Path(path)
         mpath = root / MANIFEST
-        manifest = read_manifest(mpath, (STATEMENTS, INDEX), FORMAT_VERSION, MemoryBankError,
-                                 "memory bank manifest")
+        names = cls._manifest_files(mpath)
+        manifest = read_manifest(mpath, names, FORMAT_VERSION, MemoryBankError, "memory bank manifest")
         try:
             emb_name, emb_dim = manifest["embedder"]["name"], int(manifest["embedder"]["dim"])
         except (ValueError, KeyError, TypeError) as exc:
@@ -330,17 +407,21 @@ class MemoryBank:
             raise MemoryBankError(f"{mpath}: bank was built with embedder {emb_name!r} (dim {emb_dim}), "
                                   f"not {embedder.name!r} (dim {embedder.dim})")
         records, sources = [], []
-        spath = root / STATEMENTS
-        with open(spath, encoding="utf-8") as fh:
-            for n, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    rec, src = record_from_json(json.loads(line))
-                except (ValueError, KeyError, TypeError) as exc:
-                    raise MemoryBankError(f"{spath}: line {n}: {exc}") from None
-                records.append(rec)
-                sources.append(src)
+        spath = root / names[0]
+        raw = spath.read_bytes()
+        lines = (gzip.decompress(raw) if spath.suffix == ".gz" else raw).decode("utf-8").splitlines()
+        try:  # one parse of all lines (a bank holds up to ~60k); a bad line is then found line by line
+            objs = json.loads("[" + ",".join(line for line in lines if line.strip()) + "]")
+        except ValueError:
+            objs = None
+        numbered = [(n, line) for n, line in enumerate(lines, 1) if line.strip()]
+        for i, (n, line) in enumerate(numbered):
+            try:
+                rec, src = record_from_json(objs[i] if objs is not None else json.loads(line))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise MemoryBankError(f"{spath}: line {n}: {exc}") from None
+            records.append(rec)
+            sources.append(src)
         try:
             index = faiss.deserialize_index(np.frombuffer((root / INDEX).read_bytes(), dtype=np.uint8))
         except RuntimeError as exc:

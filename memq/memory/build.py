@@ -178,6 +178,9 @@ class BuildConfig:
     embed_batch: int = 512
     progress: bool = True
     index_type: str = "flat"  # flat, fp16 or sq8 (MemoryBank.compacted)
+    descriptions: int | None = None  # at most this many descriptions a statement, the first ones (None: all)
+    compress: bool = False  # statements.jsonl.gz
+    include: tuple[str, ...] = ()  # banks that loading this one adds, relative to it (the manifest's include)
 
 
 def _bar(total: int, desc: str, enabled: bool):
@@ -223,14 +226,18 @@ def build_memory(statements: list[Statement], describer: Describer, embedder: Em
     with _bar(len(statements), "describe", config.progress) as bar:
         described = describe_resumable(statements, describer, cache_path, chunk_size=config.chunk_size,
                                        progress=bar.update)
-    records = [MemoryRecord(s, d.descriptions, d.describer, d.fallback)
+    if config.descriptions is not None and config.descriptions < 1:
+        raise MemoryBankError(f"descriptions must be >= 1, got {config.descriptions}")
+    records = [MemoryRecord(s, d.descriptions[:config.descriptions], d.describer, d.fallback)
                for s, d in zip(statements, described, strict=True)]
     info = {"describer": describer_info(describer, described), "source": source_info or {}}
-    total = sum(len(r.descriptions) for r in records)
+    if config.descriptions is not None:
+        info["describer"]["kept_descriptions"] = config.descriptions
+    total = len({d for r in records for d in r.descriptions})  # each distinct text is embedded once
     with _bar(total, "embed", config.progress) as bar:
         bank = MemoryBank.build(records, embedder, sources=sources, info=info, batch_size=config.embed_batch,
                                 progress=bar.update, index_type=config.index_type)
-    bank.save(out)
+    bank.save(out, compress=config.compress, include=config.include)
     if not config.keep_cache:
         cache_path.unlink(missing_ok=True)
     return bank

@@ -47,6 +47,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--threads", type=int, default=None, help="torch CPU threads for embedding")
     b.add_argument("--index", choices=INDEX_TYPES, default="flat",
                    help="how the index stores vectors: flat float32, fp16 (half) or sq8 (a quarter; docs/memory.md)")
+    b.add_argument("--descriptions", type=int, default=None, metavar="N",
+                   help="keep at most the first N descriptions of each statement (the schema bank keeps 1)")
+    b.add_argument("--compress", action="store_true", help="write statements.jsonl.gz")
+    b.add_argument("--include", action="append", default=[], metavar="DIR",
+                   help="another bank that loading this one adds, as a path relative to --out (e.g. ../schema)")
     b.add_argument("--keep-cache", action=argparse.BooleanOptionalAction, default=None,
                    help="keep describe.cache.jsonl (default: yes for LLM describers, no for template)")
     b.add_argument("--local-model", default="qwen2.5-coder-0.5b", help="--describer local: model name or path")
@@ -72,10 +77,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     i.add_argument("--json", action="store_true")
     i.set_defaults(handler=_inspect)
 
-    c = cmds.add_parser("compact", help="copy a bank with its vectors stored as fp16 or sq8 (no re-embedding)")
+    c = cmds.add_parser("compact", help="copy a bank with its vectors stored as fp16 or sq8, fewer descriptions or "
+                                        "compressed statements (no re-embedding)")
     c.add_argument("bank")
     c.add_argument("--index", choices=INDEX_TYPES, required=True)
     c.add_argument("--out", required=True, help="the new bank's directory (not the bank itself)")
+    c.add_argument("--descriptions", type=int, default=None, metavar="N",
+                   help="keep at most the first N descriptions of each statement")
+    c.add_argument("--only-source", action="append", default=None,
+                   help="keep only the statements this source gave (repeatable), e.g. schema")
+    c.add_argument("--compress", action="store_true", help="write statements.jsonl.gz")
     c.set_defaults(handler=_compact)
 
     m = cmds.add_parser("merge", help="one bank with the statements of another that it lacks (no re-embedding)")
@@ -131,7 +142,8 @@ def _build(args) -> int:
                                    schema=_schema_config(args)),
         config=BuildConfig(keep_cache=keep, progress=not args.no_progress,
                            chunk_size=256 if args.describer == "template" else max(1, args.batch_size),
-                           index_type=args.index))
+                           index_type=args.index, descriptions=args.descriptions, compress=args.compress,
+                           include=tuple(args.include)))
     counts = bank.counts()
     print(f"built {args.out}: {counts['statements']} statements, {counts['descriptions']} descriptions "
           f"in {time.perf_counter() - start:.1f} s")
@@ -155,6 +167,7 @@ def _schema_config(args):
             d.strip() for d in args.schema_domains.split(",") if d.strip())
     grail = args.schema_form == "grailqa"
     return SchemaSourceConfig(include_base=args.include_base, domains=domains, classes=grail, both_directions=grail,
+                              answer_reverse=not grail, entity_entries=not grail,
                               filters=not grail)
 
 
@@ -165,9 +178,16 @@ def _compact(args) -> int:
 
     if Path(args.out).resolve() == Path(args.bank).resolve():
         raise MemQError(f"--out {args.out} is the bank itself; name a new directory")
+    if args.descriptions is not None and args.descriptions < 1:
+        raise MemQError(f"--descriptions must be >= 1, got {args.descriptions}")
     start = time.perf_counter()
-    bank = MemoryBank.load(args.bank).compacted(args.index)
-    bank.save(args.out)
+    bank = MemoryBank.load(args.bank, include=False)
+    if args.only_source:
+        bank = bank.subset(lambda _record, sources: any(s in args.only_source for s in sources))
+    if args.descriptions is not None:
+        bank = bank.trimmed(args.descriptions)
+    bank = bank.compacted(args.index)
+    bank.save(args.out, compress=args.compress)
     size = (Path(args.out) / "index.faiss").stat().st_size
     print(f"wrote {args.out}: {bank.index.ntotal} rows as {args.index}, index {size / 2**20:.1f} MiB, "
           f"in {time.perf_counter() - start:.1f} s")
@@ -221,12 +241,15 @@ def _stats(args) -> int:
     m = bank.manifest
     counts = bank.counts()
     if args.json:
-        print(json.dumps({**counts, "embedder": m.get("embedder"), "describer": m.get("describer"),
+        print(json.dumps({**counts, "included": bank.info.get("included", []),
+                          "embedder": m.get("embedder"), "describer": m.get("describer"),
                           "source": m.get("source"), "created": m.get("created"),
                           "memq_version": m.get("memq_version")}, indent=2))
         return 0
     out = sys.stdout
     out.write(f"{args.bank}: {counts['statements']} statements, {counts['descriptions']} descriptions\n")
+    if bank.info.get("included"):
+        out.write("with the banks it includes: " + ", ".join(bank.info["included"]) + "\n")
     out.write("by structure: " + ", ".join(f"{k}={v}" for k, v in counts["by_structure"].items()) + "\n")
     out.write("by source: " + ", ".join(f"{k}={v}" for k, v in counts["by_source"].items()) + "\n")
     out.write("by describer: " + ", ".join(f"{k}={v}" for k, v in counts["by_describer"].items()) + "\n")
