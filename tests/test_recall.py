@@ -233,3 +233,22 @@ def test_recall_step_empty_bank_is_no_candidates():
 def test_query_text_find_step_without_a_parsed_relation_uses_its_text():
     step = PlanStep("find", "siblings of Justin Bieber", source="Justin Bieber", target="?x")
     assert query_text(step) == "?entity2 is siblings of ?entity1"
+
+
+def test_an_unseen_statement_ranks_the_penalty_below_its_similarity():
+    def seen(name: str, score: float) -> tuple:
+        record, desc, s = hit(name, score)
+        st = record.statement
+        return MemoryRecord(Statement(st.id, st.structure, st.sparql, st.relations, ("WebQTrn-1",)),
+                            record.descriptions, "template"), desc, s
+
+    bank = FakeBank([hit("schema", 0.999), seen("train", 0.985), hit("other", 0.95)])
+    kept, _, _ = recall_step(bank, FIND_A, 0, ADAPTIVE)
+    assert [r.statement.id for r in kept] == ["schema"]
+    penalised = RecallConfig(rule="adaptive", gamma1=0.90, gamma2=0.80, unseen_penalty=0.02)
+    kept, candidates, fallback = recall_step(bank, FIND_A, 0, penalised)
+    assert [r.statement.id for r in kept] == ["train"] and fallback is None
+    # ranked by the penalised score, recorded with the similarity itself
+    assert [(r.statement.id, r.score) for r in candidates] == [("train", 0.985), ("schema", 0.999), ("other", 0.95)]
+    with pytest.raises(ValueError, match="unseen_penalty must be in"):
+        RecallConfig(unseen_penalty=-0.1)

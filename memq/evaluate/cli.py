@@ -29,6 +29,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--rule", choices=("adaptive", "memq-code"), default=None)
     ev.add_argument("--gamma1", type=float)
     ev.add_argument("--gamma2", type=float)
+    ev.add_argument("--unseen-penalty", type=float, dest="unseen_penalty",
+                    help="recall ranks a statement no training query gave (a schema statement) this far below its "
+                         "similarity (docs/memory.md)")
     ev.add_argument("--no-ground", action="store_true")
     ev.add_argument("--no-repair", action="store_true")
     ev.add_argument("--no-progress", action="store_true")
@@ -93,7 +96,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     if args.batch_size is not None:
         config = replace(config, planner_batch_size=args.batch_size)
     recall = config.recall
-    changes = {k: getattr(args, k) for k in ("rule", "gamma1", "gamma2") if getattr(args, k) is not None}
+    changes = {k: getattr(args, k) for k in ("rule", "gamma1", "gamma2", "unseen_penalty")
+               if getattr(args, k) is not None}
     if changes:
         config = replace(config, recall=replace(recall, **changes))
     if args.ablation and not args.ablation_adapter:

@@ -39,6 +39,9 @@ class RecallConfig:
     gamma1: float = 0.90
     gamma2: float = 0.80
     k: int = 8
+    # a statement no training query gave (the schema's) ranks this far below its similarity, so that a plan's
+    # wording, learnt on the train statements, does not drift to a schema statement worded a little closer
+    unseen_penalty: float = 0.0
 
     def __post_init__(self) -> None:
         if self.rule not in RULES:
@@ -47,6 +50,8 @@ class RecallConfig:
             raise ValueError(f"need 0 <= gamma2 <= gamma1 <= 1, got gamma1={self.gamma1}, gamma2={self.gamma2}")
         if self.k < 1:
             raise ValueError(f"k must be >= 1, got {self.k}")
+        if not 0.0 <= self.unseen_penalty < 1.0:
+            raise ValueError(f"unseen_penalty must be in [0, 1), got {self.unseen_penalty}")
 
 
 def _replace_mention(text: str, mention: str | None, placeholder: str) -> str:
@@ -110,8 +115,16 @@ def recall_step(bank, step: PlanStep, index: int, config: RecallConfig,
     """(kept, all candidates of the right structures, fallback) for one step."""
     text = query_text(step)
     raw = bank.search(text, k=config.k * 3)
-    hits = [h for h in raw if h[0].statement.structure in structures][: config.k]
-    kept, fallback = select(hits, text, config)
+    hits = [h for h in raw if h[0].statement.structure in structures]
+    if config.unseen_penalty:
+        ranked = sorted(((r, d, s - (0.0 if r.statement.question_ids else config.unseen_penalty)) for r, d, s in hits),
+                        key=lambda h: -h[2])[: config.k]
+        similarity = {h[0].statement.id: h[2] for h in hits}
+        kept, fallback = select(ranked, text, config)
+        hits = [(r, d, similarity[r.statement.id]) for r, d, _ in ranked]  # recorded with their similarity
+    else:
+        hits = hits[: config.k]
+        kept, fallback = select(hits, text, config)
     as_recalled = [Recalled(index, h[0].statement, h[1], h[2]) for h in hits]
     kept_ids = {h[0].statement.id for h in kept}
     return [r for r in as_recalled if r.statement.id in kept_ids], as_recalled, fallback
