@@ -221,10 +221,11 @@ def test_committed_webqsp_bank_loads_and_recalls_itself():
     assert all(i.startswith("WebQTrn-") for r in bank.records for i in r.statement.question_ids)
 
 
-@pytest.mark.parametrize("dataset", ["webqsp", "cwq"])
+@pytest.mark.parametrize("dataset", ["webqsp"])
 def test_committed_banks_include_the_schema_bank(dataset):
-    """memory_bank/DATASET includes memory_bank/schema: its own statements first, then the schema's, and a schema
-    statement is recalled by its own description (a sample: the whole bank would take minutes to embed)."""
+    """memory_bank/webqsp includes memory_bank/schema (CWQ's does not: it lost on CWQ dev, docs/results.md): its own
+    statements first, then the schema's, and a schema statement is recalled by its own description (a sample: the
+    whole bank would take minutes to embed)."""
     from memq.recall import TIE
 
     path, schema_path = REPO / "memory_bank" / dataset, REPO / "memory_bank" / "schema"
