@@ -353,3 +353,16 @@ def test_equal_descriptions_get_one_vector_and_stay_tied_when_quantised_or_merge
     both = own.merged(sq8)
     hits = both.search("?entity2 is the thing number 13 of ?entity1", 2)
     assert {h[0].statement.id for h in hits} == {"000013fwd", "000013rev"} and hits[0][2] == hits[1][2]
+
+
+def test_free_planners_read_a_bank_without_what_it_includes(tmp_path):
+    """Grounded and given (oracle) plans name statements and read the schema a bank includes; free plans, whose
+    wording drifts to it, read the bank alone (FREE_PLANNERS, chosen on dev: docs/results.md)."""
+    from memq.pipeline import FREE_PLANNERS, Config, Pipeline
+
+    MemoryBank.build([_numbered(i) for i in range(5, 9)], HashingEmbedder()).save(tmp_path / "schema")
+    MemoryBank.build([_numbered(i) for i in range(3)], HashingEmbedder()).save(tmp_path / "train",
+                                                                             include=["../schema"])
+    sizes = {kind: len(Pipeline(Config(memory=str(tmp_path / "train"), planner=kind)).bank)
+             for kind in ("given", "grounded", *FREE_PLANNERS)}
+    assert sizes == {"given": 7, "grounded": 7, "fewshot": 3, "finetuned": 3, "hybrid": 3}
