@@ -6,7 +6,7 @@ Each row is one `memq evaluate` run whose plans (and direct-SPARQL outputs) come
 benchmarks/results/, so only recall, reconstruction and execution run again. A row writes
 OUT/NAME.json (the summary) and OUT/NAME.jsonl.gz (per question). A row stopped midway resumes from
 OUT/NAME.jsonl, which is gzipped when the row finishes. Rows whose memory bank is not built
-(`make memory-schema`, `make memory-schema-all`) are skipped with a message.
+(`make memory-schema-full`, `make memory-schema-all`) are skipped with a message.
 """
 
 from __future__ import annotations
