@@ -264,7 +264,7 @@ def test_a_mixed_bank_keeps_both_describers_sentences_as_separate_rows(tmp_path)
     assert llm.merged(template).index.ntotal == 4 + 2 + 2  # without descriptions=True: records as they were
 
 
-def _numbered(i: int, source: str = "a") -> MemoryRecord:
+def _numbered(i: int) -> MemoryRecord:
     return MemoryRecord(Statement(f"{i:012d}", "1", f"?entity1 ns:x.r{i} ?entity2 .", (f"x.r{i}",)),
                         (f"the relation number {i} of ?entity1", f"words {i} and {i * 3}"), "template")
 

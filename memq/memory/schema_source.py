@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from functools import cached_property
 
 from memq.describe.schema import FreebaseSchema, schema
 from memq.describe.template import pred
@@ -186,21 +187,20 @@ class _SchemaStatements:
         out = [(self._known(a), a) for a in roles if not self.fb.is_literal(self.fb.range(a))]
         if self.config.entity_entries:
             seen = {pred(t) for t, _ in out}
-            for rel in self.into_cvt().get(cvt_type, ()):
+            for rel in self.into_cvt.get(cvt_type, ()):
                 if rel not in seen:
                     out.append((Triple(Var("entity1"), _rel(rel), Var("cvt")), None))
         return out
 
+    @cached_property
     def into_cvt(self) -> dict[str, list[str]]:
         """CVT type -> the usable relations from an entity type into it, sorted."""
-        if not hasattr(self, "_into"):
-            into: dict[str, list[str]] = defaultdict(list)
-            for rel in sorted(self.fb.relations):
-                dom, rng = self.fb.domain(rel), self.fb.range(rel)
-                if self.usable(rel) and rng and self.fb.is_cvt(rng) and not self.fb.is_cvt(dom):
-                    into[rng].append(rel)
-            self._into = into
-        return self._into
+        into: dict[str, list[str]] = defaultdict(list)
+        for rel in sorted(self.fb.relations):
+            dom, rng = self.fb.domain(rel), self.fb.range(rel)
+            if self.usable(rel) and rng and self.fb.is_cvt(rng) and not self.fb.is_cvt(dom):
+                into[rng].append(rel)
+        return into
 
     def structure2_3(self) -> tuple[list[Statement], list[Statement]]:
         cvt, e1, e2, e3 = Var("cvt"), Var("entity1"), Var("entity2"), Var("entity3")

@@ -115,16 +115,14 @@ def recall_step(bank, step: PlanStep, index: int, config: RecallConfig,
     """(kept, all candidates of the right structures, fallback) for one step."""
     text = query_text(step)
     raw = bank.search(text, k=config.k * 3)
-    hits = [h for h in raw if h[0].statement.structure in structures]
-    if config.unseen_penalty:
-        ranked = sorted(((r, d, s - (0.0 if r.statement.question_ids else config.unseen_penalty)) for r, d, s in hits),
-                        key=lambda h: -h[2])[: config.k]
-        similarity = {h[0].statement.id: h[2] for h in hits}
-        kept, fallback = select(ranked, text, config)
-        hits = [(r, d, similarity[r.statement.id]) for r, d, _ in ranked]  # recorded with their similarity
-    else:
-        hits = hits[: config.k]
-        kept, fallback = select(hits, text, config)
+
+    def penalty(record) -> float:  # the rule reads the similarity less this; a statement no training query gave
+        return 0.0 if record.statement.question_ids else config.unseen_penalty
+
+    # the search gives hits best first and the sort is stable, so without a penalty the order is the search's
+    hits = sorted((h for h in raw if h[0].statement.structure in structures),
+                  key=lambda h: penalty(h[0]) - h[2])[: config.k]
+    kept, fallback = select([(r, d, s - penalty(r)) for r, d, s in hits], text, config)
     as_recalled = [Recalled(index, h[0].statement, h[1], h[2]) for h in hits]
     kept_ids = {h[0].statement.id for h in kept}
     return [r for r in as_recalled if r.statement.id in kept_ids], as_recalled, fallback
