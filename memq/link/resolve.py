@@ -95,17 +95,50 @@ def validate(question: object, entities: object, *, allow_empty: bool = False,
     return question, out
 
 
-def open_linker(config) -> Linker:
+def open_linker(config, kg=None, bank=None) -> Linker:
     """The linker of a pipeline :class:`~memq.pipeline.Config`: ``config.entity_index`` if it names one, else the
-    index of the embedded KG file, built once per file content in the memq cache."""
+    index of the embedded KG file, built once per file content in the memq cache.
+
+    With ``config.link.fit_weight`` > 0 it ranks with the fit through the memory (:mod:`memq.link.fit`) on ``kg``
+    and ``bank`` (objects, or zero-argument callables that give them; a pipeline passes its own), else on the KG and
+    the memory bank ``config`` names, loaded on the first question linked. When they cannot be loaded, linking
+    goes on without the fit (logged)."""
     if config.entity_index:
-        return Linker(EntityIndex.load(config.entity_index), config.link)
-    if config.endpoint or Path(config.kg).is_dir():
+        index = EntityIndex.load(config.entity_index)
+    elif config.endpoint or Path(config.kg).is_dir():
         where = config.endpoint or Path(config.kg).name
         raise LinkingError(f"entity linking on {where} needs an entity index: build one with `memq link build "
                            f"--endpoint URL --out DIR` (or --kg FILE) and pass it as --entity-index DIR "
                            "(Config.entity_index), or give the entities as ids with names")
-    return Linker(cached_index(config.kg), config.link)
+    else:
+        index = cached_index(config.kg)
+    fit = None
+    if config.link.fit_weight > 0:
+        from .fit import MemoryFit
+
+        fit = MemoryFit(kg if kg is not None else lambda: config_kg(config),
+                        bank if bank is not None else lambda: config_bank(config), timeout=config.timeout)
+    return Linker(index, config.link, fit)
+
+
+def config_kg(config):
+    """The KG a pipeline :class:`~memq.pipeline.Config` names: its endpoint, else its Oxigraph store (as
+    :func:`memq.pipeline.open_kg` opens it)."""
+    if config.endpoint:
+        from ..kg.endpoint import SparqlEndpoint
+
+        return SparqlEndpoint(config.endpoint)
+    from ..kg.oxigraph import OxigraphStore
+
+    path = Path(config.kg)
+    return OxigraphStore(path, read_only=True) if path.is_dir() else OxigraphStore.cached(path)
+
+
+def config_bank(config):
+    """The memory bank a pipeline :class:`~memq.pipeline.Config` names, with the banks it includes."""
+    from ..memory.bank import MemoryBank
+
+    return MemoryBank.load(config.memory)
 
 
 def _shown(link: Link, how: str) -> str:

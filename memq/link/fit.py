@@ -1,0 +1,125 @@
+"""Fit with the question through the memory: does a memory statement relevant to the question bind at a candidate?
+
+The question is embedded once and the ``recall`` statements of the memory bank closest to it are read
+(:meth:`memq.memory.bank.MemoryBank.search`). A statement binds at a candidate entity when its first edge, the
+relation that touches ``?entity1`` in the direction the statement writes it
+(:func:`memq.plan.neighbourhood.statement_edges`), is among the candidate's edges in the KG (one ``SELECT DISTINCT``
+of the predicates out of and into it, :class:`memq.plan.neighbourhood.Neighbourhood`, cached across questions). A
+candidate's fit is the best similarity of a recalled statement that binds at it, 0 when none does: "lincoln" in
+"who was lincoln's vice president?" recalls the government-position statements, which bind at the president and not
+at the city of Lincoln.
+
+The linker (:class:`memq.link.linker.Linker`) adds ``fit_weight`` x fit to a candidate's score. Both parts can be
+given lazily (zero-argument callables), so that a linker opened for a pipeline loads the KG and the bank only when
+the first question is linked.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+
+from memq.errors import KnowledgeGraphError
+from memq.plan.neighbourhood import Edge, Neighbourhood, statement_edges
+from memq.sparql.model import FB, Iri
+
+__all__ = ["MemoryFit", "one_thread"]
+
+log = logging.getLogger(__name__)
+
+MAX_CACHED = 200_000  # entities whose edges are kept; the cache starts afresh beyond this
+
+
+class MemoryFit:
+    """The fit of candidate entities with a question through the statements a memory bank recalls for it."""
+
+    def __init__(self, kg, bank, *, timeout: float | None = 10.0) -> None:
+        self._kg_source, self._bank_source = kg, bank
+        self._kg = None if callable(kg) else kg  # a loader (zero-argument callable) is called on first use
+        self._bank = None if callable(bank) else bank
+        self.timeout = timeout
+        self._neigh: Neighbourhood | None = None
+        self._edges: dict[str, frozenset[Edge]] = {}
+        self._statement_edges: dict[str, frozenset[Edge]] = {}
+        self.queries = 0
+        self.seconds = 0.0
+
+    @property
+    def kg(self):
+        if self._kg is None:
+            self._kg = self._kg_source()
+        return self._kg
+
+    @property
+    def bank(self):
+        if self._bank is None:
+            self._bank = self._bank_source()
+        return self._bank
+
+    def edges(self, mid: str) -> frozenset[Edge]:
+        """The (relation, "out" | "in") edges at the entity ``mid`` in the KG, cached."""
+        found = self._edges.get(mid)
+        if found is None:
+            if self._neigh is None or len(self._edges) >= MAX_CACHED:
+                self._neigh, self._edges = Neighbourhood(self.kg, self.timeout), {}
+            t0 = time.perf_counter()
+            try:
+                found = frozenset(self._neigh.predicates(Iri(FB + mid), None))
+            except KnowledgeGraphError as exc:  # a timeout, say: this candidate binds nothing (not asked again)
+                log.warning("entity linking: the edges of %s could not be read: %s", mid, exc)
+                found = frozenset()
+            self.seconds += time.perf_counter() - t0
+            self.queries += 1
+            self._edges[mid] = found
+        return found
+
+    def first_edges(self, statement) -> frozenset[Edge]:
+        """A statement's edges at ``?entity1`` (its first edge, as it writes it), cached by statement id."""
+        found = self._statement_edges.get(statement.id)
+        if found is None:
+            try:
+                found = frozenset(statement_edges(statement, "entity1"))
+            except Exception:  # a statement whose fragment does not parse binds nowhere
+                found = frozenset()
+            self._statement_edges[statement.id] = found
+        return found
+
+    def recalled(self, question: str, recall: int = 20) -> list[tuple[object, float, frozenset[Edge]]]:
+        """Of the ``recall`` statements closest to ``question``, those with an edge at ``?entity1``: (statement,
+        similarity, edges), most similar first."""
+        out = []
+        for record, _text, score in one_thread(lambda: self.bank.search(question, k=recall)):
+            edges = self.first_edges(record.statement)
+            if edges:
+                out.append((record.statement, score, edges))
+        return out
+
+    def scores(self, question: str, mids: Iterable[str], recall: int = 20) -> dict[str, tuple[float, str | None]]:
+        """Each candidate's (fit, id of the statement that gave it): the best similarity of the ``recall``
+        statements closest to ``question`` that binds at it, (0.0, None) when none does."""
+        recalled = self.recalled(question, recall)
+        out: dict[str, tuple[float, str | None]] = {}
+        for mid in mids:
+            if mid in out:
+                continue
+            edges = self.edges(mid) if recalled else frozenset()
+            out[mid] = next(((score, st.id) for st, score, first in recalled if score > 0 and first & edges),
+                            (0.0, None))
+        return out
+
+
+def one_thread(search):
+    """``search()`` with FAISS on one OpenMP thread: one question's search over a flat index of ~64k rows takes
+    ~8 ms so, and 28-33 ms on two threads of the shared 2-core machine (threads wait on each other); the previous
+    thread count is restored."""
+    import faiss
+
+    threads = faiss.omp_get_max_threads()
+    if threads == 1:
+        return search()
+    faiss.omp_set_num_threads(1)
+    try:
+        return search()
+    finally:
+        faiss.omp_set_num_threads(threads)

@@ -1,0 +1,137 @@
+"""Entity linking with the fit through the memory (memq.link.fit): on a hand-made KG with two entities called
+Lincoln (the city has more triples, so popularity alone picks it), the statement recalled for a question about a
+vice president binds only at the person, and one about a mayor only at the city."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from memq.errors import MemoryBankError
+from memq.kg.oxigraph import OxigraphStore
+from memq.link.fit import MemoryFit
+from memq.link.index import build_index
+from memq.link.linker import LinkConfig, Linker
+from memq.link.resolve import open_linker
+from memq.memory.bank import MemoryBank
+from memq.memory.embed import HashingEmbedder
+from memq.types import MemoryRecord, Statement
+
+FB = "http://rdf.freebase.com/ns/"
+NAME = f"<{FB}type.object.name>"
+CITY, PERSON = "m.0city", "m.0abe"
+TRIPLES = f"""
+<{FB}{CITY}> {NAME} "Lincoln"@en .
+<{FB}{PERSON}> {NAME} "Lincoln"@en .
+<{FB}m.0vp> {NAME} "Hannibal Hamlin"@en .
+<{FB}m.0mayor> {NAME} "Leirion Gaylor Baird"@en .
+<{FB}{PERSON}> <{FB}government.us_president.vice_president> <{FB}m.0vp> .
+<{FB}{CITY}> <{FB}government.governmental_jurisdiction.governing_officials> <{FB}m.0mayor> .
+""" + "".join(f"<{FB}{CITY}> <{FB}location.location.contains> <{FB}m.0p{i}> .\n" for i in range(6))
+STATEMENTS = [
+    ("?entity1 ns:government.us_president.vice_president ?entity2 .", "government.us_president.vice_president",
+     "?entity2 is the vice president of the us president ?entity1"),
+    ("?entity1 ns:government.governmental_jurisdiction.governing_officials ?entity2 .",
+     "government.governmental_jurisdiction.governing_officials",
+     "?entity2 is the governing officials mayor of the governmental jurisdiction ?entity1"),
+    ("?entity2 ns:location.location.contains ?entity1 .", "location.location.contains",
+     "?entity2 is the location that contains ?entity1"),
+]
+
+
+@pytest.fixture(scope="module")
+def kg(tmp_path_factory):
+    path = tmp_path_factory.mktemp("fitkg") / "kg.nt"
+    path.write_text(TRIPLES, encoding="utf-8")
+    return OxigraphStore.from_file(path)
+
+
+@pytest.fixture(scope="module")
+def index(kg):
+    return build_index(kg, source={"kg": "kg.nt"})
+
+
+def make_bank():
+    records = [MemoryRecord(Statement(f"s{i}", "1", sparql, (rel,)), (desc,), "template")
+               for i, (sparql, rel, desc) in enumerate(STATEMENTS)]
+    return MemoryBank.build(records, HashingEmbedder())
+
+
+@pytest.fixture(scope="module")
+def bank():
+    return make_bank()
+
+
+FIT = LinkConfig(fit_weight=2.0, fit_recall=2)  # the hashing embedder's similarities are low (0.28 here)
+
+
+def test_popularity_alone_reads_lincoln_as_the_city(index):
+    assert index.exact("lincoln") == [CITY, PERSON]
+    assert Linker(index).link("who was lincoln's vice president?")[0].id == CITY
+
+
+def test_the_recalled_statement_binds_only_at_the_person(index, kg, bank):
+    fit = MemoryFit(kg, bank)
+    assert fit.edges(PERSON) >= {("government.us_president.vice_president", "out")}
+    assert ("government.us_president.vice_president", "out") not in fit.edges(CITY)
+    links = Linker(index, FIT, fit).link("who was lincoln's vice president?")
+    top = links[0]
+    assert top.id == PERSON and top.fit > 0 and top.fit_statement == "s0"
+    assert CITY in [i for i, _, _ in top.runners_up]
+    shown = top.to_json()
+    assert shown["fit"] == round(top.fit, 4) and shown["fit_statement"] == "s0"
+    # the other question about a Lincoln binds at the city
+    assert Linker(index, FIT, fit).link("who is the mayor governing officials of lincoln?")[0].id == CITY
+    queries = fit.queries
+    Linker(index, FIT, fit).link("who was lincoln's vice president?")
+    assert fit.queries == queries  # the edges of an entity are read once
+
+
+def test_the_statement_s_direction_counts(index, kg, bank):
+    fit = MemoryFit(kg, bank)
+    # location.location.contains is written with ?entity1 as the object: the city holds it only as a subject
+    assert fit.first_edges(bank.get("s2").statement) == {("location.location.contains", "in")}
+    assert [st.id for st, _, _ in fit.recalled("what location contains lincoln?", 1)] == ["s2"]
+    assert fit.scores("what location contains lincoln?", [CITY, PERSON], recall=1) == {CITY: (0.0, None),
+                                                                                        PERSON: (0.0, None)}
+
+
+def test_without_a_kg_and_bank_or_with_a_zero_weight_the_fit_is_off(index, kg, bank):
+    plain = Linker(index).link("who was lincoln's vice president?")[0]
+    assert plain.fit is None and "fit" not in plain.to_json()
+    off = Linker(index, LinkConfig(fit_weight=0.0), MemoryFit(kg, bank)).link("who was lincoln's vice president?")
+    assert off[0].id == CITY and off[0].fit is None
+
+
+def test_loaders_are_called_on_first_use_and_a_failed_load_turns_the_fit_off(index, kg, bank):
+    calls = []
+    fit = MemoryFit(lambda: calls.append("kg") or kg, lambda: calls.append("bank") or bank)
+    linker = Linker(index, FIT, fit)
+    assert calls == []
+    assert linker.link("who was lincoln's vice president?")[0].id == PERSON
+    assert sorted(calls) == ["bank", "kg"]
+
+    def missing():
+        raise MemoryBankError("no such memory bank manifest")
+
+    broken = Linker(index, FIT, MemoryFit(kg, missing))
+    assert broken.link("who was lincoln's vice president?")[0].id == CITY  # linked without the fit
+    assert broken.fit is None
+
+
+def test_open_linker_wires_the_fit_from_the_config(index, kg, bank, tmp_path):
+    from memq.pipeline import Config
+
+    index.save(tmp_path / "index")
+    config = Config(entity_index=str(tmp_path / "index"), link=FIT)
+    linker = open_linker(config, kg=kg, bank=lambda: bank)
+    assert linker.uses_fit and linker.link("who was lincoln's vice president?")[0].id == PERSON
+    assert not open_linker(replace(config, link=LinkConfig(fit_weight=0.0))).uses_fit
+
+
+def test_link_config_refuses_a_negative_fit_weight():
+    with pytest.raises(ValueError, match="fit_weight must be >= 0"):
+        LinkConfig(fit_weight=-1)
+    with pytest.raises(ValueError, match="fit_recall must be >= 1"):
+        LinkConfig(fit_recall=0)
