@@ -1,13 +1,19 @@
 """Entity linking: index build and load time, and linking precision/recall/time on a dataset split.
 
     .venv/bin/python benchmarks/bench_link.py [--dataset webqsp] [--split test] [--build] [--set KEY=VALUE ...]
-                                               [--json FILE]
+                                               [--no-fit] [--memory DIR] [--json FILE]
 
 ``--build`` builds the index of the default KG afresh (into a temporary folder) and times it; otherwise the cached
 index (``memq.link.resolve.cached_index``) is loaded, and that load is timed. ``--set`` changes a
 :class:`memq.link.linker.LinkConfig` field (e.g. ``--set same_span_margin=0.2 --set max_entities=3``) for a
 second row beside the defaults. Recall is of the gold topic entities the question names; precision of the linked
 entities among all gold topic entities (memq.link.evaluate).
+
+The fit through the memory (memq.link.fit) reads the default KG and ``--memory`` (default: the committed bank of
+``--dataset``, memory_bank/DATASET, with the banks it includes); its load is timed apart. ``--no-fit`` links
+without it. ``--split dev`` (carved from train, memq.plan.data.split_of) holds dev out of both priors learnt from
+train: the mention prior is counted on the rest of train, and the memory loses every statement that only dev
+questions gave it (as benchmarks/memory_heldout.py does).
 """
 
 from __future__ import annotations
@@ -30,15 +36,21 @@ def main() -> int:
     parser.add_argument("--split", default="test", choices=("dev", "test"))
     parser.add_argument("--build", action="store_true", help="build the index afresh and time it")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--no-fit", action="store_true", help="link without the fit through the memory")
+    parser.add_argument("--memory", help="memory bank of the fit (default: memory_bank/DATASET)")
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args()
 
     from memq.evaluate.run import questions_for
     from memq.link.evaluate import link_record, summarise_links
+    from memq.link.fit import MemoryFit
+    from memq.link.gold import gold_entities
     from memq.link.index import EntityIndex, build_index, kg_source
-    from memq.link.linker import LinkConfig, Linker, add_training_mentions
+    from memq.link.linker import LinkConfig, Linker, add_training_mentions, mention_counts
     from memq.link.resolve import cached_index
+    from memq.memory.bank import MemoryBank
     from memq.pipeline import Config, open_kg
+    from memq.plan.data import split_of
 
     kg_file = Config().kg
     out: dict = {"dataset": args.dataset, "split": args.split}
@@ -58,6 +70,25 @@ def main() -> int:
         index = cached_index(kg_file)
         out["load_s"] = round(time.perf_counter() - t0, 2)
     out["entities"] = len(index)
+    if args.split == "dev":  # the mention prior without the dev questions
+        from memq import datasets
+
+        train = [q for q in datasets.load(args.dataset, "train") if split_of(q.id) == "train"]
+        index.mentions = mention_counts(index, [(q.question, gold_entities(q)[0]) for q in train])
+        out["mentions_from"] = f"{args.dataset} train less dev ({len(train)} questions)"
+    fit = None
+    if not args.no_fit:
+        t0 = time.perf_counter()
+        memory = args.memory or str(ROOT / "memory_bank" / args.dataset)
+        bank = MemoryBank.load(memory)
+        if args.split == "dev":
+            source = f"{args.dataset}-train"
+            bank = bank.subset(lambda record, sources: any(s != source for s in sources)
+                               or any(split_of(q) == "train" for q in record.statement.question_ids))
+        fit = MemoryFit(open_kg(kg_file), bank)
+        out["fit_load_s"] = round(time.perf_counter() - t0, 2)
+        out["memory"] = {"bank": Path(memory).name, "statements": len(bank),
+                         "held_out": "statements only dev questions gave" if args.split == "dev" else None}
     questions = questions_for(args.dataset, args.split)
     configs = {"default": LinkConfig()}
     if args.set:
@@ -68,10 +99,12 @@ def main() -> int:
         configs[" ".join(args.set)] = replace(LinkConfig(), **changes)
     out["linking"] = {}
     for label, config in configs.items():
-        linker = Linker(index, config)
-        linker.link(questions[0].question)  # rapidfuzz imported before timing
+        linker = Linker(index, config, fit)
+        linker.link(questions[0].question)  # rapidfuzz and the embedder loaded before timing
         block = summarise_links([link_record(linker, q) for q in questions])
         block.pop("note")
+        if linker.uses_fit:
+            block["fit_kg_queries"] = fit.queries
         out["linking"][label] = block
     text = json.dumps(out, indent=2)
     print(text)
