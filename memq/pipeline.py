@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import KnowledgeGraphError, MemQError, ReconstructionError
+from .link.constraints import known_optional, traced_suggestions
 from .link.linker import LinkConfig
 from .link.resolve import check_names, check_question, known_entities, needs_linking, resolve, validate
 from .plan.base import BACKENDS, DEFAULT_BACKEND
@@ -50,10 +51,9 @@ GROUNDED_BY_DEFAULT = ("webqsp",)
 # datasets whose ``auto`` planner is the hybrid one. CWQ dev has no gold answers to decide on; the hybrid planner's
 # answers differ from free generation's only where free generation found none, so its F1 cannot be lower
 HYBRID_BY_DEFAULT = ("cwq",)
-# planners whose plan lines are free text: they read a bank without the banks its manifest includes (the schema).
-# Worded like the train statements they learnt, their lines drift to schema statements worded a little closer;
-# held-out dev, stored free plans: WebQSP F1 0.710 train-only against 0.687 with the schema, CWQ EHR 0.554 against
-# 0.541 (docs/results.md). Grounded and given (oracle) plans name statements, and gain from it.
+# planners whose plan lines are free text read a bank without the banks its manifest includes (the schema): their
+# lines drift to schema statements worded a little closer (held-out dev, stored free plans: WebQSP F1 0.710 against
+# 0.687, CWQ EHR 0.554 against 0.541; docs/results.md). Grounded and given (oracle) plans name statements, and gain.
 FREE_PLANNERS = ("fewshot", "finetuned", "hybrid")
 
 
@@ -104,6 +104,8 @@ class Config:
     # the embedded KG file, built once in the memq cache
     entity_index: str | None = None
     link: LinkConfig = field(default_factory=LinkConfig)
+    # constraint entities suggested for a linked question at this support (memq.link.constraints; 0: off)
+    constraints: float = 0.3
 
     def __post_init__(self) -> None:
         if self.planner not in PLANNERS:
@@ -114,6 +116,8 @@ class Config:
             raise ValueError(f"planner_batch_size must be >= 1, got {self.planner_batch_size}")
         if self.max_repairs < 0:
             raise ValueError(f"max_repairs must be >= 0, got {self.max_repairs}")
+        if not 0 <= self.constraints <= 1:
+            raise ValueError(f"constraints must be in [0, 1], got {self.constraints!r}")
 
 
 class Pipeline:
@@ -123,6 +127,7 @@ class Pipeline:
         self.config = config or Config()
         self._bank, self._kg, self._planner = bank, kg, planner
         self._linker = linker
+        self._suggester: object = False
         self._planner_source: tuple[str, Path] | None = None
 
     # -- lazily loaded parts -------------------------------------------------
@@ -149,6 +154,16 @@ class Pipeline:
 
             self._linker = open_linker(self.config)
         return self._linker
+
+    def suggest(self, question: str, given) -> list:
+        """The constraint entities suggested for a question whose ``given`` entities were linked, best first
+        (:mod:`memq.link.constraints`); none when ``config.constraints`` is 0."""
+        if self._suggester is False:
+            from .link.constraints import ConstraintSuggester
+
+            self._suggester = self.config.constraints and ConstraintSuggester.from_bank(
+                self.bank, min_support=self.config.constraints)
+        return self._suggester.suggest(question, given) if self._suggester else []
 
     @property
     def planner(self):
@@ -227,7 +242,7 @@ class Pipeline:
 
     # -- answering -----------------------------------------------------------
     def answer(self, question: str, entities: dict[str, str] | list[str] | None = None,
-               plan: Plan | None = None) -> Answer:
+               plan: Plan | None = None, *, optional: dict[str, str] | None = None) -> Answer:
         """Answer one question about the topic ``entities`` (id -> name); a given ``plan`` skips the planner.
 
         No entities (``{}``): a plan that starts from a class (GrailQA's ``Find every building, assign it to
@@ -242,7 +257,8 @@ class Pipeline:
         in order and the first whose query returns rows is kept (``Trace.plans`` lists each one tried).
         With the hybrid planner, a plan that finds nothing is rescued by the grounded planner (:meth:`_rescue`).
         A given plan counts as the free plan there (that is how ``memq evaluate --plans`` re-scores saved free
-        plans), and its ``rescue``, if it has one, is used as it is."""
+        plans), and its ``rescue``, if it has one, is used as it is. ``optional``: entities the plan may name but
+        need not (the constraint entities suggested for a linked question, :meth:`suggest`)."""
         trace = Trace()
         clock = time.perf_counter()
         if needs_linking(entities):
@@ -252,16 +268,23 @@ class Pipeline:
             t0 = time.perf_counter()
             entities = resolve(linker, question, names, trace)
             trace.timings["link"] = time.perf_counter() - t0
+            if optional is None:
+                optional = traced_suggestions(self.suggest(question, entities), trace)
         question, entities = validate(question, entities, allow_empty=True, strict_names=False)
         if entities:
             entities = known_entities(self.kg, entities, trace, self.config.timeout)
         elif plan is None and not getattr(self._planner, "plans_without_entities", False):
             raise ValueError(f"at least one topic entity (id -> name) is needed: the {self.planner_kind} planner "
                              "plans from topic entities; give them, or a plan that starts from a class (plan=)")
+        optional = known_optional(self.kg, question, optional, entities, trace, self.config.timeout)
+        entities = {**entities, **optional}
         if plan is None:
             calls_before = getattr(self.planner, "calls", 0)
             t0 = time.perf_counter()
-            plan = self.planner.plan(question, entities)
+            if optional and getattr(self.planner, "plans_with_optional", False):
+                plan = self.planner.plan(question, entities, optional=tuple(optional))
+            else:
+                plan = self.planner.plan(question, entities)
             trace.timings["plan"] = time.perf_counter() - t0
             trace.llm_calls += getattr(self.planner, "calls", 0) - calls_before
             trace.backend = getattr(self.planner, "backend_used", None)
@@ -283,7 +306,7 @@ class Pipeline:
             failed = exc
             trace.fallbacks.append(f"hybrid: free generation's plan makes no query ({str(exc)[:160]})")
         if hybrid and (result is None or not result[1]):
-            plan, result = self._rescue(question, entities, plan, result, trace)
+            plan, result = self._rescue(question, entities, plan, result, trace, tuple(optional))
             if result is None:
                 raise failed
         query, rows, choices, rec = result
@@ -324,7 +347,7 @@ class Pipeline:
                                "answers; the first one goes on with self-repair")
         return plan, self._execute(plan, entities, trace, self.config.repair)
 
-    def _rescue(self, question: str, entities: dict[str, str], free: Plan, result, trace: Trace):
+    def _rescue(self, question: str, entities: dict[str, str], free: Plan, result, trace: Trace, optional=()):
         """The hybrid planner's second chance for ``free``, a plan whose query (``result``) found nothing, self-repair
         included, or that made no query (``result`` None): the grounded planner's plan (``free.rescue``, planned
         here unless saved), chosen by execution. Its result when it finds rows; else ``free`` and ``result`` stand.
@@ -332,7 +355,7 @@ class Pipeline:
         trace.plans.append({"plan": free.raw, "score": None, "rows": 0, "planner": "free generation"})
         if free.rescue is None:
             t0 = time.perf_counter()
-            free.rescue = self.planner.rescue(question, entities)
+            free.rescue = self.planner.rescue(question, entities, optional)
             trace.timings["plan"] = trace.timings.get("plan", 0.0) + time.perf_counter() - t0
         grounded = free.rescue
         trace.llm_calls += grounded.cost.get("llm_calls", 0)

@@ -282,3 +282,46 @@ def test_gold_entities_named_is_webqsps_topic_entity_and_all_adds_the_constraint
     q = _question("webqsp", "test", "WebQTest-9")  # who was richard nixon married to? (a Marriage constraint)
     named, every = gold_entities(q)
     assert named == {"m.06c97"} and every == {"m.06c97", "m.04ztj"}
+
+
+class Recording:
+    """A planner that accepts optional entities: records what it was given and plans with ``inner``."""
+
+    plans_with_optional = True
+
+    def __init__(self, inner):
+        self.inner, self.seen = inner, []
+
+    def plan(self, question, entities, optional=()):
+        self.seen.append((dict(entities), tuple(optional)))
+        return self.inner.plan(question, entities)
+
+
+def test_the_pipeline_gives_the_planner_optional_entities_and_drops_unknown_ones(pipe):
+    planner = Recording(pipe.planner)
+    p = Pipeline(pipe.config, bank=pipe.bank, kg=pipe.kg, planner=planner, linker=pipe.linker)
+    q = "what does jamaican people speak?"
+    a = p.answer(q, {"m.03_r3": "Jamaica"}, optional={"m.05zppz": "Male", "m.0zzzzz": "Foo", "m.03_r3": "Jamaica"})
+    assert {i for i, _ in a.answers} == {"m.01428y", "m.04ygk0"}
+    assert planner.seen[-1] == ({"m.03_r3": "Jamaica", "m.05zppz": "Male"}, ("m.05zppz",))
+    assert any("unknown entity id 'm.0zzzzz' ('Foo')" in f for f in a.trace.fallbacks)
+    p.answer(q, {"m.03_r3": "Jamaica"}, optional={"m.0zzzzz": "Foo"})  # none left: the question goes on without
+    assert planner.seen[-1] == ({"m.03_r3": "Jamaica"}, ())
+    with pytest.raises(ValueError, match="m.0bad!"):
+        p.answer(q, {"m.03_r3": "Jamaica"}, optional={"m.0bad!": "Bad"})
+
+    # a linked question: what the suggester proposes is optional, listed in the trace
+    from memq.link.constraints import Suggestion
+
+    p.suggest = lambda question, given: [Suggestion("m.05zppz", "Male", 0.8, ("WebQTrn-1",))]
+    a = p.answer(q)
+    assert planner.seen[-1] == ({"m.03_r3": "Jamaica", "m.05zppz": "Male"}, ("m.05zppz",))
+    assert a.trace.links[-1]["suggested"] == "constraint" and {i for i, _ in a.answers} == {"m.01428y", "m.04ygk0"}
+    assert any(f.startswith("constraint entities suggested") for f in a.trace.fallbacks)
+
+
+def test_no_constraint_is_suggested_when_the_config_says_0_or_the_bank_has_no_training_questions(pipe):
+    assert Pipeline(replace(pipe.config, constraints=0.0), bank=pipe.bank).suggest("who is x's wife?", []) == []
+    assert Pipeline(pipe.config, bank=pipe.bank).suggest("who is x's wife?", []) == []  # built from one question
+    with pytest.raises(ValueError, match="constraints must be in"):
+        Config(constraints=1.5)

@@ -214,6 +214,10 @@ def test_entity_coverage_costs_a_plan_that_names_no_step_of_a_topic_entity(kg, b
     alone = planner(kg, bank, short, BROTHER, coverage=20.0).plan(question, BIEBER)  # nothing left out: nothing changes
     assert alone.raw == short and alone.beam[0].score == pytest.approx(off.beam[0].score)
     assert unnamed(off.steps, ["Justin Bieber", "male"]) == ["male"]
+    # an optional entity (a constraint suggested for a linked question) is offered but not pushed: as if absent
+    optional = planner(kg, bank, short, BROTHER, coverage=20.0).plan(question, both, optional=("m.05zppz",))
+    assert optional.raw == short and optional.beam[0].score == pytest.approx(off.beam[0].score)
+    assert not [n for n in optional.notes if "coverage" in n]
     with pytest.raises(ValueError, match="coverage must be >= 0"):
         GroundedConfig(coverage=-1.0)
 

@@ -61,8 +61,9 @@ def oracle_plan(question, describe) -> tuple[Plan, dict[str, str]]:
     return plan, dict(derived.entities)
 
 
-def evaluate_question(pipeline, question, planner: str, describe=None, planned=None) -> dict:
-    """Score one question. ``planned`` is a plan made beforehand in a batch: ``(Plan or MemQError, seconds)``."""
+def evaluate_question(pipeline, question, planner: str, describe=None, planned=None, optional=None) -> dict:
+    """Score one question. ``planned`` is a plan made beforehand in a batch: ``(Plan or MemQError, seconds)``;
+    ``optional``: entities the plan may name but need not (:meth:`memq.pipeline.Pipeline.answer`)."""
     entities = dict(question.parses[0].topic_entities)
     record = {"id": question.id, "question": question.question, "planner": planner}
     t0 = time.perf_counter()
@@ -88,7 +89,7 @@ def evaluate_question(pipeline, question, planner: str, describe=None, planned=N
                 plan, entities = oracle_plan(question, describe)
             except MemQError as exc:
                 raise PlanParseError(f"no oracle plan: {exc}") from exc
-        answer = pipeline.answer(question.question, entities, plan=plan)
+        answer = pipeline.answer(question.question, entities, plan=plan, optional=optional)
         sparql = answer.sparql
         predicted = [i for i, _ in answer.answers]
         # the hybrid planner's grounded plan, when the free plan found nothing: saved, so that re-scoring needs

@@ -62,6 +62,23 @@ def summarise_links(records: list[dict]) -> dict:
     }
 
 
+def summarise_constraints(questions, links: list[dict]) -> dict:
+    """The suggested constraint entities (``link["suggested"]``) against the gold ones the question does not name
+    (WebQSP's constraint entities, :func:`memq.link.constraints.constraint_entities`)."""
+    from .constraints import constraint_entities
+
+    truth = constraint_entities(questions)
+    suggested = sum(len(link["suggested"]) for link in links)
+    right = sum(len({s["id"] for s in link["suggested"]} & {m for m, _ in truth.get(q.id, ())})
+                for q, link in zip(questions, links, strict=True))
+    gold = sum(len(v) for v in truth.values())
+    return {"suggested_per_question": round(suggested / len(links), 3) if links else 0.0,
+            "precision": round(right / suggested, 4) if suggested else 0.0,
+            "recall": round(right / gold, 4) if gold else 0.0, "gold": gold,
+            "note": "constraint entities suggested by the nearest training questions, against the gold topic "
+                    "entities the question does not name"}
+
+
 def linked_question(question, links: list[dict]):
     """``question`` with its first parse's topic entities replaced by the linked ones (the gold answers stay)."""
     from dataclasses import replace
@@ -91,17 +108,25 @@ def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: in
     questions = questions_for(dataset, split)
     links = [link_record(pipeline.linker, q) for q in questions]
     block = summarise_links(links)
+    suggested = []
+    for q, link in zip(questions, links, strict=True):
+        found = pipeline.suggest(q.question, [x["id"] for x in link["linked"]])
+        link["suggested"] = [s.to_json() for s in found]
+        suggested.append(found)
+    block["constraints"] = summarise_constraints(questions, links)
     todo = questions[:limit] if limit is not None else questions
     path = Path(per_question) if per_question else None
     done = load_records(path) if path and path.exists() else {}
     with record_log(path, len(todo), f"{dataset}/{split}/{planner}/linked", progress) as write:
-        for q, link in zip(todo, links, strict=False):
+        for q, link, found in zip(todo, links, suggested, strict=False):
             if q.id in done:
                 write()
                 continue
             gold = evaluate_question(pipeline, q, planner)
-            same = dict(q.parses[0].topic_entities) == {x["id"]: x["name"] for x in link["linked"]}
-            linked = dict(gold) if same else evaluate_question(pipeline, linked_question(q, link["linked"]), planner)
+            optional = {s.id: s.name for s in found}
+            same = dict(q.parses[0].topic_entities) == {x["id"]: x["name"] for x in link["linked"]} and not optional
+            linked = dict(gold) if same else evaluate_question(pipeline, linked_question(q, link["linked"]), planner,
+                                                               optional=optional)
             done[q.id] = {**linked, "linking": link, "same_entities": same, "gold_entities": gold}
             write(done[q.id])
     records = [done[q.id] for q in todo if q.id in done]

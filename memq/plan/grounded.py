@@ -86,6 +86,7 @@ from __future__ import annotations
 import copy
 import logging
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 
 from memq.errors import KnowledgeGraphError, MemQError, ReconstructionError
@@ -224,7 +225,10 @@ class GroundedPlanner:
                 out.append(exc)
         return out
 
-    def plan(self, question: str, entities: Entities) -> Plan:
+    plans_with_optional = True  # plan() takes optional entities (suggested constraints) that coverage leaves out
+
+    def plan(self, question: str, entities: Entities, optional: Collection[str] = ()) -> Plan:
+        """``optional``: ids of ``entities`` that entity coverage leaves out (:mod:`memq.link.constraints`)."""
         if not isinstance(entities, dict):
             raise MemQError("the grounded planner needs the topic entities as {id: name}, "
                             f"got {type(entities).__name__}")
@@ -239,7 +243,7 @@ class GroundedPlanner:
             calls = self._lm_calls
             before = lm.counters if hasattr(lm, "counters") else None
             try:
-                plan = self._search(question, entities, lm, neigh, cost)
+                plan = self._search(question, entities, lm, neigh, cost, frozenset(optional))
             except KnowledgeGraphError as exc:
                 where = getattr(self.kg, "url", None) or type(self.kg).__name__
                 plan = self._free(question, entities, f"the KG {where} failed while grounding ({exc})")
@@ -262,11 +266,13 @@ class GroundedPlanner:
         plan.cost.update(candidates=0, free_generation=True)
         return plan
 
-    def _search(self, question: str, entities: dict[str, str], lm, neigh: Neighbourhood, cost: SearchCost) -> Plan:
+    def _search(self, question: str, entities: dict[str, str], lm, neigh: Neighbourhood, cost: SearchCost,
+                optional: frozenset[str] = frozenset()) -> Plan:
         from memq.reconstruct import Draft, Reconstructor
 
         cfg = self.config
         names = entity_names(entities)
+        covered = entity_names({mid: name for mid, name in entities.items() if mid not in optional})
         prefix = lm.prompt_ids(self.prompt(question, entities))
         sims = {rec.statement.id: score for rec, _, score in self.bank.search(question, k=len(self.bank))}
         prior = self.prior
@@ -297,7 +303,7 @@ class GroundedPlanner:
                                 cfg.prior if prior is not None else 0.0, cfg.prior_floor)
                 bonus = [b + line.rank for b, line in zip(bonus, lines, strict=True)]
                 if cfg.coverage:
-                    missing = len(unnamed(h.steps, names))
+                    missing = len(unnamed(h.steps, covered))
                     bonus = [b - cfg.coverage * missing if line.kind == "answer" else b
                              for b, line in zip(bonus, lines, strict=True)]
                 found = best_lines(lm, prefix + h.ids, [list(line.ids) for line in lines], lines_each + opened,
@@ -328,7 +334,7 @@ class GroundedPlanner:
             beams = live
         if not complete:
             why = "the beam ended with no complete plan"
-            if cfg.coverage and len(names) > 1:
+            if cfg.coverage and len(covered) > 1:
                 why += f" (entity coverage: {cfg.coverage:g} nats off each Finally line per topic entity left out)"
             return self._free(question, entities, why)
         complete = complete[:cfg.beam]
@@ -336,7 +342,7 @@ class GroundedPlanner:
         plan = Plan(steps=list(best.steps), raw="\n".join(best.lines))
         plan.beam = [BeamPlan("\n".join(h.lines), round(h.score(cfg.norm), 4), tuple(h.steps)) for h in complete]
         plan.notes.extend(best.notes)
-        if cfg.coverage and (left := unnamed(best.steps, names)):
+        if cfg.coverage and (left := unnamed(best.steps, covered)):
             plan.notes.append(f"entity coverage: the plan names no step of {', '.join(left)}")
         if cfg.prior > 0 and prior is None:
             plan.notes.append("question prior off: the memory bank's sources name no training questions")

@@ -21,6 +21,8 @@ to free generation itself. Every step of this is in the trace (``hybrid: ...``).
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from memq.errors import PlanParseError
 from memq.types import Plan
 
@@ -66,16 +68,18 @@ class HybridPlanner:
         return [unreadable(p) if isinstance(p, PlanParseError) else p
                 for p in self.free.plan_many(items, progress)]
 
-    def plan(self, question: str, entities: Entities) -> Plan:
+    plans_with_optional = True  # the rescue's entity coverage leaves the optional entities out
+
+    def plan(self, question: str, entities: Entities, optional: Collection[str] = ()) -> Plan:
         self._free_calls += 1
         try:
             return self.free.plan(question, entities)
         except PlanParseError as exc:
             return unreadable(exc)
 
-    def rescue(self, question: str, entities: Entities) -> Plan:
+    def rescue(self, question: str, entities: Entities, optional: Collection[str] = ()) -> Plan:
         """The grounded planner's plan (with its beam) for a question whose free plan found nothing."""
-        return self.grounded.plan(question, entities)
+        return self.grounded.plan(question, entities, optional)
 
 
 def unreadable(exc: PlanParseError) -> Plan:

@@ -1,0 +1,130 @@
+"""Constraint entities a question does not name, suggested by the training questions nearest to it.
+
+WebQSP lists, beside the entity a question names, the constraint entities its gold query compares with:
+"who is niall ferguson's wife?" has Niall Ferguson and *Marriage* (a marriage's type of union), "what highschool
+did harper lee go to?" has *High school*, "who is keyshia cole dad?" has *Male*. A linker cannot find them in
+the question's words, and without them the plan's *Make sure* step or the CVT statement that names them has
+nothing to name (docs/linking.md: 0.070 of end-to-end F1 on the first 144 WebQSP test questions).
+
+Questions worded alike use the same constraints, so the ``neighbours`` training questions nearest to the
+question (cosine of their MiniLM vectors: :meth:`memq.plan.prior.QuestionPrior.nearest`, the bank's embedder
+and the planner prior's cached vectors) vote for the constraint entities of their gold parse, each with its
+similarity:
+
+    support(e) = sum of sim(q, n) over neighbours n whose constraints hold e / sum of sim(q, n) over all
+
+and every entity with ``support >= min_support`` is suggested. Only training questions on the train side of
+:func:`memq.plan.data.split_of` vote, so a dev question never votes for itself. A suggested entity is
+*optional*: the planner may name it but is not pushed to (the grounded planner's entity coverage does not count
+it), and ``Trace.links`` lists it with its support and the neighbours that voted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .gold import gold_entities
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """A constraint entity suggested for a question, with the share of the neighbours' similarity behind it."""
+
+    id: str
+    name: str
+    support: float
+    voters: tuple[str, ...]  # the training questions that used it, nearest first
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "name": self.name, "suggested": "constraint", "support": round(self.support, 4),
+                "voters": list(self.voters[:3])}
+
+
+def constraint_entities(questions: Iterable) -> dict[str, tuple[tuple[str, str], ...]]:
+    """Question id -> the ``(id, name)`` of the gold topic entities it does not name (WebQSP's constraint
+    entities); questions without any are left out."""
+    out = {}
+    for q in questions:
+        if not q.parses:
+            continue
+        named, every = gold_entities(q)
+        extra = tuple((mid, name) for mid, name in q.parses[0].topic_entities if mid in every - named)
+        if extra:
+            out[q.id] = extra
+    return out
+
+
+class ConstraintSuggester:
+    """Votes of the nearest training questions for the constraint entities they used."""
+
+    def __init__(self, prior, constraints: dict[str, tuple[tuple[str, str], ...]], *,
+                 min_support: float = 0.5) -> None:
+        if not 0 < min_support <= 1:
+            raise ValueError(f"min_support is a share of the neighbours' similarity in (0, 1], got {min_support!r}")
+        self.prior = prior
+        self.constraints = constraints
+        self.min_support = min_support
+
+    @classmethod
+    def from_bank(cls, bank, *, neighbours: int = 10, min_support: float = 0.5) -> ConstraintSuggester | None:
+        """The suggester of ``bank``'s training questions (their gold parses), or None when they use no
+        constraint entity (CWQ, GrailQA, a schema-only bank)."""
+        from memq.memory.build import GOLD_SOURCES, gold_questions
+        from memq.plan.prior import QuestionPrior
+
+        questions = [q for source in sorted(set().union(*bank.sources) & set(GOLD_SOURCES))
+                     for q in gold_questions(source)]
+        constraints = constraint_entities(questions)
+        if not constraints:
+            return None
+        prior = QuestionPrior.from_bank(bank, neighbours=neighbours)
+        if prior is None:
+            return None
+        return cls(prior, constraints, min_support=min_support)
+
+    def suggest(self, question: str, given: Iterable[str] = ()) -> list[Suggestion]:
+        """The constraint entities the neighbours of ``question`` support enough, best first; ``given`` ids are
+        left out (the linker found them)."""
+        given = set(given)
+        votes: dict[str, list] = {}
+        total = 0.0
+        for qid, sim in self.prior.nearest(question):
+            w = max(sim, 0.0)
+            total += w
+            for mid, name in self.constraints.get(qid, ()):
+                entry = votes.setdefault(mid, [0.0, name, []])
+                entry[0] += w
+                entry[2].append(qid)
+        if total <= 0:
+            return []
+        out = [Suggestion(mid, name, weight / total, tuple(voters)) for mid, (weight, name, voters) in votes.items()
+               if mid not in given and weight / total >= self.min_support]
+        return sorted(out, key=lambda s: (-s.support, s.id))
+
+
+def traced_suggestions(found: list[Suggestion], trace) -> dict[str, str]:
+    """``found`` as optional entities (id -> name), each listed in ``trace.links`` and named in its fallbacks."""
+    trace.links.extend(s.to_json() for s in found)
+    if found:
+        trace.fallbacks.append("constraint entities suggested by the nearest training questions (the plan may name "
+                               "them): " + "; ".join(f"{s.name} ({s.id}, support {s.support:.2f})" for s in found))
+    return {s.id: s.name for s in found}
+
+
+def known_optional(kg, question: str, optional: dict[str, str] | None, entities: dict[str, str], trace,
+                   timeout: float | None = None) -> dict[str, str]:
+    """The optional entities checked as given ones are (:func:`memq.link.resolve.validate`), less those among
+    ``entities`` and those the KG holds no triple about (each dropped with a traced fallback)."""
+    from ..errors import LinkingError
+    from .resolve import known_entities, validate
+
+    optional = {mid: name for mid, name in validate(question, optional or {}, allow_empty=True,
+                                                     strict_names=False)[1].items() if mid not in entities}
+    if not optional:
+        return {}
+    try:
+        return known_entities(kg, optional, trace, timeout)
+    except LinkingError as exc:
+        trace.fallbacks.append(f"optional entities dropped: {exc}")
+        return {}
