@@ -144,3 +144,30 @@ def test_a_tie_at_one_step_is_taken_back_when_a_later_step_binds_nothing_after_i
     assert [m for m, _ in got.answers] == ["m.job"]
     assert "step 1: took tied statement 000000000001, with which step 2 binds too" in got.trace.fallbacks
     assert "UNION" not in got.sparql and "x.profession.people" not in got.sparql
+
+
+def test_a_constant_no_given_entity_carries_is_matched_by_name_at_the_steps_node(tmp_path):
+    # "who is keyshia cole dad?" linked: Keyshia Cole is given, the constraint entity Male is not. The check
+    # matches ?gender by its name (case aside), instead of comparing the node's IRI with the text "Male" (which
+    # finds nothing and self-repair then drops the check, answering both parents); "is not" excludes by name too.
+    kg = _triples(("m.kc", "x.person.parents", "m.dad"), ("m.kc", "x.person.parents", "m.mum"),
+                  ("m.dad", "x.person.gender", "m.male"), ("m.mum", "x.person.gender", "m.female"),
+                  ("m.male", "type.object.name", '"Male"@en'), ("m.female", "type.object.name", '"Female"@en'),
+                  ("m.kc", "type.object.name", '"Keyshia Cole"@en'))
+    pipe = _pipeline(tmp_path, kg, ["x.person.parents", "x.person.gender"])
+    kc = {"m.kc": "Keyshia Cole"}
+    steps = "Find the parents of Keyshia Cole, assign it to ?x.\nFind the gender of ?x, assign it to ?gender.\n"
+    got = pipe.answer("who is keyshia cole dad?", kc,
+                      plan=parse_plan(steps + "Make sure ?gender is male.\nFinally the answer is ?x.", ["Keyshia Cole"]))
+    assert [m for m, _ in got.answers] == ["m.dad"]
+    assert not [f for f in got.trace.fallbacks if "self-repair" in f]
+    assert any("'male' is no given entity: ?gender is matched by its name" in f for f in got.trace.fallbacks)
+    got = pipe.answer("who is keyshia cole mum?", kc,
+                      plan=parse_plan(steps + "Make sure ?gender is not Male.\nFinally the answer is ?x.",
+                                      ["Keyshia Cole"]))
+    assert [m for m, _ in got.answers] == ["m.mum"]
+    given = pipe.answer("who is keyshia cole dad?", {**kc, "m.male": "Male"},  # given: compared as the entity
+                        plan=parse_plan(steps + "Make sure ?gender is Male.\nFinally the answer is ?x.",
+                                        ["Keyshia Cole", "Male"]))
+    assert [m for m, _ in given.answers] == ["m.dad"] and f"?gender = <{FB}m.male>" in given.sparql
+

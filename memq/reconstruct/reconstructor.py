@@ -29,10 +29,8 @@ from ..decompose.forms import superlative_subquery
 from ..errors import ReconstructionError
 from ..sparql.model import (
     FB,
-    MIRRORED,
     XSD,
     Call,
-    Exists,
     Expr,
     Group,
     Iri,
@@ -47,62 +45,13 @@ from ..sparql.model import (
 )
 from ..sparql.safety import FREEBASE_ID, check_entity_id
 from ..types import PlanStep, Statement
+from .filters import ORDERING, language_filter, named_filter, value_comparators, with_comparator
 
 _VAR_NAME = re.compile(r"^\?[A-Za-z_][A-Za-z0-9_]{0,40}$")
 _DATE = re.compile(r"^(-?\d{4})(-\d{2}(-\d{2})?)?(T[0-9:.]+Z?)?$")
 _NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
 XSD_DATETIME = XSD + "dateTime"
 XSD_DOUBLE = XSD + "double"
-
-
-ORDERING = ("<", "<=", ">", ">=")
-_VALUE = Var("value")
-
-
-def _walk_calls(expr: Expr, fn) -> Expr:
-    """``expr`` with ``fn`` applied bottom-up to every Call, inside EXISTS patterns too."""
-    if isinstance(expr, Call):
-        return fn(replace(expr, args=tuple(_walk_calls(a, fn) for a in expr.args)))
-    if isinstance(expr, Exists):
-        pattern = replace(expr.pattern, filters=tuple(_walk_calls(f, fn) for f in expr.pattern.filters))
-        return Exists(pattern, expr.negated)
-    return expr
-
-
-def value_comparators(expr: Expr) -> set[str]:
-    """The comparators a filter statement applies to ``?value``, read as ``thing OP ?value``."""
-    found: set[str] = set()
-
-    def visit(c: Call) -> Call:
-        if c.op in MIRRORED and len(c.args) == 2:
-            if c.args[1] == _VALUE:
-                found.add(c.op)
-            elif c.args[0] == _VALUE:
-                found.add(MIRRORED[c.op])
-        return c
-
-    _walk_calls(expr, visit)
-    return found
-
-
-def with_comparator(expr: Expr, op: str) -> Expr:
-    """``expr`` with every ordering comparison against ``?value`` made ``thing op ?value``."""
-    def visit(c: Call) -> Call:
-        if c.op in ORDERING and len(c.args) == 2:
-            if c.args[1] == _VALUE:
-                return replace(c, op=op)
-            if c.args[0] == _VALUE:
-                return replace(c, op=MIRRORED[op])
-        return c
-
-    return _walk_calls(expr, visit)
-
-
-def language_filter(var: Var) -> Expr:
-    """``!isLiteral(?x) || lang(?x) = '' || langMatches(lang(?x), 'en')``, as in the gold queries."""
-    return Call("||", (Call("||", (Call("!", (Call("isliteral", (var,)),)),
-                                   Call("=", (Call("lang", (var,)), Literal(""))))),
-                       Call("langmatches", (Call("lang", (var,)), Literal("en")))))
 
 
 @dataclass
@@ -304,6 +253,10 @@ class Reconstructor:
         if isinstance(value, Literal) and value.datatype == XSD_DATETIME:
             return Call(op, (Call(XSD_DATETIME, (target,)), value))
         if isinstance(value, Literal) and value.datatype is None:
+            if op in ("=", "!="):  # no given entity has this name: the node named so, or a literal of that text
+                self.notes[step.text] = f"{value.value!r} is no given entity: ?{target.name} is matched by its name"
+                named = named_filter(target, value.value, self.fresh("name"))
+                return named if op == "=" else Call("!", (named,))
             return Call(op, (Call("str", (target,)), value))
         if op == "=" and isinstance(value, Literal) and _NUMBER.match(value.value):
             # Freebase keeps some numbers as text (a roster's jersey number is type.rawstring), where a

@@ -1,0 +1,66 @@
+"""Filter expressions of reconstruction: the comparators a filter statement applies, the language filter of
+the gold queries, and a constant matched by name."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..sparql.model import FB, MIRRORED, Call, Exists, Expr, Group, Iri, Literal, Term, Triple, Var
+
+ORDERING = ("<", "<=", ">", ">=")
+_VALUE = Var("value")
+
+
+def _walk_calls(expr: Expr, fn) -> Expr:
+    """``expr`` with ``fn`` applied bottom-up to every Call, inside EXISTS patterns too."""
+    if isinstance(expr, Call):
+        return fn(replace(expr, args=tuple(_walk_calls(a, fn) for a in expr.args)))
+    if isinstance(expr, Exists):
+        pattern = replace(expr.pattern, filters=tuple(_walk_calls(f, fn) for f in expr.pattern.filters))
+        return Exists(pattern, expr.negated)
+    return expr
+
+
+def value_comparators(expr: Expr) -> set[str]:
+    """The comparators a filter statement applies to ``?value``, read as ``thing OP ?value``."""
+    found: set[str] = set()
+
+    def visit(c: Call) -> Call:
+        if c.op in MIRRORED and len(c.args) == 2:
+            if c.args[1] == _VALUE:
+                found.add(c.op)
+            elif c.args[0] == _VALUE:
+                found.add(MIRRORED[c.op])
+        return c
+
+    _walk_calls(expr, visit)
+    return found
+
+
+def with_comparator(expr: Expr, op: str) -> Expr:
+    """``expr`` with every ordering comparison against ``?value`` made ``thing op ?value``."""
+    def visit(c: Call) -> Call:
+        if c.op in ORDERING and len(c.args) == 2:
+            if c.args[1] == _VALUE:
+                return replace(c, op=op)
+            if c.args[0] == _VALUE:
+                return replace(c, op=MIRRORED[op])
+        return c
+
+    return _walk_calls(expr, visit)
+
+
+def language_filter(var: Var) -> Expr:
+    """``!isLiteral(?x) || lang(?x) = '' || langMatches(lang(?x), 'en')``, as in the gold queries."""
+    return Call("||", (Call("||", (Call("!", (Call("isliteral", (var,)),)),
+                                   Call("=", (Call("lang", (var,)), Literal(""))))),
+                       Call("langmatches", (Call("lang", (var,)), Literal("en")))))
+
+
+def named_filter(target: Term, name: str, label: Var) -> Expr:
+    """``target`` is called ``name``: a literal of that text, or a node whose ``type.object.name`` (``label``) is
+    ``name``, case aside. How reconstruction resolves, at the step's node, a constant that no given entity
+    carries: a linked question lacks WebQSP's constraint entities (Marriage, Male, High school) that plans name."""
+    same = Call("=", (Call("lcase", (Call("str", (label,)),)), Literal(name.lower())))
+    node = Exists(Group(triples=(Triple(target, Iri(FB + "type.object.name"), label),), filters=(same,)))
+    return Call("||", (Call("=", (Call("str", (target,)), Literal(name))), node))
