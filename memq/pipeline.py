@@ -152,12 +152,12 @@ class Pipeline:
         if self._linker is None:
             from .link.resolve import open_linker
 
-            self._linker = open_linker(self.config)
+            shared = self.planner_kind not in FREE_PLANNERS  # the fit reads a bank with what it includes
+            self._linker = open_linker(self.config, kg=lambda: self.kg, bank=(lambda: self.bank) if shared else None)
         return self._linker
 
     def suggest(self, question: str, given) -> list:
-        """The constraint entities suggested for a question whose ``given`` entities were linked, best first
-        (:mod:`memq.link.constraints`); none when ``config.constraints`` is 0."""
+        """Constraint entities suggested for a linked question, best first (:mod:`memq.link.constraints`)."""
         if self._suggester is False:
             from .link.constraints import ConstraintSuggester
 
