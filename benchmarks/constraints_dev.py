@@ -52,9 +52,10 @@ def main() -> int:
             if q.id in done:
                 write()
                 continue
-            asked = linked_question(q, links)
-            alone = evaluate_question(pipe, asked, args.planner, optional={})
-            given = evaluate_question(pipe, asked, args.planner, optional={s.id: s.name for s in found})
+            asked = linked_question(q, [x for x in links if not x.get("alternative")])
+            other = {x["id"]: x["name"] for x in links if x.get("alternative")}  # optional in both settings
+            alone = evaluate_question(pipe, asked, args.planner, optional=other)
+            given = evaluate_question(pipe, asked, args.planner, optional={**other, **{s.id: s.name for s in found}})
             done[q.id] = {"id": q.id, "question": q.question, "linked": links,
                           "suggested": [s.to_json() for s in found],
                           "f1_alone": alone["f1"], "f1_suggested": given["f1"],

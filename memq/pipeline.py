@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import KnowledgeGraphError, MemQError, ReconstructionError
-from .link.constraints import known_optional, traced_suggestions
+from .link.constraints import known_optional, split_alternatives, traced_suggestions
 from .link.linker import LinkConfig
 from .link.resolve import check_names, check_question, known_entities, needs_linking, resolve, validate
 from .plan.base import BACKENDS, DEFAULT_BACKEND
@@ -266,10 +266,10 @@ class Pipeline:
             names = None if entities is None else check_names(entities)  # before the index loads
             linker = self.linker  # loaded once; not counted in the linking time
             t0 = time.perf_counter()
-            entities = resolve(linker, question, names, trace)
+            entities, other = split_alternatives(resolve(linker, question, names, trace), trace)
             trace.timings["link"] = time.perf_counter() - t0
-            if optional is None:
-                optional = traced_suggestions(self.suggest(question, entities), trace)
+            if optional is None:  # a span's second reading, and constraints the nearest training questions used
+                optional = {**other, **traced_suggestions(self.suggest(question, [*entities, *other]), trace)}
         question, entities = validate(question, entities, allow_empty=True, strict_names=False)
         if entities:
             entities = known_entities(self.kg, entities, trace, self.config.timeout)

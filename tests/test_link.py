@@ -325,3 +325,16 @@ def test_no_constraint_is_suggested_when_the_config_says_0_or_the_bank_has_no_tr
     assert Pipeline(pipe.config, bank=pipe.bank).suggest("who is x's wife?", []) == []  # built from one question
     with pytest.raises(ValueError, match="constraints must be in"):
         Config(constraints=1.5)
+
+
+def test_a_second_reading_of_a_linked_span_is_an_optional_entity(pipe, index):
+    linker = Linker(index, LinkConfig(same_span_margin=5.0, max_entities=2, second_threshold=0.0, fit_weight=0.0))
+    links = linker.link("what does jamaican people speak?")  # "jamaican": Jamaica, or Jamaican English
+    assert [(x.id, x.alternative) for x in links] == [("m.03_r3", False), ("m.01428y", True)]
+    assert links[1].to_json()["alternative"] is True and "alternative" not in links[0].to_json()
+
+    planner = Recording(pipe.planner)
+    p = Pipeline(pipe.config, bank=pipe.bank, kg=pipe.kg, planner=planner, linker=linker)
+    p.suggest = lambda question, given: []
+    p.answer("what does jamaican people speak?")
+    assert planner.seen[-1] == ({"m.03_r3": "Jamaica", "m.01428y": "Jamaican English"}, ("m.01428y",))

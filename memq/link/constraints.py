@@ -128,3 +128,11 @@ def known_optional(kg, question: str, optional: dict[str, str] | None, entities:
     except LinkingError as exc:
         trace.fallbacks.append(f"optional entities dropped: {exc}")
         return {}
+
+
+def split_alternatives(entities: dict[str, str], trace) -> tuple[dict[str, str], dict[str, str]]:
+    """(entities, alternatives): the linked entities that are a second reading of a span linked already
+    (``Trace.links`` marks them ``alternative``) go apart, for the planner to name or not (optional entities)."""
+    alternative = {link["id"] for link in trace.links if link.get("alternative")}
+    return ({m: n for m, n in entities.items() if m not in alternative},
+            {m: n for m, n in entities.items() if m in alternative})

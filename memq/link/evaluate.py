@@ -123,9 +123,11 @@ def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: in
                 write()
                 continue
             gold = evaluate_question(pipeline, q, planner)
-            optional = {s.id: s.name for s in found}
-            same = dict(q.parses[0].topic_entities) == {x["id"]: x["name"] for x in link["linked"]} and not optional
-            linked = dict(gold) if same else evaluate_question(pipeline, linked_question(q, link["linked"]), planner,
+            main = [x for x in link["linked"] if not x.get("alternative")]  # a span's second reading is optional
+            optional = {x["id"]: x["name"] for x in link["linked"] if x.get("alternative")}
+            optional.update((s.id, s.name) for s in found)
+            same = dict(q.parses[0].topic_entities) == {x["id"]: x["name"] for x in main} and not optional
+            linked = dict(gold) if same else evaluate_question(pipeline, linked_question(q, main), planner,
                                                                optional=optional)
             done[q.id] = {**linked, "linking": link, "same_entities": same, "gold_entities": gold}
             write(done[q.id])
