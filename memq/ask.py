@@ -122,8 +122,10 @@ def show(a: Answer, gold: list[tuple[str, str]] | None = None) -> str:
     lines = [f"Q: {a.question}"]
     if a.trace.links:
         lines.append("linked:")
-        lines += [f"  {x['name']} ({x['id']})  from {x.get('given', x['mention'])!r}  score {x['score']:.3f}"
-                  for x in a.trace.links]
+        lines += [f"  {x['name']} ({x['id']})  " + (
+            f"suggested by similar training questions  support {x['support']:.2f}" if "suggested" in x else
+            f"from {x.get('given', x['mention'])!r}  score {x['score']:.3f}"
+            + ("  (a second reading: optional)" if x.get("alternative") else "")) for x in a.trace.links]
     lines.append("plan:")
     lines += [f"  {i + 1}. {s.text}" for i, s in enumerate(a.plan.steps)]
     for line, reason in a.plan.dropped:

@@ -335,6 +335,13 @@ def test_a_second_reading_of_a_linked_span_is_an_optional_entity(pipe, index):
 
     planner = Recording(pipe.planner)
     p = Pipeline(pipe.config, bank=pipe.bank, kg=pipe.kg, planner=planner, linker=linker)
-    p.suggest = lambda question, given: []
-    p.answer("what does jamaican people speak?")
-    assert planner.seen[-1] == ({"m.03_r3": "Jamaica", "m.01428y": "Jamaican English"}, ("m.01428y",))
+    from memq.ask import show
+    from memq.link.constraints import Suggestion
+
+    p.suggest = lambda question, given: [Suggestion("m.05zppz", "Male", 0.8, ("WebQTrn-1",))]
+    a = p.answer("what does jamaican people speak?")
+    assert planner.seen[-1] == ({"m.03_r3": "Jamaica", "m.01428y": "Jamaican English", "m.05zppz": "Male"},
+                                ("m.01428y", "m.05zppz"))
+    shown = show(a)  # what memq ask prints
+    assert "Jamaican English (m.01428y)  from 'jamaican'" in shown and "(a second reading: optional)" in shown
+    assert "Male (m.05zppz)  suggested by similar training questions  support 0.80" in shown
