@@ -345,3 +345,18 @@ def test_a_second_reading_of_a_linked_span_is_an_optional_entity(pipe, index):
     shown = show(a)  # what memq ask prints
     assert "Jamaican English (m.01428y)  from 'jamaican'" in shown and "(a second reading: optional)" in shown
     assert "Male (m.05zppz)  suggested by similar training questions  support 0.80" in shown
+
+
+def test_a_linked_run_gives_the_gold_entity_answers_their_saved_plans(pipe, tmp_path):
+    from memq.link.evaluate import run_linked
+
+    saved = tmp_path / "saved.jsonl"
+    plan = pipe.planner.plans["what does jamaican people speak?"]
+    saved.write_text(json.dumps({"id": "WebQTest-0", "planner": "fewshot", "plan_raw": plan, "plan_s": 1.5}) + "\n",
+                     encoding="utf-8")
+    summary = run_linked("webqsp", "test", "fewshot", pipeline=pipe, limit=1, plans_from=str(saved), progress=False,
+                         per_question=tmp_path / "out.jsonl")
+    [record] = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert record["gold_entities"]["plan_s"] == 1.5 and record["gold_entities"]["f1"] == 1.0
+    assert summary["gold_entity_plans_from"].endswith("saved.jsonl") and summary["f1_gold_entities"] == 1.0
+    assert summary["linking"]["questions"] == 1639 and "constraints" in summary["linking"]

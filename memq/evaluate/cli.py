@@ -108,12 +108,12 @@ def _evaluate(args: argparse.Namespace) -> int:
         args.planner = Pipeline(replace(config, planner="auto", planner_dataset=args.dataset)).planner_kind
     adapter = recorded_adapter(args, config) if args.record else None
     if args.entities == "linked":
-        if args.record or args.ablation or args.plans or args.shard:
-            raise MemQError("--entities linked runs alone: without --record, --ablation, --plans or --shard")
+        if args.record or args.ablation or args.shard:
+            raise MemQError("--entities linked runs alone: without --record, --ablation or --shard")
         from ..link.evaluate import run_linked
 
         summary = run_linked(args.dataset, args.split, args.planner, config=config, limit=args.limit,
-                             per_question=args.per_question, progress=not args.no_progress)
+                             per_question=args.per_question, progress=not args.no_progress, plans_from=args.plans)
     else:
         summary = run(args.dataset, args.split, args.planner, config=config, limit=args.limit,
                   per_question=args.per_question, progress=not args.no_progress,

@@ -88,18 +88,21 @@ def linked_question(question, links: list[dict]):
 
 
 def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: int | None = None,
-               per_question=None, progress: bool = True, pipeline=None) -> dict:
+               per_question=None, progress: bool = True, pipeline=None, plans_from=None) -> dict:
     """``memq evaluate --entities linked``: linking over the whole split, and end to end over the first ``limit``
     questions, each answered twice in the same run, with the gold topic entities and with the linked ones.
 
     When the linked entities are the gold ones (same ids and names) the gold-entity answer is reused: the pipeline
     is deterministic for a question and its entities. ``per_question`` (JSONL) makes the run resumable.
+    ``plans_from`` (an earlier gold-entity run's per-question files, as ``memq evaluate --plans`` reads them)
+    gives the gold-entity answers their saved plans: only the linked ones are planned.
     """
     from dataclasses import replace as dc_replace
     from pathlib import Path
 
     from ..evaluate.run import evaluate_question, load_records, questions_for, record_log, summarise
-    from ..pipeline import Config, Pipeline
+    from ..evaluate.saved import hybrid_records, saved_plan
+    from ..pipeline import Config, Pipeline, shown_path
 
     if planner == "oracle":
         raise ValueError("--entities linked needs an LLM planner: the oracle plans from the gold query's entities")
@@ -114,6 +117,9 @@ def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: in
         link["suggested"] = [s.to_json() for s in found]
         suggested.append(found)
     block["constraints"] = summarise_constraints(questions, links)
+    files = [plans_from] if isinstance(plans_from, (str, Path)) else list(plans_from or ())
+    saved = [r for file in files for r in load_records(file).values()]
+    saved = hybrid_records(saved) if planner == "hybrid" else {r["id"]: r for r in saved}
     todo = questions[:limit] if limit is not None else questions
     path = Path(per_question) if per_question else None
     done = load_records(path) if path and path.exists() else {}
@@ -122,7 +128,8 @@ def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: in
             if q.id in done:
                 write()
                 continue
-            gold = evaluate_question(pipeline, q, planner)
+            planned = saved_plan(saved[q.id], dict(q.parses[0].topic_entities)) if q.id in saved else None
+            gold = evaluate_question(pipeline, q, planner, planned=planned)
             main = [x for x in link["linked"] if not x.get("alternative")]  # a span's second reading is optional
             optional = {x["id"]: x["name"] for x in link["linked"] if x.get("alternative")}
             optional.update((s.id, s.name) for s in found)
@@ -147,6 +154,7 @@ def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: in
         "hits@1_gold_entities": gold_summary["hits@1"],
         "errors_gold_entities": gold_summary["errors"],
         "same_entities_as_gold": sum(1 for r in records if r["same_entities"]),
+        "gold_entity_plans_from": ", ".join(map(shown_path, files)) or None,
         "linking": block,
         "end_to_end_note": (f"f1, hits@1, ehr, ged, errors: the first {len(records)} questions of the split answered "
                             "with the linked entities; *_gold_entities: the same questions, same run, with the gold "
