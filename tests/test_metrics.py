@@ -58,6 +58,14 @@ def test_ehr_reads_a_value_fixed_by_its_text_as_that_constant():
                              '?y ns:x.roster.number ?n . FILTER(str(?n) = "22" || ?n = 23) }')
     assert ehr(by_text, gold) == 1.0 and ehr(either, gold) == 1.0
     assert ehr(other, gold) == pytest.approx(2 / 3)  # two values: ?n is not fixed
+    # a constant no given entity carries, matched by its text or its node's name (memq.reconstruct.filters)
+    named = parse_query(NS + 'SELECT ?x WHERE { ns:m.1 ns:x.team.roster ?y . ?y ns:x.roster.player ?x . '
+                             '?y ns:x.roster.number ?n . FILTER(str(?n) = "22" || EXISTS { ?n ns:type.object.name ?l '
+                             'FILTER(lcase(str(?l)) = "22") }) }')
+    assert ehr(named, gold) == 1.0
+    assert ehr(parse_query(NS + 'SELECT ?x WHERE { ns:m.1 ns:x.team.roster ?y . ?y ns:x.roster.player ?x . '
+                                '?y ns:x.roster.number ?n . FILTER(str(?n) = "22" || EXISTS { ?n '
+                                'ns:type.object.name ?l FILTER(lcase(str(?l)) = "23") }) }'), gold) == pytest.approx(2 / 3)
 
 
 def test_ged_is_zero_for_the_same_shape_and_grows_with_edits():

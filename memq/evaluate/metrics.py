@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from ..decompose.split import flatten_group
-from ..sparql.model import Call, Iri, Literal, Query, Term, Var
+from ..sparql.model import Call, Exists, Iri, Literal, Query, Term, Var
 
 
 def normalise_answer(value: str) -> str:
@@ -99,7 +99,10 @@ def _node(term: Term, fixed: dict[Term, Term]) -> str:
 
 def _pin(expr) -> tuple[Var, Iri | Literal] | None:
     """(?v, const) when ``expr`` holds only for ?v equal to const: ``?v = c``, ``str(?v) = c``, or an ``||``
-    of such tests naming one variable and one lexical value."""
+    of such tests naming one variable and one lexical value (case aside), a test of ?v's name included
+    (``EXISTS { ?v ns:type.object.name ?n FILTER(lcase(str(?n)) = "c") }``, memq.reconstruct.filters)."""
+    if isinstance(expr, Exists):
+        return _name_pin(expr)
     if not isinstance(expr, Call) or len(expr.args) != 2:
         return None
     if expr.op == "||":
@@ -107,7 +110,7 @@ def _pin(expr) -> tuple[Var, Iri | Literal] | None:
         if None in pins:
             return None
         (var, const), (var2, const2) = pins
-        same = var == var2 and _lexical(const) == _lexical(const2)
+        same = var == var2 and _lexical(const).lower() == _lexical(const2).lower()
         return (var, const) if same else None
     if expr.op != "=":
         return None
@@ -117,6 +120,20 @@ def _pin(expr) -> tuple[Var, Iri | Literal] | None:
     if isinstance(a, Call) and a.op == "str" and len(a.args) == 1:
         a = a.args[0]
     return (a, b) if isinstance(a, Var) and isinstance(b, (Iri, Literal)) else None
+
+
+def _name_pin(expr: Exists) -> tuple[Var, Literal] | None:
+    """(?v, "c") for ``EXISTS { ?v ns:type.object.name ?n FILTER(lcase(str(?n)) = "c") }``."""
+    pattern = expr.pattern
+    if expr.negated or len(pattern.triples) != 1 or len(pattern.filters) != 1 or pattern.unions:
+        return None
+    [t], [f] = pattern.triples, pattern.filters
+    if not (isinstance(t.s, Var) and isinstance(t.p, Iri) and t.p.local == "type.object.name"):
+        return None
+    if not (isinstance(f, Call) and f.op == "=" and f.args[0] == Call("lcase", (Call("str", (t.o,)),))
+            and isinstance(f.args[1], Literal)):
+        return None
+    return t.s, f.args[1]
 
 
 def _lexical(term: Iri | Literal) -> str:
