@@ -332,6 +332,8 @@ def test_a_second_reading_of_a_linked_span_is_an_optional_entity(pipe, index):
     links = linker.link("what does jamaican people speak?")  # "jamaican": Jamaica, or Jamaican English
     assert [(x.id, x.alternative) for x in links] == [("m.03_r3", False), ("m.01428y", True)]
     assert links[1].to_json()["alternative"] is True and "alternative" not in links[0].to_json()
+    # the other Jamaica: a plan could not name it apart from the first, so it is no alternative
+    assert "m.0nn1zzq" not in [x.id for x in linker.link("what does jamaica speak?")]
 
     planner = Recording(pipe.planner)
     p = Pipeline(pipe.config, bank=pipe.bank, kg=pipe.kg, planner=planner, linker=linker)

@@ -198,6 +198,8 @@ class Linker:
                 best = next((x for x in chosen if x.span == (i, j)), None)
                 if best is None or best.score - score > cfg.same_span_margin:
                     continue
+                if normalize(self.index.name(mid) or mid) == normalize(best.name):
+                    continue  # a plan could not name it apart from the first (two places called Atlanta)
             taken.update(range(i, j))
             others = []
             for c in found:
