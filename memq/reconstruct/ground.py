@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from ..errors import ReconstructionError
-from ..recall import TIE_ORDER, RecallConfig, break_tie, is_tie, preferred, query_text, recall_step
+from ..recall import TIE, TIE_ORDER, RecallConfig, break_tie, is_tie, preferred, query_text, recall_step
 from ..sparql.model import Query, Var
 from ..types import Plan, PlanStep, Recalled, Trace
 from .reconstructor import Draft, Reconstructor
@@ -66,6 +66,14 @@ def recall_steps(bank, plan: Plan, config: RecallConfig, trace: Trace) -> list[S
         elif step.kind == "class":
             kept, candidates, fallback = recall_step(bank, step, i, config, structures=("class",))
             choice.kept, choice.candidates = kept[:1], candidates
+            best, n = break_tie(kept) if kept else (None, 0)
+            if n > 1:
+                # classes of one name in several domains (film.producer, music.producer: "producer"): the
+                # preferred one is kept, the others wait for grounding (:func:`ground`)
+                choice.kept = [best]
+                choice.tied = [r for r in kept if r is not best and kept[0].score - r.score <= TIE]
+                trace.fallbacks.append(f"step {i + 1}: {n} tied class statements; kept {best.statement.id} "
+                                       f"({TIE_ORDER})")
             if fallback or not kept:
                 trace.fallbacks.append(f"step {i + 1}: class recall {fallback or 'found nothing'}")
         elif step.kind == "check" and step.relation and step.relation != step.target:
@@ -107,23 +115,46 @@ def ground(choices: list[StepChoice], rec: Reconstructor, select: Select, trace:
     A later step that binds nothing may be the earlier tie's fault: equal descriptions (a relation and its reverse
     property) both bind at step 1, and only the one not preferred leads to a node where step 2 binds. Then each
     earlier tied statement is tried in turn, and the first with which every step binds is taken (traced).
+    Tied class statements (one class name in several domains) are tried the same way.
+
+    When every step binds but the whole pattern, with its checks and the classes after the last find step, has
+    no row, the tie is also the likely fault: two relations of one label (``thrust (sea level)`` and ``thrust
+    (vacuum)``: "the thrust of the rocket engine") both bind, and the check's value is on one of them only. Then
+    the first tied statement with which the whole pattern has a row is taken (traced). This runs before the
+    query does, so it also decides a count, whose query answers (0) either way.
     """
     recalled = [list(c.kept) for c in choices]
     unbound = _ground_once(choices, rec, select, trace)
-    if not unbound:
+    if unbound:
+        upto, why = unbound[0], f"with which step {unbound[0] + 1} binds too"
+    elif any(c.tied for c in choices) and not _pattern_holds(choices, rec, select):
+        upto, why = len(choices), "with which the whole pattern, checks included, has a row"
+    else:
         return
-    for j, c in enumerate(choices[:unbound[0]]):
+    for j, c in enumerate(choices[:upto]):
         for alt in list(c.tied):
             trial = [replace(x, kept=list(recalled[i]), tied=[]) for i, x in enumerate(choices)]
             trial[j].kept = [alt]
             if _ground_once(trial, rec, select, Trace()):
                 continue
+            if not unbound and not _pattern_holds(trial, rec, select):
+                continue
             trial[j].tied = [r for r in [*c.kept, *c.tied] if r is not alt]
             for x, t in zip(choices, trial, strict=True):
                 x.kept, x.tied = t.kept, t.tied
-            trace.fallbacks.append(f"step {j + 1}: took tied statement {alt.statement.id}, with which step "
-                                   f"{unbound[0] + 1} binds too")
+            trace.fallbacks.append(f"step {j + 1}: took tied statement {alt.statement.id}, {why}")
             return
+
+
+def _pattern_holds(choices: list[StepChoice], rec: Reconstructor, select: Select) -> bool:
+    """Whether every step's choice together (checks and classes included, no boilerplate) has a row in the KG."""
+    draft = Draft()
+    for c in choices:
+        apply_step(draft, c, rec, None, skip=False)
+    nodes = [n for t in draft.all_triples() for n in (t.s, t.o) if isinstance(n, Var)]
+    if not nodes:
+        return True
+    return bool(select(draft.probe(nodes[0]), nodes[0]))
 
 
 def _ground_once(choices: list[StepChoice], rec: Reconstructor, select: Select, trace: Trace) -> list[int]:

@@ -50,6 +50,7 @@ from .filters import ORDERING, language_filter, named_filter, value_comparators,
 _VAR_NAME = re.compile(r"^\?[A-Za-z_][A-Za-z0-9_]{0,40}$")
 _DATE = re.compile(r"^(-?\d{4})(-\d{2}(-\d{2})?)?(T[0-9:.]+Z?)?$")
 _NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
+_SCIENTIFIC = re.compile(r"^-?\d+(\.\d+)?[eE][+-]?\d+$")  # 1.519e+06, as GrailQA's floats are written
 XSD_DATETIME = XSD + "dateTime"
 XSD_DOUBLE = XSD + "double"
 
@@ -258,7 +259,7 @@ class Reconstructor:
                 named = named_filter(target, value.value, self.fresh("name"))
                 return named if op == "=" else Call("!", (named,))
             return Call(op, (Call("str", (target,)), value))
-        if op == "=" and isinstance(value, Literal) and _NUMBER.match(value.value):
+        if op == "=" and isinstance(value, Literal) and (_NUMBER.match(value.value) or _SCIENTIFIC.match(value.value)):
             # Freebase keeps some numbers as text (a roster's jersey number is type.rawstring), where a
             # numeric = is a type error and finds nothing: match the text or the number
             return Call("||", (Call("=", (Call("str", (target,)), Literal(value.value))), Call("=", (target, value))))
@@ -295,6 +296,8 @@ class Reconstructor:
             return Literal(date, datatype=XSD_DATETIME)
         if _NUMBER.match(text):
             return Literal(text, datatype=XSD + ("decimal" if "." in text else "integer"))
+        if _SCIENTIFIC.match(text):
+            return Literal(text, datatype=XSD_DOUBLE)
         return Literal(text)
 
     def sort(self, step: PlanStep) -> tuple[tuple[OrderKey, ...], int | None, int | None]:
