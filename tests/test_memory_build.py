@@ -306,3 +306,17 @@ def test_schema_statements_in_the_forms_webqsp_and_cwq_train_queries_write():
                                                  fb=_tiny_schema())}
     assert "?cvt ns:g.held.title ?entity1 .\n?entity2 ns:g.politician.held ?cvt ." not in plain
     assert not any("b.magazine.published" in s and "?cvt" in s for s in plain)
+
+
+def test_grailqa_schema_classes_include_the_ontologys_types_that_no_relation_names():
+    # music.bassist has no relation of its own (a bassist's height is people.person's), yet GrailQA's queries
+    # name it as a class: the ontology's type list gives it one
+    config = SchemaSourceConfig(classes=True, both_directions=True, filters=False, domains=("music",),
+                                answer_reverse=False, entity_entries=False)
+    bassist = "?entity1 ns:type.object.type ns:music.bassist ."
+    listed = {s.sparql for s in schema_statements(config, types=("music.bassist", "film.actor", "common.topic"))}
+    assert bassist in listed
+    assert "?entity1 ns:type.object.type ns:film.actor ." not in listed  # outside the configured domains
+    assert "?entity1 ns:type.object.type ns:common.topic ." not in listed
+    assert bassist not in {s.sparql for s in schema_statements(config, types=())}
+    assert bassist in {s.sparql for s in schema_statements(config)}  # the bundled ontology lists it

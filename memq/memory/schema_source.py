@@ -109,10 +109,23 @@ def _rel(r: str) -> Iri:
     return Iri(FB + r)
 
 
+def ontology_types() -> tuple[str, ...]:
+    """Every type the bundled ontology lists (``data/freebase_schema/fb_types.gz``: ``type meta.subclassOf
+    supertype``), sorted. It has types that no relation starts or ends at (``music.bassist``,
+    ``measurement_unit.common_dimension``), which GrailQA's queries still name as classes."""
+    import gzip
+
+    from memq.datasets import data_path
+
+    with gzip.open(data_path("freebase_schema", "fb_types.gz"), "rt", encoding="utf-8") as fh:
+        return tuple(sorted({p[0] for p in (line.split() for line in fh) if len(p) >= 3 and p[1] == "meta.subclassOf"}))
+
+
 class _SchemaStatements:
-    def __init__(self, fb: FreebaseSchema, config: SchemaSourceConfig) -> None:
+    def __init__(self, fb: FreebaseSchema, config: SchemaSourceConfig, types: tuple[str, ...] = ()) -> None:
         self.fb = fb
         self.config = config
+        self.types = types  # the ontology's types besides those its relations start or end at
 
     def usable(self, rel: str) -> bool:
         if rel.startswith(NON_COMMONS):
@@ -131,10 +144,12 @@ class _SchemaStatements:
         return [Triple(Var("cvt"), _rel(TYPE), _rel(cvt_type))] if self.config.classes else []
 
     def class_statements(self) -> list[Statement]:
-        """A ``class`` statement for every entity or CVT type that a usable relation starts or ends at."""
+        """A ``class`` statement for every entity or CVT type that a usable relation starts or ends at, and for
+        every type the ontology lists (``types``) in the configured domains."""
         if not self.config.classes:
             return []
-        types = set()
+        types = {t for t in self.types if not t.startswith(NON_COMMONS) and self.in_domains(t)
+                 and (self.config.include_base or not t.startswith(NON_COMMONS_DATA))}
         for rel in self.fb.relations:
             if self.usable(rel) and self.fb.range(rel):
                 types.update(t for t in (self.fb.domain(rel), self.fb.range(rel))
@@ -262,11 +277,14 @@ class _SchemaStatements:
         return out
 
 
-def schema_statements(config: SchemaSourceConfig = SchemaSourceConfig(),
-                      fb: FreebaseSchema | None = None) -> list[Statement]:
+def schema_statements(config: SchemaSourceConfig = SchemaSourceConfig(), fb: FreebaseSchema | None = None,
+                      types: tuple[str, ...] | None = None) -> list[Statement]:
     """Every schema statement (structures 1, 2, 3, time filters and, with ``classes``, class statements),
-    deduplicated by id, in a stable order."""
-    maker = _SchemaStatements(fb or schema(), config)
+    deduplicated by id, in a stable order. ``types``: the ontology's type list for class statements; by default
+    the bundled one (:func:`ontology_types`) with the bundled schema, none with a given ``fb``."""
+    if types is None:
+        types = ontology_types() if fb is None and config.classes else ()
+    maker = _SchemaStatements(fb or schema(), config, types)
     s2, s3 = maker.structure2_3()
     out: dict[str, Statement] = {}
     filters = maker.time_filters() if config.filters else []
