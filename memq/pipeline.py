@@ -2,19 +2,17 @@
 
 :meth:`Pipeline.answer` reads top to bottom, one stage a module:
 
-1. validate the question and topic entities (:func:`validate`), check the KG knows them;
+1. validate the question and topic entities (:func:`validate`; linked when none are given, :mod:`memq.link`);
 2. plan: question -> steps (:mod:`memq.plan`), unless a plan is given;
-3. step choice and grounding: recall each step's statements and keep those
-   that bind in the KG (:mod:`memq.reconstruct.ground`, on :mod:`memq.recall`);
-4. answer assembly: the chosen statements -> one query (:mod:`memq.reconstruct.assemble`,
-   on :mod:`memq.reconstruct`), executed on the KG (:mod:`memq.kg`);
+3. step choice and grounding: recall each step's statements and keep those that bind in the KG
+   (:mod:`memq.reconstruct.ground`, on :mod:`memq.recall`);
+4. answer assembly: the chosen statements -> one query (:mod:`memq.reconstruct.assemble`), executed on the KG;
 5. self-repair when it finds nothing (:mod:`memq.reconstruct.repair`), then, for the hybrid planner, the grounded
    planner's plans (:mod:`memq.plan.hybrid`);
 6. the answer terms named and ordered (:func:`memq.reconstruct.assemble.named_answers`).
 
-Every fallback that fires is appended to ``Answer.trace.fallbacks`` and every
-self-repair attempt to ``Answer.trace.attempts``; nothing happens silently.
-The answer order is documented in :mod:`memq.reconstruct.assemble`.
+Every fallback that fires is appended to ``Answer.trace.fallbacks`` and every self-repair attempt to
+``Answer.trace.attempts``; nothing happens silently.
 """
 
 from __future__ import annotations
@@ -51,10 +49,10 @@ GROUNDED_BY_DEFAULT = ("webqsp",)
 # datasets whose ``auto`` planner is the hybrid one. CWQ dev has no gold answers to decide on; the hybrid planner's
 # answers differ from free generation's only where free generation found none, so its F1 cannot be lower
 HYBRID_BY_DEFAULT = ("cwq",)
-# planners whose plan lines are free text read a bank without the banks its manifest includes (the schema): their
-# lines drift to schema statements worded a little closer (held-out dev, stored free plans: WebQSP F1 0.710 against
-# 0.687, CWQ EHR 0.554 against 0.541; docs/results.md). Grounded and given (oracle) plans name statements, and gain.
+# planners that read a bank without the banks it includes (the schema), as on held-out dev it lowered free plans
+# (WebQSP F1 0.710 -> 0.687, CWQ EHR 0.554 -> 0.541), and pairs with no dev run with it (CWQ grounded; docs/memory.md)
 FREE_PLANNERS = ("fewshot", "finetuned", "hybrid")
+BANK_ALONE = {("grounded", "cwq")}
 
 
 def shown_path(path: str | Path | None) -> str | None:
@@ -136,8 +134,13 @@ class Pipeline:
         if self._bank is None:
             from .memory.bank import MemoryBank
 
-            self._bank = MemoryBank.load(self.config.memory, include=self.planner_kind not in FREE_PLANNERS)
+            self._bank = MemoryBank.load(self.config.memory, include=not self.bank_alone)
         return self._bank
+
+    @property
+    def bank_alone(self) -> bool:
+        """The bank is read without the banks it includes (``FREE_PLANNERS``, ``BANK_ALONE``)."""
+        return self.planner_kind in FREE_PLANNERS or (self.planner_kind, self.planner_source[0]) in BANK_ALONE
 
     @property
     def kg(self):
@@ -152,7 +155,7 @@ class Pipeline:
         if self._linker is None:
             from .link.resolve import open_linker
 
-            shared = self.planner_kind not in FREE_PLANNERS  # the fit reads a bank with what it includes
+            shared = not self.bank_alone  # the fit reads a bank with what it includes
             self._linker = open_linker(self.config, kg=lambda: self.kg, bank=(lambda: self.bank) if shared else None)
         return self._linker
 
@@ -222,10 +225,8 @@ class Pipeline:
         return self._planner_choice()[0]
 
     def _planner_choice(self) -> tuple[str, Path]:
-        """(planner kind, fine-tuned adapter path). ``auto`` picks the committed or cached adapter if there is one,
-        else few-shot; with an adapter and llama.cpp (it scores tokens; the transformers fallback only generates),
-        the grounded planner where it won on dev (``GROUNDED_BY_DEFAULT``) or the hybrid one
-        (``HYBRID_BY_DEFAULT``), else free generation."""
+        """(planner kind, adapter path). ``auto``: few-shot without an adapter; with one and llama.cpp (it scores
+        tokens), the grounded or hybrid planner where it won on dev (``*_BY_DEFAULT``), else free generation."""
         config = self.config
         dataset, adapter = self.planner_source
         kind = config.planner
@@ -418,8 +419,7 @@ class Pipeline:
         return query, rows, choices, rec
 
     def select(self, query: Query, var: Var, trace: Trace, quiet: bool = False) -> list:
-        """The distinct values of ``var`` in the rows of ``query`` on the KG. ``quiet`` (probes and repair
-        attempts): a KG error is traced and gives []; otherwise it raises."""
+        """The distinct values of ``var`` in ``query``'s rows; ``quiet``: a KG error is traced and gives []."""
         text = to_standard(query)
         try:
             rows = self.kg.select(text, timeout=self.config.timeout)

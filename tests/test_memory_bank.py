@@ -366,3 +366,7 @@ def test_free_planners_read_a_bank_without_what_it_includes(tmp_path):
     sizes = {kind: len(Pipeline(Config(memory=str(tmp_path / "train"), planner=kind)).bank)
              for kind in ("given", "grounded", *FREE_PLANNERS)}
     assert sizes == {"given": 7, "grounded": 7, "fewshot": 3, "finetuned": 3, "hybrid": 3}
+    # CWQ's grounded planner had no dev run with the schema: it reads the bank alone (BANK_ALONE); given plans do not
+    cwq = {kind: len(Pipeline(Config(memory=str(tmp_path / "train"), planner=kind, planner_dataset="cwq")).bank)
+           for kind in ("given", "grounded")}
+    assert cwq == {"given": 7, "grounded": 3}
