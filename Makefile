@@ -50,10 +50,11 @@ bench-kg: install
 	$(BIN)/python benchmarks/bench_kg.py
 
 # the committed schema bank (the Freebase commons schema alone: one description a statement, sq8 index, gzipped
-# statements) and the default WebQSP bank, whose manifest includes it (docs/memory.md; CWQ's stays train-only)
+# statements) and the default WebQSP and CWQ banks, whose manifests include it (docs/memory.md)
 memory-schema: install
 	$(BIN)/memq memory build --source schema --descriptions 1 --index sq8 --compress --out memory_bank/schema
 	$(BIN)/memq memory build --source webqsp-train --include ../schema --out memory_bank/webqsp
+	$(BIN)/memq memory build --source cwq-train --include ../schema --out memory_bank/cwq
 
 # WebQSP train + the schema in one flat bank with every description (built, not committed; the sparse-KG rows of
 # benchmarks/rescore.py)
