@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import KnowledgeGraphError, MemQError, ReconstructionError
+from .kg import open_kg
 from .link.constraints import known_optional, split_alternatives, traced_suggestions
 from .link.linker import LinkConfig
 from .link.resolve import check_names, check_question, known_entities, needs_linking, resolve, validate
@@ -430,21 +431,3 @@ class Pipeline:
             raise
         return distinct_values(rows, var)
 
-
-def open_kg(data: str, endpoint: str | None = None):
-    """An HTTP endpoint when ``endpoint`` is given, else the embedded Oxigraph store of ``data``.
-
-    ``data`` is an RDF file, opened through the on-disk store built from it once under the memq cache and checked
-    against the file's hash (:meth:`~memq.kg.oxigraph.OxigraphStore.cached`), or an Oxigraph store directory."""
-    if endpoint:
-        from .kg.endpoint import SparqlEndpoint
-
-        return SparqlEndpoint(endpoint)
-    from .kg.oxigraph import OxigraphStore
-
-    path = Path(data)
-    if path.is_dir():
-        return OxigraphStore(path, read_only=True)
-    if not path.exists():
-        raise MemQError(f"knowledge graph file {data} does not exist; build it with `memq kg build-benchmark`")
-    return OxigraphStore.cached(path)

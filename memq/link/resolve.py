@@ -114,24 +114,12 @@ def open_linker(config, kg=None, bank=None) -> Linker:
         index = cached_index(config.kg)
     fit = None
     if config.link.fit_weight > 0:
+        from ..kg import open_kg
         from .fit import MemoryFit
 
-        fit = MemoryFit(kg if kg is not None else lambda: config_kg(config),
+        fit = MemoryFit(kg if kg is not None else lambda: open_kg(config.kg, config.endpoint),
                         bank if bank is not None else lambda: config_bank(config), timeout=config.timeout)
     return Linker(index, config.link, fit)
-
-
-def config_kg(config):
-    """The KG a pipeline :class:`~memq.pipeline.Config` names: its endpoint, else its Oxigraph store (as
-    :func:`memq.pipeline.open_kg` opens it)."""
-    if config.endpoint:
-        from ..kg.endpoint import SparqlEndpoint
-
-        return SparqlEndpoint(config.endpoint)
-    from ..kg.oxigraph import OxigraphStore
-
-    path = Path(config.kg)
-    return OxigraphStore(path, read_only=True) if path.is_dir() else OxigraphStore.cached(path)
 
 
 def config_bank(config):

@@ -17,8 +17,8 @@ On disk a bank is a directory (format version 1)::
                        (line 1's descriptions first, in their order, then line 2's ...)
 
 A manifest may name other banks to ``include`` (paths relative to the bank, e.g. ``["../schema"]``): loading
-the bank loads each of them too and adds the statements it lacks (:meth:`MemoryBank.merged`): the WebQSP bank
-includes the committed schema bank. ``MemoryBank.load(path, include=False)`` loads the bank alone.
+the bank loads each of them too and adds the statements it lacks (:meth:`MemoryBank.merged`): the WebQSP and CWQ
+banks include the committed schema bank. ``MemoryBank.load(path, include=False)`` loads the bank alone.
 
 No pickle. Every file is written to a temporary name and renamed; the
 manifest goes last. :meth:`MemoryBank.load` checks the manifest, the sha256 of
