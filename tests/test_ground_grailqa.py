@@ -74,27 +74,26 @@ def _engines(tmp_path) -> Pipeline:
                                               seen=False)])
 
 
+# every rocket engine and its thrust, the steps the engine tests' plans start with
+THRUST = "Find every rocket engine, assign it to ?x0.\nFind the thrust of the rocket engine ?x0, assign it to ?x1.\n"
+
+
 def test_two_relations_of_one_label_take_the_one_the_check_holds_with(tmp_path):
     pipe = _engines(tmp_path)
-    plan = parse_plan("Find every rocket engine, assign it to ?x0.\n"
-                      "Find the thrust of the rocket engine ?x0, assign it to ?x1.\nMake sure ?x1 is 1.519e+06.\n"
-                      "Finally the answer is ?x0.", [])
+    plan = parse_plan(THRUST + "Make sure ?x1 is 1.519e+06.\nFinally the answer is ?x0.", [])
     got = pipe.answer("which rocket engines can thrust 1.519e+06?", {}, plan=plan)
     assert [m for m, _ in got.answers] == ["m.0eng1"]
     assert any("took tied statement sea000000001, with which the whole pattern" in f for f in got.trace.fallbacks)
     assert not any("self-repair" in f for f in got.trace.fallbacks)
-    counted = parse_plan("Find every rocket engine, assign it to ?x0.\n"
-                         "Find the thrust of the rocket engine ?x0, assign it to ?x1.\nMake sure ?x1 is 6.7e+06.\n"
-                         "Count ?x0, assign it to ?count.\nFinally the answer is ?count.", [])
+    counted = parse_plan(THRUST + "Make sure ?x1 is 6.7e+06.\nCount ?x0, assign it to ?count.\n"
+                         "Finally the answer is ?count.", [])
     got = pipe.answer("how many rocket engines can thrust 6.7e+06?", {}, plan=counted)
     assert [m for m, _ in got.answers] == ["1"]  # not 0: the count's query answers either way
 
 
 def test_a_number_in_scientific_notation_is_compared_as_a_number(tmp_path):
     pipe = _engines(tmp_path)
-    plan = parse_plan("Find every rocket engine, assign it to ?x0.\n"
-                      "Find the thrust of the rocket engine ?x0, assign it to ?x1.\nMake sure ?x1 > 1.0e+06.\n"
-                      "Finally the answer is ?x0.", [])
+    plan = parse_plan(THRUST + "Make sure ?x1 > 1.0e+06.\nFinally the answer is ?x0.", [])
     got = pipe.answer("which rocket engines thrust more than 1.0e+06?", {}, plan=plan)
     # as text, "2.0e+05" > "1.0e+06" and "1.8e+06" > "1.0e+06" alike; as numbers only the first two engines
     assert sorted(m for m, _ in got.answers) == ["m.0eng1", "m.0eng2"]
