@@ -76,7 +76,45 @@ def test_attempts_and_runtime_are_recorded():
     assert got[2].fallback == FALLBACK and got[3].fallback is None
     assert validity(got) == {"valid_first": 1, "valid_retry": 1, "fallback": 1}
     assert validity(TemplateDescriber().describe_with_info([S1, SF])) is None  # no LLM asked
-    assert d.runtime == {"backend": "llamacpp", "threads": 1, "parallel": 4, "fallback": None}
+    assert d.runtime == {"backend": "llamacpp", "threads": 1, "parallel": 4, "retry": "hint", "fallback": None}
+
+
+class Constrained(Scripted):
+    """A Scripted generator that takes ``require`` (constrained decoding) and records what it was given."""
+
+    def __init__(self, replies: dict[str, list[str]]) -> None:
+        super().__init__(replies)
+        self.required: list = []
+
+    def generate(self, prompts, max_new_tokens=64, stop=None, chat=True, require=None):
+        self.required.append(require)
+        return super().generate(prompts, max_new_tokens, stop, chat)
+
+
+def test_a_constraining_generator_gets_the_required_variables_on_the_retry_only():
+    s4 = Statement("s4", "3", "?entity1 ns:film.actor.film ?cvt .\n?cvt ns:film.performance.character ?entity2 .\n"
+                              "?cvt ns:film.performance.film ?entity3 .", ("film.actor.film",))
+    gen = Constrained({"currency_used": ["?entity2 is the currency", "?entity2 is the currency of ?entity1"],
+                       "performance.film": ["?entity3 is a film", "?entity3 is the film of ?entity1 as ?entity2"]})
+    d = LLMDescriber(gen)
+    got = d.describe_with_info([S1, s4])
+    assert gen.required == [None, [("?entity1",), ("?entity1", "?entity2")]]
+    assert [g.attempts for g in got] == [2, 2] and all(g.fallback is None for g in got)
+    assert d.retry_mode == "constrained" and d.runtime["retry"] == "constrained"
+    hinted = LLMDescriber(Scripted({}), model_name=d.model_name)
+    assert hinted.retry_mode == "hint" and hinted.prompt_hash != d.prompt_hash  # a cache of one is not the other's
+
+
+def test_ending_tokens_marks_line_and_sentence_ends():
+    from memq.llm.parallel import ending_tokens
+
+    class Tok:
+        texts = ["the", ".", " end.\n", "?", "entity", "#", "!", ";", " of"]
+
+        def decode(self, ids, skip_special_tokens=False):
+            return "".join(self.texts[i] for i in ids)
+
+    assert ending_tokens(Tok(), 9).tolist() == [False, True, True, False, False, True, True, True, False]
 
 
 def test_the_manifest_counts_validity_and_a_resumed_build_keeps_it(tmp_path):
@@ -146,6 +184,13 @@ def test_batched_decoding_gives_the_one_at_a_time_text(tmp_path):
     assert small.generate(prompts[:4], max_new_tokens=8) == [t for t in one.generate(prompts[:4], max_new_tokens=8)]
     with pytest.raises(LLMError, match="exceeds the llama.cpp context"):
         small.generate(["a long prompt " * 60, "x"], max_new_tokens=8)
+    # constrained: an answer that must hold a string it never writes runs to max_new_tokens, ending nowhere
+    before = one.tokens
+    held = one.generate(["Name a colour."], max_new_tokens=12, require=[("zqxv",)])
+    assert one.tokens - before == 12 and not any(e in held[0] for e in ("\n", ".", "!", ";"))
+    assert "4" in one.generate(["What is 2+2?"], max_new_tokens=12, require=[("4",)])[0]
+    with pytest.raises(LLMError, match="require has 1 entries for 2 prompts"):
+        many.generate(prompts[:2], max_new_tokens=4, require=[("x",)])
 
 
 @pytest.mark.slow

@@ -13,7 +13,10 @@ For each structure 1/2/3 statement:
 
 1. render the prompt of its structure (:mod:`.prompts`), generate greedily;
 2. clean and validate the answer (:mod:`.validate`);
-3. on an invalid answer, retry ONCE with a hint appended to the prompt;
+3. on an invalid answer, retry ONCE with a hint appended to the prompt; where the generator can constrain its
+   decoding (``generate(..., require=...)``, :class:`memq.llm.llamacpp.LlamaCppLLM`), the retry may not end
+   before it mentions the variables it must (``?entity1``): greedy decoding continues past the line or
+   sentence end the model wanted (``retry: "constrained"`` in :attr:`LLMDescriber.runtime`; else ``"hint"``);
 4. if the retry is invalid too, use the template description and record
    ``fallback = "llm-invalid->template"`` on the statement.
 
@@ -24,6 +27,7 @@ is the design, not a fallback).
 
 from __future__ import annotations
 
+import inspect
 import logging
 from dataclasses import asdict, dataclass
 from typing import Protocol
@@ -31,9 +35,9 @@ from typing import Protocol
 from memq.types import Statement
 
 from .base import Described, config_hash
-from .prompts import PROMPTS, render
+from .prompts import PROMPTS, RETRY_HINT, render
 from .template import TemplateDescriber
-from .validate import clean, problem
+from .validate import clean, problem, required_vars
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +82,8 @@ class LLMDescriber:
         self.name = f"llm:{self.model_name}"
         #: why the generator is not the backend asked for (``memq.llm.llamacpp.make_llm``'s note), or None.
         self.backend_fallback = backend_fallback
+        #: "constrained" when the generator takes ``require`` (the retry must mention its variables), else "hint".
+        self.retry_mode = "constrained" if _takes_require(generator) else "hint"
         self.stats = {"prompts": 0, "valid_first": 0, "valid_retry": 0, "fallback": 0}
         #: (statement id, attempt, reason, answer) of every rejected answer, for inspection.
         self.rejected: list[tuple[str, int, str, str]] = []
@@ -85,7 +91,8 @@ class LLMDescriber:
     @property
     def prompt_hash(self) -> str:
         return config_hash({"describer": "llm", "model": self.model_name, "prompts": PROMPTS,
-                            "stop": STOP, "template": self.template.prompt_hash, **asdict(self.config)})
+                            "retry": [RETRY_HINT, self.retry_mode], "stop": STOP,
+                            "template": self.template.prompt_hash, **asdict(self.config)})
 
     @property
     def runtime(self) -> dict:
@@ -97,6 +104,7 @@ class LLMDescriber:
             value = getattr(g, key, None)
             if value is not None:
                 info[key] = value
+        info["retry"] = self.retry_mode
         info["fallback"] = self.backend_fallback
         return info
 
@@ -115,8 +123,11 @@ class LLMDescriber:
             if not todo:
                 break
             prompts = [render(statements[i].structure, statements[i].sparql, retry=attempt > 0) for i in todo]
+            kwargs = {}
+            if attempt > 0 and self.retry_mode == "constrained":
+                kwargs["require"] = [required_vars(statements[i].structure)[1] for i in todo]
             raw = self.generator.generate(prompts, max_new_tokens=self.config.max_new_tokens,
-                                          stop=STOP, chat=self.config.chat)
+                                          stop=STOP, chat=self.config.chat, **kwargs)
             self.stats["prompts"] += len(prompts)
             if len(raw) != len(prompts):
                 raise ValueError(f"generator returned {len(raw)} answers for {len(prompts)} prompts")
@@ -145,3 +156,11 @@ class LLMDescriber:
                 why = FALLBACK if tmpl.fallback is None else f"{FALLBACK},{tmpl.fallback}"
                 out[i] = Described(tmpl.descriptions, tmpl.describer, why, attempts[i])
         return [d for d in out if d is not None]
+
+
+def _takes_require(generator) -> bool:
+    """Whether ``generator.generate`` has a ``require`` parameter (constrained decoding)."""
+    try:
+        return "require" in inspect.signature(generator.generate).parameters
+    except (TypeError, ValueError):
+        return False

@@ -281,14 +281,17 @@ class LlamaCppLLM:
         return list(self.load().tokenizer(text, add_special_tokens=not chat)["input_ids"])
 
     def generate(self, prompts: list[str], max_new_tokens: int = 64,
-                 stop: list[str] | None = None, chat: bool = True) -> list[str]:
+                 stop: list[str] | None = None, chat: bool = True,
+                 require: list[tuple[str, ...]] | None = None) -> list[str]:
+        """Greedy answers to ``prompts``. ``require[i]``: strings prompt i's answer must hold before it may end
+        (constrained decoding, :mod:`memq.llm.parallel`; always on the parallel decoder)."""
         check_generate_args(prompts, max_new_tokens)
         if not prompts:
             return []
         loaded = self.load()
         tok, runner = loaded.tokenizer, loaded.runner
-        if self.parallel > 1 and len(prompts) > 1:  # several prompts decoded together (memq.llm.parallel)
-            return generate_texts(self, prompts, max_new_tokens, stop, chat)
+        if require is not None or (self.parallel > 1 and len(prompts) > 1):  # memq.llm.parallel
+            return generate_texts(self, prompts, max_new_tokens, stop, chat, require)
         out = []
         for prompt in prompts:
             ids = self._ids(self.format(prompt, chat), chat)

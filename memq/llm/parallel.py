@@ -15,6 +15,10 @@ evaluate their own tails together, then take one greedy token each per forward p
 that is done takes the next prompt waiting, so a call with more prompts than sequences keeps all of them busy
 (its tail is evaluated in the same pass as the others' next tokens).
 
+``require`` constrains decoding (the describer's retry): while a prompt's answer lacks one of its required strings
+(``?entity1``), EOS and every token that ends a line or a sentence (:func:`ending_tokens`) are masked, so greedy
+decoding goes on until the answer holds them all, or ``max_new_tokens`` is reached.
+
 The tokens are greedy decoding's, up to rounding: a product over N rows may round differently from one over one
 row, so where two tokens are nearly tied the batched and the one-at-a-time outputs can part. Drafts
 (:mod:`memq.llm.draft`) are not used here.
@@ -95,10 +99,15 @@ class ParallelDecoder:
             free_ctx(ctx)
 
     def generate(self, prompts: list[list[int]], max_new_tokens: int,
-                 done: Callable[[list[int]], bool] | None = None) -> list[list[int]]:
+                 done: Callable[[list[int]], bool] | None = None,
+                 hold: Callable[[int, list[int]], bool] | None = None,
+                 held: np.ndarray | None = None) -> list[list[int]]:
         """Greedy new token ids for each prompt, up to ``n_seq`` decoding at a time. A prompt's decoding ends at
         EOS, at ``max_new_tokens``, or when ``done(its new ids)`` is true (a stop string); its sequence then
-        takes the next prompt waiting, whose tail is evaluated in the same forward pass as the others' tokens."""
+        takes the next prompt waiting, whose tail is evaluated in the same forward pass as the others' tokens.
+
+        ``hold(prompt index, its new ids)`` true: the next token is neither EOS nor one of the ids ``held``
+        marks (a boolean mask over the vocabulary)."""
         if max_new_tokens < 1:
             raise LLMError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
         if any(not p for p in prompts):
@@ -130,7 +139,11 @@ class ParallelDecoder:
                              for s, k in running.items() if new[k])
                 rows = self._run(items)
                 for s, k in list(running.items()):
-                    new[k].append(int(np.argmax(rows[s])))
+                    row = rows[s]
+                    if hold is not None and hold(k, new[k]):
+                        row = np.where(held, -np.inf, row) if held is not None else row.copy()
+                        row[self.eos] = -np.inf
+                    new[k].append(int(np.argmax(row)))
                     if new[k][-1] == self.eos or len(new[k]) >= max_new_tokens or (done is not None and done(new[k])):
                         del running[s]
                         self.lib.llama_memory_seq_rm(self.memory, s, -1, -1)
@@ -188,18 +201,41 @@ def decoder_for(llm) -> ParallelDecoder:
         return _DECODERS[key]
 
 
-def generate_texts(llm, prompts: list[str], max_new_tokens: int, stop: list[str] | None, chat: bool) -> list[str]:
+#: What ends an answer early: a token holding one of these is masked while a required string is missing.
+ENDINGS = ("\n", ".", "!", ";", "#")
+_ENDING_MASKS: dict[int, np.ndarray] = {}
+
+
+def ending_tokens(tok, n_vocab: int) -> np.ndarray:
+    """A boolean mask over the vocabulary: the ids whose text holds one of :data:`ENDINGS` (made once a tokenizer)."""
+    key = id(tok)
+    if key not in _ENDING_MASKS:
+        texts = (tok.decode([i], skip_special_tokens=False) for i in range(n_vocab))
+        _ENDING_MASKS[key] = np.fromiter((any(e in t for e in ENDINGS) for t in texts), dtype=bool, count=n_vocab)
+    return _ENDING_MASKS[key]
+
+
+def generate_texts(llm, prompts: list[str], max_new_tokens: int, stop: list[str] | None, chat: bool,
+                   require: list[tuple[str, ...]] | None = None) -> list[str]:
     """:meth:`LlamaCppLLM.generate <memq.llm.llamacpp.LlamaCppLLM.generate>` with ``llm.parallel`` prompts decoded
-    together: the same formatting, tokens, stop rule and counters."""
+    together: the same formatting, tokens, stop rule and counters. ``require[i]``: the strings prompt i's answer
+    must hold before it may end (see the module's docstring)."""
     tok = llm.load().tokenizer
     decoder = decoder_for(llm)
     ids = [llm.prompt_ids(p, chat) for p in prompts]
+    if require is not None and len(require) != len(prompts):
+        raise LLMError(f"require has {len(require)} entries for {len(prompts)} prompts")
 
     def stopped(new: list[int]) -> bool:
         return bool(stop and any(s in tok.decode(new, skip_special_tokens=True) for s in stop if s))
 
+    def missing(k: int, new: list[int]) -> bool:
+        text = tok.decode(new, skip_special_tokens=True)
+        return any(r not in text for r in require[k])
+
+    held = ending_tokens(tok, decoder.n_vocab) if require else None
     with decoder.lock:
-        news = decoder.generate(ids, max_new_tokens, stopped)
+        news = decoder.generate(ids, max_new_tokens, stopped, hold=missing if require else None, held=held)
     out = []
     for new in news:
         kept = [t for t in new if t != tok.pad_token_id]
