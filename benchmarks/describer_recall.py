@@ -10,7 +10,9 @@ Oracle plans are derived from the gold queries of WebQSP dev (``--dataset cwq``:
 find step naming its gold statement. The step's phrase is one describer's description of that statement:
 ``--wording template`` is the TemplateDescriber's (the wording of memq's oracle plans and of the fine-tuned planner's
 training plans), ``--wording NAME=BANK`` the first description the statement has in BANK (in an LLM bank the LLM's
-sentence, or the template's where the LLM's answers were invalid). A plan worded by one describer and searched in a
+sentence, or the template's where the LLM's answers were invalid), ``--wording reworded`` the template's sentence
+rewritten by rules (:mod:`memq.describe.reword`: the hidden wording that neither describer writes; its counts of
+reworded and unchanged phrases are in the JSON). A plan worded by one describer and searched in a
 bank described by the other is the case descriptions are for: the planner's words are not the memory's.
 
 Each find step is searched as recall searches it (``memq.recall.query_text``; the 8 best statements of structures
@@ -37,6 +39,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from memq.describe.reword import reword  # noqa: E402
 from memq.memory.bank import MemoryBank  # noqa: E402
 from memq.plan.data import derive_split, template_describe  # noqa: E402
 from memq.recall import TIE, RecallConfig, query_text, select  # noqa: E402
@@ -47,10 +50,22 @@ def named(value: str) -> tuple[str, str | None]:
     return name, path or None
 
 
-def wording(path: str | None):
-    """A Statement -> phrase function: the template's, or the first description in the bank at ``path``."""
+def wording(name: str, path: str | None):
+    """A Statement -> phrase function: the template's, its rule rewording (``reworded``), or the first
+    description in the bank at ``path``."""
     template = template_describe()
+    if path is None and name == "reworded":
+        stats = {"reworded": 0, "unchanged": 0}
+
+        def reworded(statement) -> str:
+            text, changed = reword(template(statement))
+            stats["reworded" if changed else "unchanged"] += 1
+            return text
+
+        return reworded, stats
     if path is None:
+        if name != "template":
+            raise SystemExit(f"--wording {name!r}: expected template, reworded or NAME=BANK")
         return template, None
     bank = MemoryBank.load(path)
     stats = {"bank": 0, "template": 0}
@@ -101,7 +116,7 @@ def score(bank: MemoryBank, steps: list[tuple[str, str]], config: RecallConfig) 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bank", action="append", required=True, help="NAME=DIRECTORY (repeat)")
-    ap.add_argument("--wording", action="append", required=True, help="template, or NAME=BANK (repeat)")
+    ap.add_argument("--wording", action="append", required=True, help="template, reworded, or NAME=BANK (repeat)")
     ap.add_argument("--dataset", choices=("webqsp", "cwq"), default="webqsp")
     ap.add_argument("--json-out")
     ap.add_argument("--plans-out", help="write each wording's oracle plans here (stored-plan records)")
@@ -111,7 +126,7 @@ def main() -> int:
     banks = {name: MemoryBank.load(path) for name, path in map(named, args.bank)}
     out: dict = {"dataset": args.dataset, "gamma1": config.gamma1, "gamma2": config.gamma2, "k": config.k, "wordings": {}}
     for name, path in map(named, args.wording):
-        describe, stats = wording(path)
+        describe, stats = wording(name, path)
         steps, derived, plans = find_steps(describe, args.dataset)
         row = {"derived": derived, "phrases_from": stats, "banks": {}}
         if args.plans_out:

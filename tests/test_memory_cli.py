@@ -75,3 +75,26 @@ def test_build_the_grailqa_schema_form_of_some_domains(tmp_path, capsys):
     assert manifest["counts"]["by_structure"]["class"] > 10 and "filter=0" in capsys.readouterr().out
     relations = {r for line in (out / "statements.jsonl").read_text().splitlines() for r in json.loads(line)["relations"]}
     assert relations and all(r.startswith(("architecture.", "religion.", "type.object.type")) for r in relations)
+
+
+def test_merge_keeps_what_the_banks_include_included(tmp_path, capsys):
+    from memq.memory import HashingEmbedder, MemoryBank
+    from memq.types import MemoryRecord, Statement
+
+    def bank(prefix: str, n: int, describer: str) -> MemoryBank:
+        return MemoryBank.build([MemoryRecord(Statement(f"{i:012d}", "1", f"?entity1 ns:x.r{i} ?entity2 .",
+                                                        (f"x.r{i}",)), (f"{prefix} {i} of ?entity1",), describer)
+                                 for i in range(n)], HashingEmbedder())
+
+    schema = MemoryBank.build([MemoryRecord(Statement(f"s{i:011d}", "1", f"?entity1 ns:y.r{i} ?entity2 .",
+                                                      (f"y.r{i}",)), (f"schema relation {i}",), "template")
+                               for i in range(5)], HashingEmbedder())
+    schema.save(tmp_path / "banks" / "schema")
+    bank("the relation", 4, "template").save(tmp_path / "banks" / "template", include=["../schema"])
+    bank("what links", 3, "llm:m").save(tmp_path / "banks" / "llm", include=["../schema"])
+    out = tmp_path / "elsewhere" / "mixed"
+    assert run(["memory", "merge", str(tmp_path / "banks" / "llm"), str(tmp_path / "banks" / "template"),
+                "--descriptions", "--out", str(out)]) == 0
+    assert "4 statements" in capsys.readouterr().out  # the schema's 5 are not copied in
+    assert json.loads((out / "manifest.json").read_text())["include"] == ["../../banks/schema"]
+    assert len(MemoryBank.load(out, include=False)) == 4 and len(MemoryBank.load(out)) == 9

@@ -89,7 +89,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--compress", action="store_true", help="write statements.jsonl.gz")
     c.set_defaults(handler=_compact)
 
-    m = cmds.add_parser("merge", help="one bank with the statements of another that it lacks (no re-embedding)")
+    m = cmds.add_parser("merge", help="one bank with the statements of another that it lacks (no re-embedding); "
+                                      "the banks they include stay included")
     m.add_argument("bank")
     m.add_argument("other")
     m.add_argument("--out", required=True)
@@ -202,17 +203,35 @@ def _merge(args) -> int:
     if Path(args.out).resolve() in (Path(args.bank).resolve(), Path(args.other).resolve()):
         raise MemQError(f"--out {args.out} is one of the banks merged; name a new directory")
     start = time.perf_counter()
-    other = MemoryBank.load(args.other)
+    # the banks alone; what they include stays included (relative to --out), not copied in. With --only-source,
+    # OTHER's included banks are searched for those sources too and not carried over.
+    other = MemoryBank.load(args.other, include=bool(args.only_source))
     if args.only_source:
         other = other.subset(lambda _record, sources: any(s in args.only_source for s in sources))
-    bank = MemoryBank.load(args.bank).merged(other, descriptions=args.descriptions)
+    first = MemoryBank.load(args.bank, include=False)
+    bank = first.merged(other, descriptions=args.descriptions)
     if args.index:
         bank = bank.compacted(args.index)
-    bank.save(args.out)
+    carried = [(args.bank, first)] + ([] if args.only_source else [(args.other, other)])
+    bank.save(args.out, include=_includes(args.out, *carried))
     counts = bank.counts()
     print(f"wrote {args.out}: {counts['statements']} statements, {bank.index.ntotal} rows, "
           f"in {time.perf_counter() - start:.1f} s")
     return 0
+
+
+def _includes(out: str, *banks) -> list[str]:
+    """The banks that the banks merged include (their manifests' ``include``), as paths relative to ``out``."""
+    import os
+    from pathlib import Path
+
+    found: list[str] = []
+    for path, bank in banks:
+        for rel in bank.manifest.get("include") or []:
+            where = os.path.relpath((Path(path) / rel).resolve(), Path(out).resolve())
+            if where not in found:
+                found.append(where)
+    return found
 
 
 def _inspect(args) -> int:
