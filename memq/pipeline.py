@@ -263,6 +263,7 @@ class Pipeline:
         need not (the constraint entities suggested for a linked question, :meth:`suggest`)."""
         trace = Trace()
         clock = time.perf_counter()
+        second: tuple[str, ...] = ()  # linked second readings of a span: lines may start there, prompts don't name them
         if needs_linking(entities):
             question = check_question(question)
             names = None if entities is None else check_names(entities)  # before the index loads
@@ -272,6 +273,7 @@ class Pipeline:
             trace.timings["link"] = time.perf_counter() - t0
             if optional is None:  # a span's second reading, and constraints the nearest training questions used
                 optional = {**other, **traced_suggestions(self.suggest(question, [*entities, *other]), trace)}
+                second = tuple(other)
         question, entities = validate(question, entities, allow_empty=True, strict_names=False)
         if entities:
             entities = known_entities(self.kg, entities, trace, self.config.timeout)
@@ -284,7 +286,8 @@ class Pipeline:
             calls_before = getattr(self.planner, "calls", 0)
             t0 = time.perf_counter()
             if optional and getattr(self.planner, "plans_with_optional", False):
-                plan = self.planner.plan(question, entities, optional=tuple(optional))
+                plan = self.planner.plan(question, entities, optional=tuple(optional),
+                                         unprompted=tuple(m for m in second if m in optional))
             else:
                 plan = self.planner.plan(question, entities)
             trace.timings["plan"] = time.perf_counter() - t0
@@ -308,7 +311,8 @@ class Pipeline:
             failed = exc
             trace.fallbacks.append(f"hybrid: free generation's plan makes no query ({str(exc)[:160]})")
         if hybrid and (result is None or not result[1]):
-            plan, result = self._rescue(question, entities, plan, result, trace, tuple(optional))
+            plan, result = self._rescue(question, entities, plan, result, trace, tuple(optional),
+                                        tuple(m for m in second if m in optional))
             if result is None:
                 raise failed
         query, rows, choices, rec = result
@@ -349,7 +353,8 @@ class Pipeline:
                                "answers; the first one goes on with self-repair")
         return plan, self._execute(plan, entities, trace, self.config.repair)
 
-    def _rescue(self, question: str, entities: dict[str, str], free: Plan, result, trace: Trace, optional=()):
+    def _rescue(self, question: str, entities: dict[str, str], free: Plan, result, trace: Trace, optional=(),
+                unprompted=()):
         """The hybrid planner's second chance for ``free``, a plan whose query (``result``) found nothing, self-repair
         included, or that made no query (``result`` None): the grounded planner's plan (``free.rescue``, planned
         here unless saved), chosen by execution. Its result when it finds rows; else ``free`` and ``result`` stand.
@@ -357,7 +362,7 @@ class Pipeline:
         trace.plans.append({"plan": free.raw, "score": None, "rows": 0, "planner": "free generation"})
         if free.rescue is None:
             t0 = time.perf_counter()
-            free.rescue = self.planner.rescue(question, entities, optional)
+            free.rescue = self.planner.rescue(question, entities, optional, unprompted)
             trace.timings["plan"] = trace.timings.get("plan", 0.0) + time.perf_counter() - t0
         grounded = free.rescue
         trace.llm_calls += grounded.cost.get("llm_calls", 0)

@@ -292,8 +292,9 @@ class Recording:
     def __init__(self, inner):
         self.inner, self.seen = inner, []
 
-    def plan(self, question, entities, optional=()):
+    def plan(self, question, entities, optional=(), unprompted=()):
         self.seen.append((dict(entities), tuple(optional)))
+        self.unprompted = tuple(unprompted)
         return self.inner.plan(question, entities)
 
 
@@ -304,6 +305,7 @@ def test_the_pipeline_gives_the_planner_optional_entities_and_drops_unknown_ones
     a = p.answer(q, {"m.03_r3": "Jamaica"}, optional={"m.05zppz": "Male", "m.0zzzzz": "Foo", "m.03_r3": "Jamaica"})
     assert {i for i, _ in a.answers} == {"m.01428y", "m.04ygk0"}
     assert planner.seen[-1] == ({"m.03_r3": "Jamaica", "m.05zppz": "Male"}, ("m.05zppz",))
+    assert planner.unprompted == ()
     assert any("unknown entity id 'm.0zzzzz' ('Foo')" in f for f in a.trace.fallbacks)
     p.answer(q, {"m.03_r3": "Jamaica"}, optional={"m.0zzzzz": "Foo"})  # none left: the question goes on without
     assert planner.seen[-1] == ({"m.03_r3": "Jamaica"}, ())
@@ -344,6 +346,7 @@ def test_a_second_reading_of_a_linked_span_is_an_optional_entity(pipe, index):
     a = p.answer("what does jamaican people speak?")
     assert planner.seen[-1] == ({"m.03_r3": "Jamaica", "m.01428y": "Jamaican English", "m.05zppz": "Male"},
                                 ("m.01428y", "m.05zppz"))
+    assert planner.unprompted == ("m.01428y",)  # the second reading is not named in the prompt; Male is
     shown = show(a)  # what memq ask prints
     assert "Jamaican English (m.01428y)  from 'jamaican'" in shown and "(a second reading: optional)" in shown
     assert "Male (m.05zppz)  suggested by similar training questions  support 0.80" in shown

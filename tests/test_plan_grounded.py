@@ -222,6 +222,21 @@ def test_entity_coverage_costs_a_plan_that_names_no_step_of_a_topic_entity(kg, b
         GroundedConfig(coverage=-1.0)
 
 
+def test_an_unprompted_entity_is_left_out_of_the_prompt_but_lines_may_start_from_it(kg, bank):
+    """A linked span's second reading: the prompt names the question's entities as training prompts do, one per
+    span; the other reading's lines are still offered."""
+    p = planner(kg, bank, BROTHER)
+    prompts = []
+    p.lm.prompt_ids = lambda prompt: prompts.append(prompt) or [1]
+    both = {**BIEBER, "m.05zppz": "Male"}
+    plan = p.plan("which male sibling does justin bieber have?", both, optional=("m.05zppz",),
+                  unprompted=("m.05zppz",))
+    assert "Male" not in prompts[-1] and "Justin Bieber" in prompts[-1]
+    assert plan.raw == BROTHER  # its Make sure line names Male all the same
+    p.plan("which male sibling does justin bieber have?", both, optional=("m.05zppz",))
+    assert "Male" in prompts[-1]
+
+
 def test_execution_guided_choice_takes_the_first_plan_that_answers(kg, bank):
     pipe = Pipeline(Config(planner="given"), bank=bank, kg=kg)
     empty = "Find the gender of the person Justin Bieber, assign it to ?x.\nFinally the answer is ?x."

@@ -227,8 +227,10 @@ class GroundedPlanner:
 
     plans_with_optional = True  # plan() takes optional entities (suggested constraints) that coverage leaves out
 
-    def plan(self, question: str, entities: Entities, optional: Collection[str] = ()) -> Plan:
-        """``optional``: ids of ``entities`` that entity coverage leaves out (:mod:`memq.link.constraints`)."""
+    def plan(self, question: str, entities: Entities, optional: Collection[str] = (),
+             unprompted: Collection[str] = ()) -> Plan:
+        """``optional``: ids of ``entities`` that entity coverage leaves out (:mod:`memq.link.constraints`);
+        ``unprompted``: ids that lines may start from but the prompt leaves out (a span's second reading)."""
         if not isinstance(entities, dict):
             raise MemQError("the grounded planner needs the topic entities as {id: name}, "
                             f"got {type(entities).__name__}")
@@ -243,7 +245,7 @@ class GroundedPlanner:
             calls = self._lm_calls
             before = lm.counters if hasattr(lm, "counters") else None
             try:
-                plan = self._search(question, entities, lm, neigh, cost, frozenset(optional))
+                plan = self._search(question, entities, lm, neigh, cost, frozenset(optional), frozenset(unprompted))
             except KnowledgeGraphError as exc:
                 where = getattr(self.kg, "url", None) or type(self.kg).__name__
                 plan = self._free(question, entities, f"the KG {where} failed while grounding ({exc})")
@@ -267,13 +269,13 @@ class GroundedPlanner:
         return plan
 
     def _search(self, question: str, entities: dict[str, str], lm, neigh: Neighbourhood, cost: SearchCost,
-                optional: frozenset[str] = frozenset()) -> Plan:
+                optional: frozenset[str] = frozenset(), unprompted: frozenset[str] = frozenset()) -> Plan:
         from memq.reconstruct import Draft, Reconstructor
 
         cfg = self.config
         names = entity_names(entities)
         covered = entity_names({mid: name for mid, name in entities.items() if mid not in optional})
-        prefix = lm.prompt_ids(self.prompt(question, entities))
+        prefix = lm.prompt_ids(self.prompt(question, {m: n for m, n in entities.items() if m not in unprompted}))
         sims = {rec.statement.id: score for rec, _, score in self.bank.search(question, k=len(self.bank))}
         prior = self.prior
         support = prior.support(question) if prior is not None else {}

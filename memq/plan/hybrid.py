@@ -70,16 +70,19 @@ class HybridPlanner:
 
     plans_with_optional = True  # the rescue's entity coverage leaves the optional entities out
 
-    def plan(self, question: str, entities: Entities, optional: Collection[str] = ()) -> Plan:
+    def plan(self, question: str, entities: Entities, optional: Collection[str] = (),
+             unprompted: Collection[str] = ()) -> Plan:
+        """Free generation; the entities ``unprompted`` names (a span's second reading) are left out of it."""
         self._free_calls += 1
         try:
-            return self.free.plan(question, entities)
+            return self.free.plan(question, {m: n for m, n in entities.items() if m not in unprompted})
         except PlanParseError as exc:
             return unreadable(exc)
 
-    def rescue(self, question: str, entities: Entities, optional: Collection[str] = ()) -> Plan:
+    def rescue(self, question: str, entities: Entities, optional: Collection[str] = (),
+               unprompted: Collection[str] = ()) -> Plan:
         """The grounded planner's plan (with its beam) for a question whose free plan found nothing."""
-        return self.grounded.plan(question, entities, optional)
+        return self.grounded.plan(question, entities, optional, unprompted)
 
 
 def unreadable(exc: PlanParseError) -> Plan:
