@@ -143,8 +143,8 @@ class LlamaCppLLM:
     directory. ``weights``: ``f16`` (the shipped weights dequantised once, :mod:`memq.llm.gguf_weights`) or
     ``shipped``; default ``$MEMQ_LLAMA_WEIGHTS``, else ``f16``. ``threads`` defaults to :func:`default_threads`
     (``$MEMQ_LLAMA_THREADS``, else one fewer than the CPUs). ``batch_size`` is only how many prompts a batched caller hands over at once.
-    ``parallel`` > 1: :meth:`generate` decodes that many prompts together (:mod:`memq.llm.parallel`; no drafts);
-    ``calls`` counts prompts answered, ``tokens`` new tokens.
+    ``parallel`` > 1 or ``require`` (strings each answer must hold before it may end): :meth:`generate` decodes
+    the prompts together (:mod:`memq.llm.parallel`; no drafts). ``calls`` counts prompts answered, ``tokens`` tokens.
     """
 
     backend = "llamacpp"
@@ -280,11 +280,8 @@ class LlamaCppLLM:
     def _ids(self, text: str, chat: bool) -> list[int]:
         return list(self.load().tokenizer(text, add_special_tokens=not chat)["input_ids"])
 
-    def generate(self, prompts: list[str], max_new_tokens: int = 64,
-                 stop: list[str] | None = None, chat: bool = True,
-                 require: list[tuple[str, ...]] | None = None) -> list[str]:
-        """Greedy answers to ``prompts``. ``require[i]``: strings prompt i's answer must hold before it may end
-        (constrained decoding, :mod:`memq.llm.parallel`; always on the parallel decoder)."""
+    def generate(self, prompts: list[str], max_new_tokens: int = 64, stop: list[str] | None = None,
+                 chat: bool = True, require: list[tuple[str, ...]] | None = None) -> list[str]:
         check_generate_args(prompts, max_new_tokens)
         if not prompts:
             return []

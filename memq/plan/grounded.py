@@ -229,8 +229,7 @@ class GroundedPlanner:
 
     def plan(self, question: str, entities: Entities, optional: Collection[str] = (),
              unprompted: Collection[str] = ()) -> Plan:
-        """``optional``: ids of ``entities`` that entity coverage leaves out (:mod:`memq.link.constraints`);
-        ``unprompted``: ids that lines may start from but the prompt leaves out (a span's second reading)."""
+        """``optional``: ids of ``entities`` that coverage leaves out; ``unprompted``: ids the prompt leaves out."""
         if not isinstance(entities, dict):
             raise MemQError("the grounded planner needs the topic entities as {id: name}, "
                             f"got {type(entities).__name__}")
