@@ -286,8 +286,11 @@ class Pipeline:
             calls_before = getattr(self.planner, "calls", 0)
             t0 = time.perf_counter()
             if optional and getattr(self.planner, "plans_with_optional", False):
-                plan = self.planner.plan(question, entities, optional=tuple(optional),
-                                         unprompted=tuple(m for m in second if m in optional))
+                second = tuple(m for m in second if m in optional)
+                if second:
+                    trace.fallbacks.append("second readings left out of the planner's prompt (its lines may start "
+                                           "there): " + ", ".join(f"{entities[m]} ({m})" for m in second))
+                plan = self.planner.plan(question, entities, optional=tuple(optional), unprompted=second)
             else:
                 plan = self.planner.plan(question, entities)
             trace.timings["plan"] = time.perf_counter() - t0

@@ -347,6 +347,8 @@ def test_a_second_reading_of_a_linked_span_is_an_optional_entity(pipe, index):
     assert planner.seen[-1] == ({"m.03_r3": "Jamaica", "m.01428y": "Jamaican English", "m.05zppz": "Male"},
                                 ("m.01428y", "m.05zppz"))
     assert planner.unprompted == ("m.01428y",)  # the second reading is not named in the prompt; Male is
+    assert "second readings left out of the planner's prompt (its lines may start there): Jamaican English " \
+           "(m.01428y)" in a.trace.fallbacks
     shown = show(a)  # what memq ask prints
     assert "Jamaican English (m.01428y)  from 'jamaican'" in shown and "(a second reading: optional)" in shown
     assert "Male (m.05zppz)  suggested by similar training questions  support 0.80" in shown
