@@ -281,12 +281,12 @@ class Pipeline:
             raise ValueError(f"at least one topic entity (id -> name) is needed: the {self.planner_kind} planner "
                              "plans from topic entities; give them, or a plan that starts from a class (plan=)")
         optional = known_optional(self.kg, question, optional, entities, trace, self.config.timeout)
+        second = tuple(m for m in second if m in optional)  # those the KG holds
         entities = {**entities, **optional}
         if plan is None:
             calls_before = getattr(self.planner, "calls", 0)
             t0 = time.perf_counter()
             if optional and getattr(self.planner, "plans_with_optional", False):
-                second = tuple(m for m in second if m in optional)
                 if second:
                     trace.fallbacks.append("second readings left out of the planner's prompt (its lines may start "
                                            "there): " + ", ".join(f"{entities[m]} ({m})" for m in second))
@@ -314,8 +314,7 @@ class Pipeline:
             failed = exc
             trace.fallbacks.append(f"hybrid: free generation's plan makes no query ({str(exc)[:160]})")
         if hybrid and (result is None or not result[1]):
-            plan, result = self._rescue(question, entities, plan, result, trace, tuple(optional),
-                                        tuple(m for m in second if m in optional))
+            plan, result = self._rescue(question, entities, plan, result, trace, tuple(optional), second)
             if result is None:
                 raise failed
         query, rows, choices, rec = result

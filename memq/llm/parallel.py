@@ -82,6 +82,7 @@ class ParallelDecoder:
         self.n_vocab = llama.n_vocab()
         self.eos = int(llama.token_eos())
         self.prefix: list[int] = []  # the tokens sequence 0 holds
+        self.endings: np.ndarray | None = None  # ending_tokens of the model's vocabulary, made on first use
         self.lock = threading.Lock()
         self.decodes = 0  # forward passes so far
         self.decoded = 0  # tokens evaluated by them
@@ -203,16 +204,12 @@ def decoder_for(llm) -> ParallelDecoder:
 
 #: What ends an answer early: a token holding one of these is masked while a required string is missing.
 ENDINGS = ("\n", ".", "!", ";", "#")
-_ENDING_MASKS: dict[int, np.ndarray] = {}
 
 
 def ending_tokens(tok, n_vocab: int) -> np.ndarray:
-    """A boolean mask over the vocabulary: the ids whose text holds one of :data:`ENDINGS` (made once a tokenizer)."""
-    key = id(tok)
-    if key not in _ENDING_MASKS:
-        texts = (tok.decode([i], skip_special_tokens=False) for i in range(n_vocab))
-        _ENDING_MASKS[key] = np.fromiter((any(e in t for e in ENDINGS) for t in texts), dtype=bool, count=n_vocab)
-    return _ENDING_MASKS[key]
+    """A boolean mask over the vocabulary: the ids whose text holds one of :data:`ENDINGS`."""
+    texts = (tok.decode([i], skip_special_tokens=False) for i in range(n_vocab))
+    return np.fromiter((any(e in t for e in ENDINGS) for t in texts), dtype=bool, count=n_vocab)
 
 
 def generate_texts(llm, prompts: list[str], max_new_tokens: int, stop: list[str] | None, chat: bool,
@@ -233,7 +230,9 @@ def generate_texts(llm, prompts: list[str], max_new_tokens: int, stop: list[str]
         text = tok.decode(new, skip_special_tokens=True)
         return any(r not in text for r in require[k])
 
-    held = ending_tokens(tok, decoder.n_vocab) if require else None
+    if require and decoder.endings is None:  # made once a decoder (its model's vocabulary)
+        decoder.endings = ending_tokens(tok, decoder.n_vocab)
+    held = decoder.endings if require else None
     with decoder.lock:
         news = decoder.generate(ids, max_new_tokens, stopped, hold=missing if require else None, held=held)
     out = []
