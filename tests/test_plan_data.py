@@ -56,3 +56,18 @@ def test_cli_data_json_and_out(tmp_path, capsys):
     assert summary["plans"] + summary["skipped"] == 25
     assert isinstance(summary["skipped_reasons"], dict)
     assert len(out.read_text().splitlines()) == summary["plans"]
+
+
+def test_grailqa_splits_train_on_train_and_tune_on_part_of_dev():
+    from memq.plan.data import grailqa_part
+
+    train = derive_split("grailqa", "train")
+    tune, report = derive_split("grailqa", "dev"), derive_split("grailqa", "test")
+    assert (train.questions, tune.questions, report.questions) == (1000, 208, 141)
+    assert not train.skipped and not tune.skipped and not report.skipped
+    assert {p.question_id for p in tune.plans}.isdisjoint(p.question_id for p in report.plans)
+    # paraphrases of one logical form (same qid but its last 6 digits) stay in one part
+    assert all(grailqa_part(p.question_id) == grailqa_part(p.question_id[:-6] + "999999") for p in tune.plans)
+    assert any(p.text.startswith("Find every ") for p in train.plans)
+    with pytest.raises(MemQError, match="training data only"):
+        derive_split("grailqa-synthetic", "dev")

@@ -21,7 +21,7 @@ from .train_flags import (
     training_plans,
 )
 
-DATASETS = ("webqsp", "cwq")
+DATASETS = ("webqsp", "cwq", "grailqa")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,7 +29,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     psub = planner.add_subparsers(dest="planner_command", required=True)
 
     data = psub.add_parser("data", help="derive (and write) the planner's training data from gold queries")
-    data.add_argument("--dataset", choices=DATASETS, required=True)
+    data.add_argument("--dataset", choices=DATASETS + ("grailqa-synthetic",), required=True,
+                      help="grailqa: train is every train question, dev the tuning part of GrailQA dev, test its report "
+                           "part; grailqa-synthetic: the synthetic programs (train only)")
     data.add_argument("--split", choices=("train", "dev", "test"), required=True)
     data.add_argument("--out", help="write JSONL here (default: only derive and validate)")
     data.add_argument("--exclude-webqsp-test", action="store_true",

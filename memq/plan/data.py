@@ -52,6 +52,39 @@ def split_of(question_id: str, dev_fraction: float = DEV_FRACTION, seed: str = S
     return "dev" if int.from_bytes(digest[:8], "big") / 2**64 < dev_fraction else "train"
 
 
+GRAILQA_SYNTHETIC = "grailqa-synthetic"
+
+
+def grailqa_part(question_id: str) -> str:
+    """GrailQA dev's two parts: ``"tune"`` (208 of the 349 questions: settings are chosen here) or ``"report"``
+    (141: only scored). Split by the logical-form id (the qid without its last 6 digits), so the paraphrases of
+    one question stay together."""
+    return "tune" if split_of(str(question_id)[:-6], dev_fraction=0.5) == "dev" else "report"
+
+
+def _questions(dataset: str, split: str) -> list:
+    """The questions of a planner split. WebQSP and CWQ: ``train``/``dev`` carved from the training questions,
+    ``test``. GrailQA has a dev set of its own: ``train`` is every train question, ``dev`` the tuning part of GrailQA
+    dev and ``test`` its report part (:func:`grailqa_part`). ``grailqa-synthetic`` (train only): the synthetic
+    programs (:func:`memq.datasets.grailqa_synthetic`)."""
+    from memq.datasets import load
+
+    if dataset == GRAILQA_SYNTHETIC:
+        if split != "train":
+            raise MemQError(f"{GRAILQA_SYNTHETIC} is training data only; got split {split!r}")
+        from memq.datasets import grailqa_synthetic
+
+        return grailqa_synthetic()
+    if dataset == "grailqa":
+        if split == "train":
+            return load("grailqa", "train")
+        part = "tune" if split == "dev" else "report"
+        return [q for q in load("grailqa", "dev") if grailqa_part(q.id) == part]
+    if split == "test":  # scored only, never trained or tuned on
+        return load(dataset, "test")
+    return [q for q in load(dataset, "train") if split_of(q.id) == split]
+
+
 def template_describe() -> Callable[[Statement], str]:
     """The TemplateDescriber's primary description, cached per statement id."""
     from memq.describe.template import TemplateDescriber
@@ -96,14 +129,9 @@ def derive_split(dataset: str, split: str, describe: Callable[[Statement], str] 
                  exclude_webqsp_test: bool = False, limit: int | None = None,
                  progress: Callable[[Iterable], Iterable] | None = None) -> DataReport:
     """Derive target plans for the ``train``/``dev`` part of a dataset's training questions (or ``test``)."""
-    from memq.datasets import load
-
     if split not in SPLITS + ("test",):
         raise MemQError(f"unknown planner split {split!r}; expected train, dev or test")
-    if split == "test":  # scored only, never trained or tuned on
-        questions = load(dataset, "test")
-    else:
-        questions = [q for q in load(dataset, "train") if split_of(q.id) == split]
+    questions = _questions(dataset, split)
     excluded = 0
     if exclude_webqsp_test:
         kept = [q for q in questions if not q.id.startswith(WEBQSP_TEST_PREFIX)]

@@ -18,9 +18,10 @@ TRAIN_SPLIT = "train (memq.plan.data.split_of, dev held out)"
 def add_training_args(p: argparse.ArgumentParser) -> None:
     """The flags ``memq planner train`` and ``memq ablation train`` share: same names, same defaults."""
     p.add_argument("--base", choices=BASES, default="qwen2.5-coder-0.5b")
-    p.add_argument("--data", choices=("webqsp", "cwq", "webqsp+cwq"),
+    p.add_argument("--data", choices=("webqsp", "cwq", "webqsp+cwq", "grailqa", "grailqa+grailqa-synthetic"),
                    help="training questions (default webqsp; train split, dev held out; CWQ's WebQTest-N_ items are "
-                        "excluded when webqsp is included, so the model stays clean for WebQSP test)")
+                        "excluded when webqsp is included, so the model stays clean for WebQSP test; grailqa: its "
+                        "1,000 train questions, grailqa-synthetic: the synthetic programs)")
     p.add_argument("--max-steps", type=int, default=0, help="stop after N optimizer steps (overrides --epochs)")
     p.add_argument("--epochs", type=float, default=1.0)
     p.add_argument("--batch-size", type=int, default=8)
