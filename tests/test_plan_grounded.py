@@ -16,7 +16,8 @@ from memq.memory.bank import MemoryBank
 from memq.memory.embed import HashingEmbedder
 from memq.pipeline import Config, Pipeline
 from memq.plan.format import parse_plan
-from memq.plan.grounded import GroundedConfig, GroundedPlanner, Neighbourhood, _Hyp
+from memq.plan.grounded import GroundedConfig, GroundedPlanner, Neighbourhood
+from memq.plan.lines import Hyp
 from memq.plan.linesearch import SearchCost, best_lines
 from memq.plan.planner import REPO_ADAPTER, FineTunedPlanner
 from memq.reconstruct import Draft, Reconstructor
@@ -126,14 +127,14 @@ def planner(kg, bank, target: str, *more: str, **config) -> GroundedPlanner:
 
 def test_find_lines_are_the_memory_statements_that_bind_at_the_node(kg, bank):
     p = planner(kg, bank, "")
-    lines = p._lines(_Hyp(draft=Draft(), rec=Reconstructor(JAMAICA)), JAMAICA, ["Jamaica"], p.lm,
+    lines = p._lines(Hyp(draft=Draft(), rec=Reconstructor(JAMAICA)), JAMAICA, ["Jamaica"], p.lm,
                      Neighbourhood(kg), {})
     finds = {line.text for line in lines if line.kind == "find"}
     assert "Find the languages spoken of the country Jamaica, assign it to ?x." in finds
     assert "Find the official language of the country Jamaica, assign it to ?y." in finds
     assert not any("currency" in t for t in finds)  # Jamaica has no currency_used edge in this KG
     assert not [line for line in lines if line.kind != "find"]  # nothing assigned yet: no answer, no check
-    lines = p._lines(_Hyp(draft=Draft(), rec=Reconstructor(BIEBER)), BIEBER, ["Justin Bieber"], p.lm,
+    lines = p._lines(Hyp(draft=Draft(), rec=Reconstructor(BIEBER)), BIEBER, ["Justin Bieber"], p.lm,
                      Neighbourhood(kg), {})
     finds = {line.text for line in lines if line.kind == "find"}
     assert "Find the sibling of the siblings of the person Justin Bieber, assign it to ?x." in finds

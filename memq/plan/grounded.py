@@ -45,6 +45,9 @@ that the ``neighbours`` training questions nearest to the question used vote,
 and each Find line's score gets ``prior * (log(prior_floor + support) - the
 best-supported line's)``, a bonus <= 0 that the line search adds exactly.
 
+**GrailQA's lines** (:mod:`memq.plan.lines`): with class statements in the bank, a
+class to start from, class checks, counts and superlatives are offered too.
+
 **Entity coverage** (``coverage``). 99.6% of the WebQSP training plans name every
 topic entity (a Find step's source or second entity, or a check's constant). A
 *Finally* line loses ``coverage`` nats for each topic entity that no step of the
@@ -87,7 +90,7 @@ import copy
 import logging
 import time
 from collections.abc import Collection
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from memq.errors import KnowledgeGraphError, MemQError, ReconstructionError
 from memq.sparql.model import Group, Var
@@ -96,6 +99,7 @@ from memq.types import BeamPlan, Plan, PlanStep
 from .base import Entities
 from .derive import DerivationError, find_step, fresh_variable
 from .format import VAR, parse_plan, parse_step
+from .lines import ClassStatements, Hyp, Line, grail_targets, has_classes, shape_lines, unnamed
 from .linesearch import SearchCost, best_lines
 from .neighbourhood import Edge, Neighbourhood, path_options, statement_edges
 from .prior import QuestionPrior, bonuses
@@ -108,43 +112,6 @@ __all__ = ["GroundedConfig", "GroundedPlanner", "NORMS", "Neighbourhood"]
 logger = logging.getLogger(__name__)
 
 OPEN_STARTS = ("Make sure", "Sort")
-
-
-# --------------------------------------------------------------------------- partial plans
-
-@dataclass
-class _Hyp:
-    lines: list[str] = field(default_factory=list)
-    steps: list[PlanStep] = field(default_factory=list)  # the lines as steps, find steps with their statement ids
-    ids: list[int] = field(default_factory=list)  # the response so far, newlines included
-    total: float = 0.0  # the lines' summed log-probabilities plus their question-prior bonuses (each <= 0)
-    tokens: int = 0
-    draft: object = None
-    rec: object = None
-    assigned: list[str] = field(default_factory=list)
-    done: bool = False
-    notes: list[str] = field(default_factory=list)
-
-    def score(self, norm: str) -> float:
-        return self.total if norm == "sum" else self.total / max(1, self.tokens)
-
-
-@dataclass(frozen=True)
-class _Line:
-    kind: str  # "find", "answer" or "open"
-    text: str
-    ids: tuple[int, ...]
-    step: PlanStep | None = None
-    statement: object = None
-    group: Group | None = None
-    rank: float = 0.0  # the ranker's bonus (<= 0): rank_weight times its logit minus the best candidate's
-
-
-def unnamed(steps, names) -> list[str]:
-    """The topic entity ``names`` that no step of a plan names: as a Find step's source or second entity, or as
-    a check's constant (case aside)."""
-    named = {str(n).lower() for st in steps for n in (st.source, st.value) if n}
-    return [n for n in names if n.lower() not in named]
 
 
 class GroundedPlanner:
@@ -170,6 +137,19 @@ class GroundedPlanner:
         self._prior, self._prior_built = prior, prior is not None
         self._edges: dict[str, tuple[set[Edge], set[Edge]]] = {}
         self._lm_calls = 0
+        self._classes: ClassStatements | None = None
+
+    @property
+    def classes(self) -> ClassStatements | None:
+        """The bank's class statements when it has any (GrailQA's lines are offered, :mod:`memq.plan.lines`)."""
+        if self._classes is None:
+            self._classes = ClassStatements(self.bank) if has_classes(self.bank) else ClassStatements.empty()
+        return self._classes if self._classes.by_class else None
+
+    @property
+    def plans_without_entities(self) -> bool:
+        """With class statements a plan may start from a class, so a question may name no entity."""
+        return self.classes is not None
 
     @property
     def fallbacks(self) -> list[str]:
@@ -278,7 +258,7 @@ class GroundedPlanner:
         sims = {rec.statement.id: score for rec, _, score in self.bank.search(question, k=len(self.bank))}
         prior = self.prior
         support = prior.support(question) if prior is not None else {}
-        root = _Hyp(draft=Draft(), rec=Reconstructor(entities))
+        root = Hyp(draft=Draft(), rec=Reconstructor(entities))
         ranked: list[dict] = []
         beams, complete = [root], []
         offered = 0
@@ -291,13 +271,13 @@ class GroundedPlanner:
                 width, lines_each, beams = 1, 1, beams[:1]
                 beams[0].notes.append(f"pass budget: {spent} forward passes after {step} step(s) reached the budget "
                                       f"of {cfg.budget}; the rest of the plan is searched with a beam of 1")
-            grown: list[_Hyp] = []
+            grown: list[Hyp] = []
             for h in beams:
                 entries = len(ranked)
                 lines = self._lines(h, entities, names, lm, neigh, sims, question, ranked)
-                if first and not any(line.kind == "find" for line in lines):
+                if first and not any(line.kind in ("find", "shape") for line in lines):
                     return self._free(question, entities, "no memory statement starts from an edge of the "
-                                                          f"topic entities {', '.join(entities)} in the KG")
+                                                          f"topic entities {', '.join(entities) or '(none)'} in the KG")
                 offered += len(lines)
                 opened = sum(1 for line in lines if line.kind == "open")  # may complete into unusable lines
                 bonus = bonuses(support, [line.statement.id if line.kind == "find" else None for line in lines],
@@ -357,11 +337,16 @@ class GroundedPlanner:
         """The bank's path statements whose edges exist at the known nodes (:func:`path_options`)."""
         return path_options(self.bank.records, entities, assigned, draft, neigh, self._statement_edges)
 
-    def _lines(self, h: _Hyp, entities: dict[str, str], names, lm, neigh: Neighbourhood, sims, question: str = "",
-               ranked: list[dict] | None = None) -> list[_Line]:
+    def _lines(self, h: Hyp, entities: dict[str, str], names, lm, neigh: Neighbourhood, sims, question: str = "",
+               ranked: list[dict] | None = None) -> list[Line]:
         """Every line the partial plan ``h`` may continue with. With a ranker, the Find lines are its ``rank_top``
         best candidates that bind, each with its bonus, and ``ranked`` gets this step's entry for the trace."""
         cfg = self.config
+        counted = [st.target for st in h.steps if st.kind == "count"]
+        if counted:  # a count ends the plan
+            text = f"Finally the answer is {counted[-1]}."
+            return [Line("answer", text, tuple(lm.token_ids(text)) + (lm.eos_id,),
+                         PlanStep("answer", text, target=counted[-1]))]
         options = self.options(entities, h.assigned, h.draft, neigh)
         options.sort(key=lambda o: -sims.get(o[0].statement.id, -1.0))
         seen: set[str] = set()
@@ -375,7 +360,7 @@ class GroundedPlanner:
         if self.ranker is not None and kept:
             kept, entry = rank_candidates(self.ranker, kept, question, h.lines, pool=cfg.rank_pool,
                                           weight=cfg.rank_weight)
-        lines: list[_Line] = []
+        lines: list[Line] = []
         probe_rec = copy.deepcopy(h.rec)
         offered = 0
         for record, mentions, rank in kept:
@@ -391,7 +376,7 @@ class GroundedPlanner:
                 continue
             offered += 1
             used = set(h.assigned)
-            targets = [v for v in ("?x", "?y") if v not in used]
+            targets = grail_targets(used) if self.classes else [v for v in ("?x", "?y") if v not in used]
             fresh = fresh_variable(st, {v[1:] for v in used})
             if fresh not in targets:
                 targets.append(fresh)
@@ -401,22 +386,25 @@ class GroundedPlanner:
                     entry["candidates"].append({"line": step.text, "statement": st.id,
                                                 "ranker": entry["logits"][(st.id, step.relation)],
                                                 "bonus": round(rank, 4), "index": len(lines)})
-                lines.append(_Line("find", step.text, tuple(lm.token_ids(step.text + "\n")), step, st, rank=rank))
+                lines.append(Line("find", step.text, tuple(lm.token_ids(step.text + "\n")), step, st, rank=rank))
         if entry is not None:
             del entry["logits"]
             ranked.append(entry)
+        if self.classes is not None:
+            lines += [Line("shape", sl.text, tuple(lm.token_ids(sl.text + "\n")), sl.step, sl.statement)
+                      for sl in shape_lines(self.classes, h, neigh, sims)]
         for v in h.assigned:
             text = f"Finally the answer is {v}."
-            lines.append(_Line("answer", text, tuple(lm.token_ids(text)) + (lm.eos_id,),
+            lines.append(Line("answer", text, tuple(lm.token_ids(text)) + (lm.eos_id,),
                                PlanStep("answer", text, target=v)))
         if h.assigned:
             for start in OPEN_STARTS:
-                lines.append(_Line("open", start, tuple(lm.token_ids(start))))
+                lines.append(Line("open", start, tuple(lm.token_ids(start))))
         return lines
 
-    def _extend(self, h: _Hyp, line: _Line, scored, lm, question: str, names) -> _Hyp | None:
+    def _extend(self, h: Hyp, line: Line, scored, lm, question: str, names) -> Hyp | None:
         """``h`` continued with one scored line, or None when the line cannot be used."""
-        new = _Hyp(list(h.lines), list(h.steps), h.ids + list(scored.ids), h.total + scored.score,
+        new = Hyp(list(h.lines), list(h.steps), h.ids + list(scored.ids), h.total + scored.score,
                    h.tokens + len(scored.ids), h.draft.copy(), copy.deepcopy(h.rec), list(h.assigned),
                    False, list(h.notes))
         if line.kind == "find":
@@ -428,6 +416,16 @@ class GroundedPlanner:
             new.assigned.append(line.step.target)
             new.lines.append(line.text)
             new.steps.append(replace(line.step, statement=line.statement.id))
+        elif line.kind == "shape":  # GrailQA's lines (memq.plan.lines)
+            if line.step.kind == "class":
+                try:
+                    new.draft.add_alternatives([Group(triples=(new.rec.class_triple(line.step, line.statement),))])
+                except ReconstructionError:
+                    return None
+            if line.step.kind == "count" or line.step.op == "find":
+                new.assigned.append(line.step.target)
+            new.lines.append(line.text)
+            new.steps.append(line.step)
         elif line.kind == "answer":
             new.lines.append(line.text)
             new.steps.append(line.step)
@@ -438,7 +436,7 @@ class GroundedPlanner:
                 step = parse_step(text, names)
             except MemQError:
                 return None
-            if step.kind not in ("check", "sort") or not set(VAR.findall(text)) <= set(new.assigned) \
+            if step.kind not in ("check", "sort", "class", "superlative") or not set(VAR.findall(text)) <= set(new.assigned) \
                     or not VAR.findall(text):
                 return None
             if step.kind == "check" and step.value:

@@ -104,3 +104,29 @@ class Neighbourhood:
         probe = draft.copy()
         probe.add_alternatives([group])
         return bool(self._select(to_standard(probe.probe(target))))
+
+    def has_members(self, class_id: str) -> bool:
+        """Whether some node of the KG has the class ``class_id`` (``type.object.type``)."""
+        from memq.sparql.model import FB
+        from memq.sparql.safety import relation_iri
+
+        relation_iri(class_id)  # a class id has a relation id's form: validated before it is written
+        key = "members:" + class_id
+        if key not in self._cache:
+            triple = Triple(Var("memq_s"), Iri(FB + "type.object.type"), Iri(FB + class_id))
+            query = Query(where=Group(triples=(triple,)), projection=(Projection(Var("memq_s")),), limit=1)
+            self._cache[key] = {("", "")} if self._select(to_standard(query)) else set()
+        return bool(self._cache[key])
+
+    def types(self, var: Var, draft, limit: int = 200) -> set[str]:
+        """The classes (``type.object.type``) of the values ``draft`` (the plan so far) binds to ``var``."""
+        from memq.sparql.model import FB
+
+        t = Var("memq_t")
+        where = Group(triples=tuple(draft.triples) + (Triple(var, Iri(FB + "type.object.type"), t),),
+                      unions=tuple(draft.unions), filters=tuple(draft.filters))
+        key = to_standard(Query(where=where, projection=(Projection(t),), distinct=True, limit=limit))
+        if key not in self._cache:
+            self._cache[key] = {(term.local, "class") for row in self._select(key)
+                                if isinstance(term := row.get("memq_t"), Iri) and term.is_freebase}
+        return {cid for cid, _ in self._cache[key]}

@@ -1,0 +1,136 @@
+"""GrailQA's lines in the grounded planner (memq.plan.lines): a class to start from, class checks, counts and
+superlatives, on a hand-made KG of buildings, with the scripted character-level model of test_plan_grounded."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from test_plan_grounded import ScriptedLM
+
+from memq.kg.oxigraph import OxigraphStore
+from memq.memory.bank import MemoryBank
+from memq.memory.embed import HashingEmbedder
+from memq.pipeline import Config, Pipeline
+from memq.plan.grounded import GroundedConfig, GroundedPlanner, Neighbourhood
+from memq.plan.lines import ClassStatements, Hyp, count_lines, grail_targets, superlative_lines
+from memq.plan.planner import REPO_ADAPTER, FineTunedPlanner
+from memq.reconstruct import Draft, Reconstructor
+from memq.types import MemoryRecord, Statement
+
+NS = "http://rdf.freebase.com/ns/"
+BUILDINGS = {"m.0b1": ("Low House", 3), "m.0b2": ("Mid Tower", 8), "m.0b3": ("High Tower", 40),
+             "m.0b4": ("Twin Tower", 40)}
+
+
+def _triples() -> str:
+    out = []
+    for mid, (name, floors) in BUILDINGS.items():
+        out.append(f'<{NS}{mid}> <{NS}type.object.name> "{name}"@en .')
+        out.append(f"<{NS}{mid}> <{NS}type.object.type> <{NS}architecture.building> .")
+        out.append(f'<{NS}{mid}> <{NS}architecture.building.floors> "{floors}"^^<http://www.w3.org/2001/XMLSchema#integer> .')
+    out.append(f'<{NS}m.0c1> <{NS}type.object.name> "Big Bridge"@en .')
+    out.append(f"<{NS}m.0c1> <{NS}type.object.type> <{NS}transportation.bridge> .")
+    return "\n".join(out) + "\n"
+
+
+STATEMENTS = [  # (id, structure, sparql, description)
+    ("building", "class", "?entity1 ns:type.object.type ns:architecture.building .", "?entity1 is a building"),
+    ("bridge", "class", "?entity1 ns:type.object.type ns:transportation.bridge .", "?entity1 is a bridge"),
+    ("museum", "class", "?entity1 ns:type.object.type ns:architecture.museum .", "?entity1 is a museum"),
+    ("floors", "1", "?entity1 ns:architecture.building.floors ?entity2 .",
+     "?entity2 is the floors of the building ?entity1"),
+]
+
+
+@pytest.fixture(scope="module")
+def kg(tmp_path_factory):
+    path = tmp_path_factory.mktemp("kg") / "kg.nt"
+    path.write_text(_triples(), encoding="utf-8")
+    return OxigraphStore.from_file(path)
+
+
+@pytest.fixture(scope="module")
+def bank():
+    records = [MemoryRecord(Statement(i, s, q, tuple(re.findall(r"ns:(\S+)", q))), (d,), "template")
+               for i, s, q, d in STATEMENTS]
+    return MemoryBank.build(records, HashingEmbedder())
+
+
+def planner(kg, bank, target: str) -> GroundedPlanner:
+    free = FineTunedPlanner(str(REPO_ADAPTER).format(dataset="webqsp"))
+    return GroundedPlanner(free, kg=kg, bank=bank, config=GroundedConfig(prior=0.0), lm=ScriptedLM(target))
+
+
+def test_a_class_starts_only_where_the_kg_has_members(kg, bank):
+    classes = ClassStatements(bank)
+    assert classes.names == {"building": "building", "bridge": "bridge", "museum": "museum"}
+    neigh = Neighbourhood(kg)
+    starts = [line.text for line in classes.starts({}, neigh.has_members)]
+    assert sorted(starts) == ["Find every bridge, assign it to ?x0.", "Find every building, assign it to ?x0."]
+    assert [line.text for line in classes.starts({"bridge": 0.9, "building": 0.1}, neigh.has_members, k=1)] == \
+        ["Find every bridge, assign it to ?x0."]
+    with pytest.raises(ValueError, match="not a Freebase relation id"):
+        neigh.has_members("bad> <id")
+
+
+def test_class_checks_are_the_classes_of_the_bound_values(kg, bank):
+    p = planner(kg, bank, "")
+    h = Hyp(draft=Draft(), rec=Reconstructor({"m.0b1": "Low House"}))
+    h.assigned = ["?x0"]
+    lines = p._lines(h, {"m.0b1": "Low House"}, ["Low House"], p.lm, Neighbourhood(kg), {})
+    shapes = {line.text for line in lines if line.kind == "shape"}
+    # ?x0 is unconstrained here: every node the KG types is a value, so both classes the KG holds are offered
+    assert {"Make sure ?x0 is a building.", "Make sure ?x0 is a bridge."} <= shapes
+    assert "Make sure ?x0 is a museum." not in shapes  # no value of ?x0 is a museum
+    assert "Count ?x0, assign it to ?count." in shapes
+    assert not any(t.startswith("Sort ?x0") for t in shapes)  # the answer itself is no superlative's key
+
+
+def test_lines_for_counts_superlatives_and_variables():
+    assert [line.text for line in count_lines(["?x0"])] == ["Count ?x0, assign it to ?count."]
+    assert [line.text for line in superlative_lines(["?x0", "?x1"])] == [
+        "Sort ?x1 in descending order and keep every result tied for first.",
+        "Sort ?x1 in ascending order and keep every result tied for first."]
+    assert grail_targets(set()) == ["?x0", "?x1"]
+    assert grail_targets({"?x0", "?floors"}) == ["?x1", "?x2"]
+
+
+def test_a_question_with_no_entity_is_planned_from_a_class_and_answered(kg, bank):
+    target = ("Find every building, assign it to ?x0.\nFind the floors of the building ?x0, assign it to ?x1.\n"
+              "Make sure ?x1 < 9.\nFinally the answer is ?x0.")
+    p = planner(kg, bank, target)
+    assert p.plans_without_entities
+    plan = p.plan("which building has less than 9 floors?", {})
+    assert plan.raw == target
+    pipe = Pipeline(Config(planner="given"), bank=bank, kg=kg)
+    answer = pipe.answer("which building has less than 9 floors?", {}, plan=plan)
+    assert {i for i, _ in answer.answers} == {"m.0b1", "m.0b2"}
+
+
+@pytest.mark.parametrize(("target", "gold"), [
+    ("Find every building, assign it to ?x0.\nCount ?x0, assign it to ?count.\nFinally the answer is ?count.",
+     {"4"}),
+    ("Find every building, assign it to ?x0.\nFind the floors of the building ?x0, assign it to ?x1.\n"
+     "Sort ?x1 in descending order and keep every result tied for first.\nFinally the answer is ?x0.",
+     {"m.0b3", "m.0b4"}),
+])
+def test_counts_and_superlatives_are_chosen_lines(kg, bank, target, gold):
+    p = planner(kg, bank, target)
+    plan = p.plan("how many buildings are there?", {})
+    assert plan.raw == target
+    answer = Pipeline(Config(planner="given"), bank=bank, kg=kg).answer("q?", {}, plan=plan)
+    assert {i for i, _ in answer.answers} == gold
+
+
+def test_a_bank_without_classes_offers_no_grailqa_line(kg):
+    records = [MemoryRecord(Statement("floors", "1", STATEMENTS[3][2], ("architecture.building.floors",)),
+                            (STATEMENTS[3][3],), "template")]
+    p = planner(kg, MemoryBank.build(records, HashingEmbedder()), "")
+    assert p.classes is None and not p.plans_without_entities
+    h = Hyp(draft=Draft(), rec=Reconstructor({"m.0b1": "Low House"}))
+    lines = p._lines(h, {"m.0b1": "Low House"}, ["Low House"], p.lm, Neighbourhood(kg), {})
+    assert lines and all(line.kind == "find" for line in lines)
+    assert [line.text for line in lines] == ["Find the floors of the building Low House, assign it to ?x.",
+                                             "Find the floors of the building Low House, assign it to ?y.",
+                                             "Find the floors of the building Low House, assign it to ?floors."]
