@@ -71,3 +71,15 @@ def test_grailqa_splits_train_on_train_and_tune_on_part_of_dev():
     assert any(p.text.startswith("Find every ") for p in train.plans)
     with pytest.raises(MemQError, match="training data only"):
         derive_split("grailqa-synthetic", "dev")
+
+
+def test_evaluation_parts_of_grailqa_dev_are_the_planner_splits():
+    from memq.evaluate.run import questions_for
+
+    tune, report = questions_for("grailqa", "dev", "tune"), questions_for("grailqa", "dev", "report")
+    assert [q.id for q in tune] == [p.question_id for p in derive_split("grailqa", "dev").plans]
+    assert len(tune) + len(report) == len(questions_for("grailqa", "dev")) == 349
+    with pytest.raises(ValueError, match="'tune': GrailQA dev has the parts"):
+        questions_for("webqsp", "dev", "tune")
+    with pytest.raises(ValueError, match="'half'"):
+        questions_for("grailqa", "dev", "half")

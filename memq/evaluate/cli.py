@@ -17,6 +17,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--planner", choices=("auto", "oracle", "fewshot", "finetuned", "grounded", "hybrid"),
                     required=True, help="auto: what memq ask, memq serve and memq.answer use for the dataset")
     ev.add_argument("--limit", type=int, help="only the first N questions")
+    ev.add_argument("--part", choices=("tune", "report"),
+                    help="GrailQA dev only: its tuning part (settings are chosen there) or its report part (only "
+                         "scored), split by logical form")
     ev.add_argument("--json", metavar="FILE", help="write the summary here")
     ev.add_argument("--per-question", metavar="FILE.jsonl", help="per-question records; a rerun resumes from it")
     ev.add_argument("--memory", help="memory bank directory (default: the committed bank of --dataset, "
@@ -108,8 +111,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         args.planner = Pipeline(replace(config, planner="auto", planner_dataset=args.dataset)).planner_kind
     adapter = recorded_adapter(args, config) if args.record else None
     if args.entities == "linked":
-        if args.record or args.ablation or args.shard:
-            raise MemQError("--entities linked runs alone: without --record, --ablation or --shard")
+        if args.record or args.ablation or args.shard or args.part:
+            raise MemQError("--entities linked runs alone: without --record, --ablation, --shard or --part")
         from ..link.evaluate import run_linked
 
         summary = run_linked(args.dataset, args.split, args.planner, config=config, limit=args.limit,
@@ -118,7 +121,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         summary = run(args.dataset, args.split, args.planner, config=config, limit=args.limit,
                   per_question=args.per_question, progress=not args.no_progress,
                       ablation=args.ablation, ablation_adapter=args.ablation_adapter, plans_from=args.plans,
-                      shard=args.shard)
+                      shard=args.shard, part=args.part)
     summary["per_question"] = shown_path(args.per_question)
     text = json.dumps(summary, indent=2)
     if args.json:

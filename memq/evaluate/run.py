@@ -36,13 +36,22 @@ SOURCE_NOTE = ("answers: benchmark KG synthesised from gold annotations (not com
                "EHR/GED: against the gold queries")
 
 
-def questions_for(dataset: str, split: str) -> list:
+PARTS = ("tune", "report")
+
+
+def questions_for(dataset: str, split: str, part: str | None = None) -> list:
     """``dev`` is carved from train (memq.plan.data.split_of), except GrailQA's, which is its own dev file (the
-    349 bundled questions; its test set is not public); ``test`` is the official test set."""
+    349 bundled questions; its test set is not public); ``test`` is the official test set. ``part``
+    (GrailQA dev only): its ``tune`` or ``report`` part (:func:`memq.plan.data.grailqa_part`)."""
+    if part is not None and (dataset, split, part in PARTS) != ("grailqa", "dev", True):
+        raise ValueError(f"part {part!r}: GrailQA dev has the parts {', '.join(PARTS)}; "
+                         f"{dataset} {split} has none")
     if dataset == "grailqa":
         if split != "dev":
             raise ValueError("GrailQA has no public test set: evaluate on --split dev")
-        return datasets.load("grailqa", "dev")
+        from ..plan.data import grailqa_part
+
+        return [q for q in datasets.load("grailqa", "dev") if part is None or grailqa_part(q.id) == part]
     if split == "test":
         return datasets.load(dataset, "test")
     if split == "dev":
@@ -249,8 +258,9 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
         per_question: str | Path | None = None, progress: bool = True, pipeline=None,
         ablation: str | None = None, ablation_adapter: str | Path | None = None, ablation_model=None,
         batch_size: int | None = None, plans_from: str | Path | list[str | Path] | None = None,
-        shard: tuple[int, int] | None = None) -> dict:
-    """Evaluate and return the summary; ``per_question`` (JSONL) makes the run resumable.
+        shard: tuple[int, int] | None = None, part: str | None = None) -> dict:
+    """Evaluate and return the summary; ``per_question`` (JSONL) makes the run resumable. ``part``: GrailQA
+    dev's ``tune`` or ``report`` part (:func:`questions_for`).
 
     ``batch_size``: questions planned per generate call (default: ``config.planner_batch_size``).
 
@@ -282,7 +292,7 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
         config = replace(config, planner=planner)
     pipeline = pipeline or Pipeline(config)
     batch_size = batch_size or config.planner_batch_size
-    questions = questions_for(dataset, split)
+    questions = questions_for(dataset, split, part)
     if limit is not None:
         questions = questions[:limit]
     if shard is not None:
@@ -387,6 +397,9 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
     if backends:  # the planner's LLM backend(s) for the questions planned in this run
         names = sorted(map(str, backends))
         summary["backend"] = names[0] if len(names) == 1 else names
+    if part is not None:
+        summary["part"] = {"name": part, "note": "GrailQA dev split by logical form (memq.plan.data.grailqa_part): "
+                           + ("settings are chosen on this part" if part == "tune" else "this part is only scored")}
     if shard is not None:
         k, n = shard
         summary["shard"] = {"index": k, "of": n, "note": f"questions {k}, {k + n}, {k + 2 * n}, ... of the split "
