@@ -75,3 +75,12 @@ def test_ged_is_zero_for_the_same_shape_and_grows_with_edits():
     assert ged(renamed, gold) == 0.0
     assert ged(one_edge, gold) == 2.0  # one edge and one node missing
     assert ged(None, gold) == 5.0
+
+
+def test_p95_is_a_nearest_rank_never_below_the_median():
+    from memq.evaluate.metrics import p95
+
+    assert p95([]) == 0.0
+    assert p95([0.4, 0.08]) == 0.4  # two values: the larger (an index into the lower end gave the smaller)
+    assert p95(range(1, 101)) == 95
+    assert p95([3.0]) == 3.0

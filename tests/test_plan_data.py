@@ -83,3 +83,20 @@ def test_evaluation_parts_of_grailqa_dev_are_the_planner_splits():
         questions_for("webqsp", "dev", "tune")
     with pytest.raises(ValueError, match="'half'"):
         questions_for("grailqa", "dev", "half")
+
+
+def test_evaluate_takes_a_question_file_of_the_datasets_format(tmp_path):
+    import gzip
+
+    from memq.evaluate.run import run
+    from memq.pipeline import ROOT, Config
+
+    raw = json.loads(gzip.open(ROOT / "data" / "grailqa" / "grailqa_dev_subset.json.gz").read())
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(raw[3:5]), encoding="utf-8")
+    config = Config(kg=str(ROOT / "data" / "kg" / "grailqa.nq.gz"), memory=str(ROOT / "memory_bank" / "grailqa"))
+    summary = run("grailqa", "dev", "oracle", config=config, questions_file=path, progress=False)
+    assert summary["questions"] == 2 and summary["questions_file"].endswith("mine.json")
+    assert summary["by_level"]  # the file's own levels
+    with pytest.raises(ValueError, match="a questions file has none"):
+        run("grailqa", "dev", "oracle", config=config, questions_file=path, part="tune", progress=False)

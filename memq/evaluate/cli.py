@@ -17,6 +17,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--planner", choices=("auto", "oracle", "fewshot", "finetuned", "grounded", "hybrid"),
                     required=True, help="auto: what memq ask, memq serve and memq.answer use for the dataset")
     ev.add_argument("--limit", type=int, help="only the first N questions")
+    ev.add_argument("--questions", metavar="FILE",
+                    help="a gold-annotated question file of your own (JSON, .gz too) in --dataset's format, "
+                         "instead of the bundled split (build its KG with memq kg build-benchmark --questions)")
     ev.add_argument("--part", choices=("tune", "report"),
                     help="GrailQA dev only: its tuning part (settings are chosen there) or its report part (only "
                          "scored), split by logical form")
@@ -111,8 +114,9 @@ def _evaluate(args: argparse.Namespace) -> int:
         args.planner = Pipeline(replace(config, planner="auto", planner_dataset=args.dataset)).planner_kind
     adapter = recorded_adapter(args, config) if args.record else None
     if args.entities == "linked":
-        if args.record or args.ablation or args.shard or args.part:
-            raise MemQError("--entities linked runs alone: without --record, --ablation, --shard or --part")
+        if args.record or args.ablation or args.shard or args.part or args.questions:
+            raise MemQError("--entities linked runs alone: without --record, --ablation, --shard, --part or "
+                            "--questions")
         from ..link.evaluate import run_linked
 
         summary = run_linked(args.dataset, args.split, args.planner, config=config, limit=args.limit,
@@ -121,7 +125,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         summary = run(args.dataset, args.split, args.planner, config=config, limit=args.limit,
                   per_question=args.per_question, progress=not args.no_progress,
                       ablation=args.ablation, ablation_adapter=args.ablation_adapter, plans_from=args.plans,
-                      shard=args.shard, part=args.part)
+                      shard=args.shard, part=args.part, questions_file=args.questions)
     summary["per_question"] = shown_path(args.per_question)
     text = json.dumps(summary, indent=2)
     if args.json:

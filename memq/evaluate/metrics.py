@@ -22,6 +22,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 
 from ..decompose.split import flatten_group
@@ -218,3 +219,10 @@ def ged(predicted: Query | None, gold: Query, timeout: float = 2.0) -> float:
         timeout=timeout,
     )
     return float(value if value is not None else g_gold.number_of_nodes() + g_gold.number_of_edges())
+
+
+def p95(values) -> float:
+    """The 95th percentile by nearest rank (the smallest value with at least 95% of them at or below it); 0.0
+    for none. Small samples: the largest of 2 to 20 values (never below the median)."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)] if ordered else 0.0

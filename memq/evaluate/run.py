@@ -25,7 +25,7 @@ from ..errors import MemQError, PlanParseError
 from ..files import sha256_file
 from ..types import Plan
 from .direct import ABLATIONS, DirectSparqlModel, evaluate_direct
-from .metrics import mean
+from .metrics import mean, p95
 from .saved import hybrid_records, load_records, plan_record, record_log, saved_plan  # noqa: F401 - re-exported
 from .scoring import error_stage, score
 
@@ -160,7 +160,7 @@ def summarise(records: list[dict], *, dataset: str, split: str, planner: str, kg
         "ehr": round(mean(r["ehr"] for r in records), 4),
         "ged": round(mean(r["ged"] for r in records), 4),
         "p50_s": round(statistics.median(latencies), 4) if latencies else 0.0,
-        "p95_s": round(latencies[int(0.95 * (len(latencies) - 1))], 4) if latencies else 0.0,
+        "p95_s": round(p95(latencies), 4),
         "llm_calls_per_question": round(mean(r.get("llm_calls", 0) for r in records), 3),
         **planning_cost(records),
         "errors": dict(Counter(r["error"] for r in records if r["error"])),
@@ -205,7 +205,7 @@ def planning_cost(records: list[dict]) -> dict:
     if not times:
         return {}
     out = {"plan_p50_s": round(statistics.median(times), 4),
-           "plan_p95_s": round(times[int(0.95 * (len(times) - 1))], 4),
+           "plan_p95_s": round(p95(times), 4),
            "plan_mean_s": round(mean(times), 4)}
     costs = [r["plan_cost"] for r in records if r.get("plan_cost")]
     if costs:
@@ -258,9 +258,11 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
         per_question: str | Path | None = None, progress: bool = True, pipeline=None,
         ablation: str | None = None, ablation_adapter: str | Path | None = None, ablation_model=None,
         batch_size: int | None = None, plans_from: str | Path | list[str | Path] | None = None,
-        shard: tuple[int, int] | None = None, part: str | None = None) -> dict:
+        shard: tuple[int, int] | None = None, part: str | None = None,
+        questions_file: str | Path | None = None) -> dict:
     """Evaluate and return the summary; ``per_question`` (JSONL) makes the run resumable. ``part``: GrailQA
-    dev's ``tune`` or ``report`` part (:func:`questions_for`).
+    dev's ``tune`` or ``report`` part (:func:`questions_for`). ``questions_file``: a user's own gold-annotated
+    question file in ``dataset``'s format (:func:`memq.datasets.load_file`) instead of the bundled split.
 
     ``batch_size``: questions planned per generate call (default: ``config.planner_batch_size``).
 
@@ -292,7 +294,12 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
         config = replace(config, planner=planner)
     pipeline = pipeline or Pipeline(config)
     batch_size = batch_size or config.planner_batch_size
-    questions = questions_for(dataset, split, part)
+    if questions_file is not None:
+        if part is not None:
+            raise ValueError("part names a part of GrailQA dev; a questions file has none")
+        questions = datasets.load_file(questions_file, dataset, split)
+    else:
+        questions = questions_for(dataset, split, part)
     if limit is not None:
         questions = questions[:limit]
     if shard is not None:
@@ -397,6 +404,8 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
     if backends:  # the planner's LLM backend(s) for the questions planned in this run
         names = sorted(map(str, backends))
         summary["backend"] = names[0] if len(names) == 1 else names
+    if questions_file is not None:
+        summary["questions_file"] = shown_path(questions_file)
     if part is not None:
         summary["part"] = {"name": part, "note": "GrailQA dev split by logical form (memq.plan.data.grailqa_part): "
                            + ("settings are chosen on this part" if part == "tune" else "this part is only scored")}

@@ -15,6 +15,8 @@ from __future__ import annotations
 import statistics
 import time
 
+from memq.evaluate.metrics import p95
+
 from .gold import gold_entities
 
 
@@ -55,7 +57,7 @@ def summarise_links(records: list[dict]) -> dict:
         "questions_without_entity": sum(1 for r in records if not r["linked"]),
         "questions_with_named_gold_found": sum(1 for r in records if r["gold_named"] and r["hits_named"]),
         "p50_ms": round(statistics.median(times), 3) if times else 0.0,
-        "p95_ms": round(times[int(0.95 * (len(times) - 1))], 3) if times else 0.0,
+        "p95_ms": round(p95(times), 3),
         "note": ("recall: of the gold topic entities the question names (WebQSP TopicEntityMid; CWQ the ToG "
                  "topic_entity map); recall_all: of all gold topic entities (constraint entities and other "
                  "constants of the gold query too); precision: linked entities among all gold ones"),
