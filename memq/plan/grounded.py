@@ -436,7 +436,7 @@ class GroundedPlanner:
                 step = parse_step(text, names)
             except MemQError:
                 return None
-            if step.kind not in ("check", "sort", "class", "superlative") or not set(VAR.findall(text)) <= set(new.assigned) \
+            if step.kind not in ("check", "sort") or not set(VAR.findall(text)) <= set(new.assigned) \
                     or not VAR.findall(text):
                 return None
             if step.kind == "check" and step.value:
