@@ -134,3 +134,16 @@ def test_a_bank_without_classes_offers_no_grailqa_line(kg):
     assert [line.text for line in lines] == ["Find the floors of the building Low House, assign it to ?x.",
                                              "Find the floors of the building Low House, assign it to ?y.",
                                              "Find the floors of the building Low House, assign it to ?floors."]
+
+
+def test_a_class_start_only_when_no_entity_is_named_and_no_open_sort(kg, bank):
+    p = planner(kg, bank, "")
+    named = p._lines(Hyp(draft=Draft(), rec=Reconstructor({"m.0b1": "Low House"})), {"m.0b1": "Low House"},
+                     ["Low House"], p.lm, Neighbourhood(kg), {})
+    assert [line.kind for line in named] == ["find"] * 3  # GrailQA's plans start from their entity
+    unnamed_start = p._lines(Hyp(draft=Draft(), rec=Reconstructor({})), {}, [], p.lm, Neighbourhood(kg), {})
+    assert {line.kind for line in unnamed_start} == {"shape"}
+    h = Hyp(draft=Draft(), rec=Reconstructor({}))
+    h.assigned = ["?x0"]
+    opens = [line.text for line in p._lines(h, {}, [], p.lm, Neighbourhood(kg), {}) if line.kind == "open"]
+    assert opens == ["Make sure"]

@@ -392,13 +392,13 @@ class GroundedPlanner:
             ranked.append(entry)
         if self.classes is not None:
             lines += [Line("shape", sl.text, tuple(lm.token_ids(sl.text + "\n")), sl.step, sl.statement)
-                      for sl in shape_lines(self.classes, h, neigh, sims)]
+                      for sl in shape_lines(self.classes, h, neigh, sims, start=not entities)]
         for v in h.assigned:
             text = f"Finally the answer is {v}."
             lines.append(Line("answer", text, tuple(lm.token_ids(text)) + (lm.eos_id,),
                                PlanStep("answer", text, target=v)))
-        if h.assigned:
-            for start in OPEN_STARTS:
+        if h.assigned:  # GrailQA's superlatives are closed lines: no open Sort there
+            for start in OPEN_STARTS[:1] if self.classes is not None else OPEN_STARTS:
                 lines.append(Line("open", start, tuple(lm.token_ids(start))))
         return lines
 

@@ -11,7 +11,8 @@ offers these lines when its memory holds ``class`` statements (the GrailQA form
 of the schema does; WebQSP's and CWQ's banks have none, so their planning is
 unchanged), each grounded in the KG as the Find lines are:
 
-* **a class to start from** (first step only): ``Find every building, assign it to ?x0.`` for the
+* **a class to start from** (first step, and only when the question names no entity: GrailQA's plans start
+  from their entity): ``Find every building, assign it to ?x0.`` for the
   ``starts`` class statements most similar to the question whose class has a member in the KG;
 * **a class check**: ``Make sure ?x0 is a building.`` for each class that some value bound to an assigned
   ``?variable`` has (``type.object.type``), at most ``checks`` per variable, the most similar to the question first;
@@ -19,7 +20,8 @@ unchanged), each grounded in the KG as the Find lines are:
 * **a superlative**: ``Sort ?x1 in descending (ascending) order and keep every result tied for first.``
 
 A comparison (``Make sure ?x1 < 9.``) needs its number from the question: the
-open ``Make sure`` line, which the model completes, writes it.
+open ``Make sure`` line, which the model completes, writes it. There is no open
+``Sort`` line with these lines (GrailQA's superlatives keep ties: closed lines).
 
 Variables follow GrailQA's plans: the first unused ``?xN`` (``?x0`` is the answer of
 most questions) and the relation-named one, instead of WebQSP's ``?x`` and ``?y``.
@@ -185,13 +187,14 @@ def grail_targets(used: set[str]) -> list[str]:
     return out
 
 
-def shape_lines(classes: ClassStatements, h: Hyp, neigh, sims: dict[str, float]) -> list[ShapeLine]:
-    """GrailQA's lines after the partial plan ``h``: a class to start from (before any step), or class checks
-    of the ``?variables`` not checked yet, counts, and superlatives (one a plan)."""
+def shape_lines(classes: ClassStatements, h: Hyp, neigh, sims: dict[str, float], start: bool = True) -> list[ShapeLine]:
+    """GrailQA's lines after the partial plan ``h``: a class to start from (before any step, when ``start``: the
+    question names no entity), or class checks of the ``?variables`` not checked yet, counts, and superlatives
+    (one a plan)."""
     from memq.sparql.model import Var
 
     if not h.assigned:
-        return classes.starts(sims, neigh.has_members)
+        return classes.starts(sims, neigh.has_members) if start else []
     checked = {st.target for st in h.steps if st.kind == "class"}
     out = [line for v in h.assigned if v not in checked
            for line in classes.checks(v, neigh.types(Var(v[1:]), h.draft), sims)]
