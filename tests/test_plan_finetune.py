@@ -236,6 +236,9 @@ def test_a_continued_run_starts_at_its_parents_epoch_position():
     assert data_start_step({"epochs_total": None}, 100) == 0
     assert data_start_step({"epochs_total": 0.598}, 3344) == 2000
     assert data_start_step({"epochs_total": 2.5}, 10) == 25  # divmod in the loop takes it to epoch 2, batch 5
+    # a parent trained on other data: this data's first epoch from its first batch
+    assert data_start_step({"epochs_total": 0.897, "data_sha256": "aa"}, 288, "bb") == 0
+    assert data_start_step({"epochs_total": 0.5, "data_sha256": "aa"}, 288, "aa") == 144
 
 
 def test_a_parent_that_was_itself_continued_counts_all_its_epochs(tmp_path):
@@ -248,6 +251,7 @@ def test_a_parent_that_was_itself_continued_counts_all_its_epochs(tmp_path):
     (tmp_path / "manifest.json").write_text(json.dumps({"training": {"epochs_done": 0.179, "epochs_total": 0.598}}))
     parent = parent_adapter(cfg)
     assert (parent["epochs_done"], parent["epochs_total"]) == (0.179, 0.598)
+    assert parent["data_sha256"] is None and parent["adapter"] == tmp_path.name  # no path of this machine
     (tmp_path / "manifest.json").write_text(json.dumps({"training": {"epochs_done": 0.419}}))  # a fresh parent
     assert parent_adapter(cfg)["epochs_total"] == 0.419
 
@@ -321,3 +325,11 @@ def test_cli_train_smollm2_20_steps_loss_decreases(tmp_path):
     assert len(losses) == 20
     first, last = sum(losses[:5]) / 5, sum(losses[-5:]) / 5
     assert last < first * 0.8, (first, last)
+
+
+def test_an_adapter_in_the_repository_is_named_by_its_path_there():
+    from memq.plan.checkpoint import shown_adapter
+    from memq.plan.planner import REPO_ADAPTER
+
+    assert shown_adapter(Path(str(REPO_ADAPTER).format(dataset="cwq"))) == "memory_bank/cwq/planner"
+    assert shown_adapter(Path("/elsewhere/parent")) == "parent"

@@ -80,6 +80,16 @@ def load_checkpoint(model, optimizer, out_dir: Path) -> dict:
     return state
 
 
+def shown_adapter(src: Path) -> str:
+    """How a manifest names an adapter directory: relative to the repository when inside it
+    (``memory_bank/cwq/planner``), else by its name alone (no path of this machine)."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        return str(src.resolve().relative_to(root))
+    except ValueError:
+        return src.name if src.is_absolute() else str(src)
+
+
 def parent_adapter(cfg) -> dict:
     """What ``cfg.init_adapter`` is (its sha256 and the epochs it was trained), after checking it fits ``cfg``.
 
@@ -110,7 +120,8 @@ def parent_adapter(cfg) -> dict:
     manifest_path = src / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
     training = manifest.get("training", {})
-    return {"adapter": src.name if src.is_absolute() else str(src), "sha256": sha256_file(weights),
+    return {"adapter": shown_adapter(src), "sha256": sha256_file(weights),
+            "data_sha256": manifest.get("data", {}).get("sha256"),
             "epochs_done": training.get("epochs_done"), "steps": training.get("steps"),
             "epochs_total": training.get("epochs_total", training.get("epochs_done")),
             "device": training.get("device"), "dev_exact_match": manifest.get("dev_metrics", {}).get("exact_match")}

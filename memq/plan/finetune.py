@@ -221,7 +221,7 @@ def train(plans: Sequence[DerivedPlan], out_dir: str | Path, cfg: TrainConfig = 
     lengths = [len(ids) for ids, _ in examples]
     per_epoch = math.ceil(len(examples) / cfg.batch_size)
     total = cfg.max_steps or max(1, math.ceil(per_epoch * cfg.epochs))
-    data_start = data_start_step(parent, per_epoch)
+    data_start = data_start_step(parent, per_epoch, data_hash(plans))
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
     step, seconds = 0, 0.0
@@ -302,16 +302,25 @@ def train(plans: Sequence[DerivedPlan], out_dir: str | Path, cfg: TrainConfig = 
     return TrainResult(out_dir, step, losses, seconds)
 
 
-def data_start_step(parent: dict, per_epoch: int) -> int:
+def data_start_step(parent: dict, per_epoch: int, data_sha256: str | None = None) -> int:
     """Where in the batch order a run continued from ``parent`` starts: at the parent's epoch position.
 
-    A fresh run starts at 0. A continued one goes on from ``epochs_total * per_epoch``, so that it trains on
+    A fresh run starts at 0, and so does one whose data (``data_sha256``) is not the parent's: a CWQ planner
+    continued on GrailQA's questions starts GrailQA's first epoch at its first batch. A continued one goes on from ``epochs_total * per_epoch``, so that it trains on
     batches the parent's schedule had not reached yet instead of repeating the first ones. No batch repeats when
     the parent was itself trained fresh with the same seed, batch size and bucketing; otherwise (for example a GPU
     parent with another batch size) the batches are new to this schedule, and overlap the parent's at random.
     """
+    if not same_data(parent, data_sha256):
+        return 0
     epochs = (parent or {}).get("epochs_total")
     return round(float(epochs) * per_epoch) if epochs else 0
+
+
+def same_data(parent: dict, data_sha256: str | None) -> bool:
+    """Whether a continued run trains on its parent's data (unknown hashes count as the same, as before)."""
+    theirs = (parent or {}).get("data_sha256")
+    return not (theirs and data_sha256 and theirs != data_sha256)
 
 
 def device_name(device: str) -> str:
@@ -346,7 +355,10 @@ def write_manifest(out_dir: Path, cfg: TrainConfig, source, plans: Sequence[Deri
     if parent:  # continued training: this run's steps come on top of the parent adapter's epochs
         manifest["training"]["init_from"] = parent
         manifest["training"]["data_start_step"] = data_start
-        if parent.get("epochs_total") is not None:
+        if not same_data(parent, manifest["data"]["sha256"]):
+            manifest["training"]["epochs_total"] = round(steps / per_epoch, 3)  # the parent's epochs were of other data
+            manifest["training"]["init_from"]["other_data"] = True
+        elif parent.get("epochs_total") is not None:
             manifest["training"]["epochs_total"] = round(parent["epochs_total"] + steps / per_epoch, 3)
     path = out_dir / "manifest.json"
     write_atomic(path, json.dumps(manifest, indent=2).encode())

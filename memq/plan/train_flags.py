@@ -91,9 +91,13 @@ def stop_at(args) -> float | None:
     return time.time() + 60 * minutes
 
 
+GRAILQA_SPLIT = ("GrailQA: every train question (its dev file is separate; memq.plan.data.grailqa_part splits it); "
+                 "grailqa-synthetic: the synthetic programs whose mids have names")
+
+
 def data_info(datasets: list[str], **more) -> dict:
     """The ``data`` block of the adapter's manifest: the datasets, the split, then ``more``."""
-    return {"datasets": datasets, "split": TRAIN_SPLIT, **more}
+    return {"datasets": datasets, "split": GRAILQA_SPLIT if "grailqa" in datasets else TRAIN_SPLIT, **more}
 
 
 def training_bar(desc: str, **fixed):
