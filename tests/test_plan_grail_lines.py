@@ -136,7 +136,7 @@ def test_a_bank_without_classes_offers_no_grailqa_line(kg):
                                              "Find the floors of the building Low House, assign it to ?floors."]
 
 
-def test_a_class_start_only_when_no_entity_is_named_and_no_open_sort(kg, bank):
+def test_a_class_start_only_when_no_entity_is_named_and_no_open_line(kg, bank):
     p = planner(kg, bank, "")
     named = p._lines(Hyp(draft=Draft(), rec=Reconstructor({"m.0b1": "Low House"})), {"m.0b1": "Low House"},
                      ["Low House"], p.lm, Neighbourhood(kg), {})
@@ -145,5 +145,33 @@ def test_a_class_start_only_when_no_entity_is_named_and_no_open_sort(kg, bank):
     assert {line.kind for line in unnamed_start} == {"shape"}
     h = Hyp(draft=Draft(), rec=Reconstructor({}))
     h.assigned = ["?x0"]
-    opens = [line.text for line in p._lines(h, {}, [], p.lm, Neighbourhood(kg), {}) if line.kind == "open"]
-    assert opens == ["Make sure"]
+    lines = p._lines(h, {}, [], p.lm, Neighbourhood(kg), {}, "which building has less than 9 floors?")
+    assert not [line for line in lines if line.kind == "open"]  # checks are closed lines: no token-by-token decoding
+    assert {"Make sure ?x0 < 9.", "Make sure ?x0 is 9.", "Make sure ?x0 >= 9."} <= {line.text for line in lines}
+
+
+@pytest.mark.parametrize(("question", "values"), [
+    ("which building has less than 9 floors?", ["9"]),
+    ("on 07/01/1970, which warship v1.1 was hit?", ["1970-07-01-08:00"]),  # v1.1 is a name, not a number
+    ("on feb. the 10th, 2008, which lost work was lost?", ["2008-02-10-08:00"]),  # the year is part of the date
+    ("who was born on apr. the 12nd, 1983?", ["1983-04-12-08:00"]),
+    ("which musical artist stopped being active on 1985-06?", ["1985-06-08:00"]),
+    ("which governmental body was formed on 1992?", ["1992-08:00", "1992"]),  # a bare year: a date or a number
+    ("which rocket engines can thrust 1.519e+06?", ["1.519e+06"]),
+    ("which film producer has the highest weight of 95.25kg?", ["95.25"]),
+    ("rides for less than 12,000 people in 60 minutes", ["12000", "60"]),
+    ("what is the tallest building?", []),
+])
+def test_question_values_are_written_as_plan_checks_write_them(question, values):
+    from memq.plan.lines import question_values
+
+    assert question_values(question) == values
+
+
+def test_check_lines_compare_the_last_variable_with_values_and_name_entities():
+    from memq.plan.lines import check_lines
+
+    texts = [line.text for line in check_lines("?x1", ["9"], ["male circumcision"])]
+    assert texts == ["Make sure ?x1 is 9.", "Make sure ?x1 < 9.", "Make sure ?x1 <= 9.", "Make sure ?x1 > 9.",
+                     "Make sure ?x1 >= 9.", "Make sure ?x1 is male circumcision."]
+    assert [line.step.op for line in check_lines("?x1", ["1805-11-20-08:00"], [])][1] == "<"

@@ -99,7 +99,7 @@ from memq.types import BeamPlan, Plan, PlanStep
 from .base import Entities
 from .derive import DerivationError, find_step, fresh_variable
 from .format import VAR, parse_plan, parse_step
-from .lines import ClassStatements, Hyp, Line, grail_targets, has_classes, shape_lines, unnamed
+from .lines import ClassStatements, Hyp, Line, grail_targets, has_classes, question_values, shape_lines, unnamed
 from .linesearch import SearchCost, best_lines
 from .neighbourhood import Edge, Neighbourhood, path_options, statement_edges
 from .prior import QuestionPrior, bonuses
@@ -392,13 +392,14 @@ class GroundedPlanner:
             ranked.append(entry)
         if self.classes is not None:
             lines += [Line("shape", sl.text, tuple(lm.token_ids(sl.text + "\n")), sl.step, sl.statement)
-                      for sl in shape_lines(self.classes, h, neigh, sims, start=not entities)]
+                      for sl in shape_lines(self.classes, h, neigh, sims, start=not entities,
+                                            values=question_values(question), names=names)]
         for v in h.assigned:
             text = f"Finally the answer is {v}."
             lines.append(Line("answer", text, tuple(lm.token_ids(text)) + (lm.eos_id,),
                                PlanStep("answer", text, target=v)))
-        if h.assigned:  # GrailQA's superlatives are closed lines: no open Sort there
-            for start in OPEN_STARTS[:1] if self.classes is not None else OPEN_STARTS:
+        if h.assigned and self.classes is None:  # GrailQA's checks and superlatives are closed lines
+            for start in OPEN_STARTS:
                 lines.append(Line("open", start, tuple(lm.token_ids(start))))
         return lines
 

@@ -19,9 +19,13 @@ unchanged), each grounded in the KG as the Find lines are:
 * **a count**: ``Count ?x0, assign it to ?count.``; after it the plan can only end with ``?count``;
 * **a superlative**: ``Sort ?x1 in descending (ascending) order and keep every result tied for first.``
 
-A comparison (``Make sure ?x1 < 9.``) needs its number from the question: the
-open ``Make sure`` line, which the model completes, writes it. There is no open
-``Sort`` line with these lines (GrailQA's superlatives keep ties: closed lines).
+* **a check** of the last assigned ``?variable``: ``Make sure ?x1 < 9.`` for each number and date the question
+  writes (:func:`question_values`; a date in GrailQA's form, ``1970-07-01-08:00``) and each comparison, and
+  ``Make sure ?practices is male circumcision.`` for each topic entity no step names yet.
+
+Every line is closed: there are no open lines (which the model completes token by token, one forward pass
+each) with these lines. In GrailQA's train plans every check's value is a number or date the question writes, or
+a topic entity.
 
 Variables follow GrailQA's plans: the first unused ``?xN`` (``?x0`` is the answer of
 most questions) and the relation-named one, instead of WebQSP's ``?x`` and ``?y``.
@@ -29,6 +33,7 @@ most questions) and the relation-named one, instead of WebQSP's ``?x`` and ``?y`
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from memq.sparql.model import Group
@@ -37,7 +42,8 @@ from memq.types import PlanStep
 from .format import render_step
 
 __all__ = ["ClassStatements", "Hyp", "Line", "ShapeLine", "count_lines", "grail_targets", "has_classes", "shape_lines",
-           "superlative_lines", "unnamed"]
+           "superlative_lines", "unnamed",
+           "check_lines", "question_values"]
 
 STARTS = 12  # class statements offered as a start, by similarity to the question
 CHECKS = 6  # class checks offered per ?variable
@@ -187,9 +193,11 @@ def grail_targets(used: set[str]) -> list[str]:
     return out
 
 
-def shape_lines(classes: ClassStatements, h: Hyp, neigh, sims: dict[str, float], start: bool = True) -> list[ShapeLine]:
+def shape_lines(classes: ClassStatements, h: Hyp, neigh, sims: dict[str, float], start: bool = True,
+                values: list[str] = (), names: list[str] = ()) -> list[ShapeLine]:
     """GrailQA's lines after the partial plan ``h``: a class to start from (before any step, when ``start``: the
-    question names no entity), or class checks of the ``?variables`` not checked yet, counts, and superlatives
+    question names no entity), or class checks of the ``?variables`` not checked yet, checks of the last one
+    against the question's ``values`` and the topic entity ``names`` no step names, counts, and superlatives
     (one a plan)."""
     from memq.sparql.model import Var
 
@@ -198,7 +206,57 @@ def shape_lines(classes: ClassStatements, h: Hyp, neigh, sims: dict[str, float],
     checked = {st.target for st in h.steps if st.kind == "class"}
     out = [line for v in h.assigned if v not in checked
            for line in classes.checks(v, neigh.types(Var(v[1:]), h.draft), sims)]
+    out += check_lines(h.assigned[-1], list(values), unnamed(h.steps, names))
     out += count_lines(h.assigned)
     if not any(st.kind == "superlative" for st in h.steps):
         out += superlative_lines(h.assigned)
+    return out
+
+
+_NUMBER = re.compile(r"(?<![\w./-])-?\d+(?:\.\d+)?(?:e[+-]?\d+)?(?![\d/-]|\.\d)", re.I)  # 95.25kg: 95.25
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_DATES = (  # (pattern, (year, month, day) groups), longest first; GrailQA's dates carry the time zone -08:00
+    (re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b"), (1, 2, 3)),
+    (re.compile(r"\b(\d{2})/(\d{2})/(\d{4})\b"), (3, 1, 2)),
+    (re.compile(r"\b(" + "|".join(_MONTHS) + r")[a-z]*\.? the (\d{1,2})(?:st|nd|rd|th), (\d{4})\b", re.I), (3, 1, 2)),
+    (re.compile(r"\b(\d{4})-(\d{2})\b"), (1, 2, None)),
+    (re.compile(r"\b(1\d{3}|20\d{2})\b(?![/-]|\.\d)"), (1, None, None)),
+)
+
+
+def question_values(question: str, limit: int = 6) -> list[str]:
+    """The numbers and dates ``question`` writes, as a plan's check writes them (dates in GrailQA's form,
+    ``2008-02-10-08:00``; a bare year is both a number and a date), first seen first, at most ``limit``. A
+    part of a longer date (the year of ``feb. the 10th, 2008``) is not read again."""
+    question = re.sub(r"(?<=\d),(?=\d{3}\b)", "", question)  # 12,000 -> 12000
+    found: list[tuple[int, str]] = []
+    taken: list[tuple[int, int]] = []
+
+    def free(match) -> bool:
+        return not any(a < match.end() and match.start() < b for a, b in taken)
+
+    for pattern, (y, m, d) in _DATES:
+        for match in [m_ for m_ in pattern.finditer(question) if free(m_)]:
+            month = match.group(m) if m else None
+            if month and not month.isdigit():
+                month = f"{_MONTHS.index(month[:3].lower()) + 1:02d}"
+            parts = [match.group(y)] + ([month] if month else []) + ([f"{int(match.group(d)):02d}"] if d else [])
+            found.append((match.start(), "-".join(parts) + "-08:00"))
+            if m:  # a bare year stays a number too
+                taken.append(match.span())
+    found += [(match.start(), match.group()) for match in _NUMBER.finditer(question) if free(match)]
+    out: list[str] = []
+    for _, value in sorted(found, key=lambda f: f[0]):
+        if value not in out:
+            out.append(value)
+    return out[:limit]
+
+
+def check_lines(var: str, values: list[str], entities: list[str]) -> list[ShapeLine]:
+    """``Make sure <var> <op> <value>.`` for each value and comparison, and ``Make sure <var> is <entity>.``."""
+    out = []
+    for value, ops in [(v, ("=", "<", "<=", ">", ">=")) for v in values] + [(e, ("=",)) for e in entities]:
+        for op in ops:
+            step = PlanStep("check", "", target=var, op=op, value=value)
+            out.append(ShapeLine(PlanStep("check", render_step(step), target=var, op=op, value=value)))
     return out
