@@ -70,8 +70,9 @@ def test_a_class_starts_only_where_the_kg_has_members(kg, bank):
     assert sorted(starts) == ["Find every bridge, assign it to ?x0.", "Find every building, assign it to ?x0."]
     assert [line.text for line in classes.starts({"bridge": 0.9, "building": 0.1}, neigh.has_members, k=1)] == \
         ["Find every bridge, assign it to ?x0."]
-    with pytest.raises(ValueError, match="not a Freebase relation id"):
+    with pytest.raises(ValueError, match="not a safe absolute IRI"):
         neigh.has_members("bad> <id")
+    assert not neigh.has_members("freebase.apps.hosts.com.appspot.acre.topics.film")  # a long id is an id
 
 
 def test_class_checks_are_the_classes_of_the_bound_values(kg, bank):

@@ -108,9 +108,9 @@ class Neighbourhood:
     def has_members(self, class_id: str) -> bool:
         """Whether some node of the KG has the class ``class_id`` (``type.object.type``)."""
         from memq.sparql.model import FB
-        from memq.sparql.safety import relation_iri
+        from memq.sparql.safety import iri_ref
 
-        relation_iri(class_id)  # a class id has a relation id's form: validated before it is written
+        iri_ref(FB + class_id)  # validated before it is written (a ValueError names it)
         key = "members:" + class_id
         if key not in self._cache:
             triple = Triple(Var("memq_s"), Iri(FB + "type.object.type"), Iri(FB + class_id))
