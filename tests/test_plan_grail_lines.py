@@ -176,3 +176,31 @@ def test_check_lines_compare_the_last_variable_with_values_and_name_entities():
     assert texts == ["Make sure ?x1 is 9.", "Make sure ?x1 < 9.", "Make sure ?x1 <= 9.", "Make sure ?x1 > 9.",
                      "Make sure ?x1 >= 9.", "Make sure ?x1 is male circumcision."]
     assert [line.step.op for line in check_lines("?x1", ["1805-11-20-08:00"], [])][1] == "<"
+
+
+def test_a_plan_from_a_class_ends_only_after_a_constraint(kg, bank):
+    from memq.plan.format import parse_plan
+    from memq.plan.lines import may_end
+
+    every = parse_plan("Find every building, assign it to ?x0.\nFinally the answer is ?x0.", []).steps[:1]
+    assert not may_end(every)
+    counted = parse_plan("Find every building, assign it to ?x0.\nCount ?x0, assign it to ?count.", []).steps
+    assert may_end(counted)
+    found = parse_plan("Find the floors of the building Low House, assign it to ?x0.", ["Low House"]).steps
+    assert may_end(found)
+    p = planner(kg, bank, "")
+    h = Hyp(draft=Draft(), rec=Reconstructor({}), steps=list(every), assigned=["?x0"])
+    assert not [line for line in p._lines(h, {}, [], p.lm, Neighbourhood(kg), {}, "q") if line.kind == "answer"]
+
+
+def test_a_class_start_comes_from_where_the_most_similar_relations_start(bank):
+    from memq.plan.grounded import statement_edges
+    from memq.plan.lines import related_classes
+
+    edges = lambda st: (statement_edges(st, "entity1"), set())  # noqa: E731
+    # "floors" is the path statement most similar to the question: its domain, architecture.building, comes first
+    assert related_classes(bank.records, {"floors": 0.9}, edges) == ["architecture.building"]
+    classes = ClassStatements(bank, edges)
+    starts = classes.starts({"bridge": 0.9}, lambda cid: True, k=2, first=["architecture.building"])
+    assert [line.text for line in starts] == ["Find every building, assign it to ?x0.",
+                                              "Find every bridge, assign it to ?x0."]

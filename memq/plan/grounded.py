@@ -99,7 +99,7 @@ from memq.types import BeamPlan, Plan, PlanStep
 from .base import Entities
 from .derive import DerivationError, find_step, fresh_variable
 from .format import VAR, parse_plan, parse_step
-from .lines import ClassStatements, Hyp, Line, grail_targets, has_classes, question_values, shape_lines, unnamed
+from .lines import ClassStatements, Hyp, Line, grail_targets, has_classes, may_end, shape_lines, unnamed
 from .linesearch import SearchCost, best_lines
 from .neighbourhood import Edge, Neighbourhood, path_options, statement_edges
 from .prior import QuestionPrior, bonuses
@@ -143,7 +143,8 @@ class GroundedPlanner:
     def classes(self) -> ClassStatements | None:
         """The bank's class statements when it has any (GrailQA's lines are offered, :mod:`memq.plan.lines`)."""
         if self._classes is None:
-            self._classes = ClassStatements(self.bank) if has_classes(self.bank) else ClassStatements.empty()
+            self._classes = (ClassStatements(self.bank, self._statement_edges) if has_classes(self.bank)
+                             else ClassStatements.empty())
         return self._classes if self._classes.by_class else None
 
     @property
@@ -392,9 +393,8 @@ class GroundedPlanner:
             ranked.append(entry)
         if self.classes is not None:
             lines += [Line("shape", sl.text, tuple(lm.token_ids(sl.text + "\n")), sl.step, sl.statement)
-                      for sl in shape_lines(self.classes, h, neigh, sims, start=not entities,
-                                            values=question_values(question), names=names)]
-        for v in h.assigned:
+                      for sl in shape_lines(self.classes, h, neigh, sims, question, names)]
+        for v in h.assigned if may_end(h.steps) else ():
             text = f"Finally the answer is {v}."
             lines.append(Line("answer", text, tuple(lm.token_ids(text)) + (lm.eos_id,),
                                PlanStep("answer", text, target=v)))

@@ -12,8 +12,11 @@ of the schema does; WebQSP's and CWQ's banks have none, so their planning is
 unchanged), each grounded in the KG as the Find lines are:
 
 * **a class to start from** (first step, and only when the question names no entity: GrailQA's plans start
-  from their entity): ``Find every building, assign it to ?x0.`` for the
-  ``starts`` class statements most similar to the question whose class has a member in the KG;
+  from their entity): ``Find every building, assign it to ?x0.`` for the classes where the path statements
+  most similar to the question start ("1.0 teu's is measured in what?": the capacity in TEUs of a unit of cargo
+  capacity), then the class statements most similar to the question, each with a member in the KG. A plan
+  that starts from a class ends only after a check, a superlative or a count (:func:`may_end`: so do all 172 of
+  GrailQA's train plans that start from a class);
 * **a class check**: ``Make sure ?x0 is a building.`` for each class that some value bound to an assigned
   ``?variable`` has (``type.object.type``), at most ``checks`` per variable, the most similar to the question first;
 * **a count**: ``Count ?x0, assign it to ?count.``; after it the plan can only end with ``?count``;
@@ -43,9 +46,10 @@ from .format import render_step
 
 __all__ = ["ClassStatements", "Hyp", "Line", "ShapeLine", "count_lines", "grail_targets", "has_classes", "shape_lines",
            "superlative_lines", "unnamed",
-           "check_lines", "question_values"]
+           "check_lines", "may_end", "question_values", "related_classes"]
 
-STARTS = 12  # class statements offered as a start, by similarity to the question
+STARTS = 12  # class statements offered as a start
+RELATED = 6  # of them at most: the classes where the path statements most similar to the question start
 CHECKS = 6  # class checks offered per ?variable
 
 
@@ -113,9 +117,12 @@ def class_id(statement) -> str:
 class ClassStatements:
     """The class statements of a bank, by class id, with their plan names (built once per bank)."""
 
-    def __init__(self, bank) -> None:
+    def __init__(self, bank, edges_of=None) -> None:
+        """``edges_of(statement)``: a path statement's edges at ``?entity1`` and ``?entity2`` (the grounded
+        planner's cache of :func:`memq.plan.neighbourhood.statement_edges`)."""
         from .derive import class_name
 
+        self.bank, self.edges_of = bank, edges_of
         self.by_class: dict[str, object] = {}
         self.names: dict[str, str] = {}
         for record in bank.records if bank is not None else ():
@@ -128,10 +135,12 @@ class ClassStatements:
     def empty(cls) -> ClassStatements:
         return cls(None)
 
-    def starts(self, sims: dict[str, float], has_members, k: int = STARTS) -> list[ShapeLine]:
-        """``Find every <class>, assign it to ?x0.`` for the ``k`` classes most similar to the question (``sims``:
-        statement id -> similarity) that ``has_members(class id)``; one line per class name."""
-        ranked = sorted(self.by_class.items(), key=lambda kv: -sims.get(kv[1].id, -1.0))
+    def starts(self, sims: dict[str, float], has_members, k: int = STARTS, first: list[str] = ()) -> list[ShapeLine]:
+        """``Find every <class>, assign it to ?x0.`` for the class ids ``first`` (:func:`related_classes`), then the
+        classes most similar to the question (``sims``: statement id -> similarity), ``k`` in all, each with
+        ``has_members(class id)``; one line per class name."""
+        ranked = [(c, self.by_class[c]) for c in first if c in self.by_class]
+        ranked += sorted(self.by_class.items(), key=lambda kv: -sims.get(kv[1].id, -1.0))
         out: list[ShapeLine] = []
         seen: set[str] = set()
         for cid, st in ranked:
@@ -193,20 +202,23 @@ def grail_targets(used: set[str]) -> list[str]:
     return out
 
 
-def shape_lines(classes: ClassStatements, h: Hyp, neigh, sims: dict[str, float], start: bool = True,
-                values: list[str] = (), names: list[str] = ()) -> list[ShapeLine]:
-    """GrailQA's lines after the partial plan ``h``: a class to start from (before any step, when ``start``: the
-    question names no entity), or class checks of the ``?variables`` not checked yet, checks of the last one
-    against the question's ``values`` and the topic entity ``names`` no step names, counts, and superlatives
-    (one a plan)."""
+def shape_lines(classes: ClassStatements, h: Hyp, neigh, sims: dict[str, float], question: str = "",
+                names: list[str] = ()) -> list[ShapeLine]:
+    """GrailQA's lines after the partial plan ``h``: a class to start from (before any step, when the question
+    names no entity: ``names`` is empty), or class checks of the ``?variables`` not checked yet, checks of the last
+    one against the ``question``'s values (:func:`question_values`) and the topic entity ``names`` no step names,
+    counts, and superlatives (one a plan)."""
     from memq.sparql.model import Var
 
     if not h.assigned:
-        return classes.starts(sims, neigh.has_members) if start else []
+        if names:
+            return []
+        first = related_classes(classes.bank.records, sims, classes.edges_of) if classes.edges_of else []
+        return classes.starts(sims, neigh.has_members, first=first)
     checked = {st.target for st in h.steps if st.kind == "class"}
     out = [line for v in h.assigned if v not in checked
            for line in classes.checks(v, neigh.types(Var(v[1:]), h.draft), sims)]
-    out += check_lines(h.assigned[-1], list(values), unnamed(h.steps, names))
+    out += check_lines(h.assigned[-1], question_values(question), unnamed(h.steps, names))
     out += count_lines(h.assigned)
     if not any(st.kind == "superlative" for st in h.steps):
         out += superlative_lines(h.assigned)
@@ -260,3 +272,30 @@ def check_lines(var: str, values: list[str], entities: list[str]) -> list[ShapeL
             step = PlanStep("check", "", target=var, op=op, value=value)
             out.append(ShapeLine(PlanStep("check", render_step(step), target=var, op=op, value=value)))
     return out
+
+
+def related_classes(records, sims: dict[str, float], edges_of, k: int = RELATED) -> list[str]:
+    """The classes (schema domain or range) at the ``?entity1`` end of the path statements among ``records`` most
+    similar to the question (``sims``), ``k`` at most, most similar first; ``edges_of`` gives a statement's edges."""
+    from memq.describe.schema import schema
+
+    roles = schema()
+    paths = sorted((r.statement for r in records if r.statement.structure in ("1", "2", "3")),
+                   key=lambda st: -sims.get(st.id, -1.0))
+    out: list[str] = []
+    for st in paths:
+        for rel, way in sorted(edges_of(st)[0]):
+            cid = roles.domain(rel) if way == "out" else roles.range(rel)
+            if cid and cid not in out:
+                out.append(cid)
+        if len(out) >= k:
+            break
+    return out[:k]
+
+
+def may_end(steps) -> bool:
+    """Whether a plan may end (a Finally line) after ``steps``: one that starts from a class only after a check,
+    a superlative or a count (a question that names no entity constrains its class)."""
+    if steps and steps[0].kind == "class" and steps[0].op == "find":
+        return any(st.kind in ("check", "superlative", "count") for st in steps)
+    return True
