@@ -110,15 +110,15 @@ def test_a_question_with_no_entity_is_planned_from_a_class_and_answered(kg, bank
 
 
 @pytest.mark.parametrize(("target", "gold"), [
-    ("Find every building, assign it to ?x0.\nCount ?x0, assign it to ?count.\nFinally the answer is ?count.",
-     {"4"}),
+    ("Find every building, assign it to ?x0.\nFind the floors of the building ?x0, assign it to ?x1.\n"
+     "Make sure ?x1 < 9.\nCount ?x0, assign it to ?count.\nFinally the answer is ?count.", {"2"}),
     ("Find every building, assign it to ?x0.\nFind the floors of the building ?x0, assign it to ?x1.\n"
      "Sort ?x1 in descending order and keep every result tied for first.\nFinally the answer is ?x0.",
      {"m.0b3", "m.0b4"}),
 ])
 def test_counts_and_superlatives_are_chosen_lines(kg, bank, target, gold):
     p = planner(kg, bank, target)
-    plan = p.plan("how many buildings are there?", {})
+    plan = p.plan("how many buildings have fewer than 9 floors?", {})
     assert plan.raw == target
     answer = Pipeline(Config(planner="given"), bank=bank, kg=kg).answer("q?", {}, plan=plan)
     assert {i for i, _ in answer.answers} == gold
@@ -185,12 +185,16 @@ def test_a_plan_from_a_class_ends_only_after_a_constraint(kg, bank):
     every = parse_plan("Find every building, assign it to ?x0.\nFinally the answer is ?x0.", []).steps[:1]
     assert not may_end(every)
     counted = parse_plan("Find every building, assign it to ?x0.\nCount ?x0, assign it to ?count.", []).steps
-    assert may_end(counted)
+    assert not may_end(counted)  # a count over a class comes after a check
+    checked = parse_plan("Find every building, assign it to ?x0.\nFind the floors of the building ?x0, assign it to "
+                         "?x1.\nMake sure ?x1 < 9.", []).steps
+    assert may_end(checked)
     found = parse_plan("Find the floors of the building Low House, assign it to ?x0.", ["Low House"]).steps
     assert may_end(found)
     p = planner(kg, bank, "")
     h = Hyp(draft=Draft(), rec=Reconstructor({}), steps=list(every), assigned=["?x0"])
-    assert not [line for line in p._lines(h, {}, [], p.lm, Neighbourhood(kg), {}, "q") if line.kind == "answer"]
+    after_start = p._lines(h, {}, [], p.lm, Neighbourhood(kg), {}, "q")
+    assert {line.kind for line in after_start} == {"find"}  # a Find follows a class start: no answer, count or check
 
 
 def test_a_class_start_comes_from_where_the_most_similar_relations_start(bank):

@@ -14,9 +14,9 @@ unchanged), each grounded in the KG as the Find lines are:
 * **a class to start from** (first step, and only when the question names no entity: GrailQA's plans start
   from their entity): ``Find every building, assign it to ?x0.`` for the classes where the path statements
   most similar to the question start ("1.0 teu's is measured in what?": the capacity in TEUs of a unit of cargo
-  capacity), then the class statements most similar to the question, each with a member in the KG. A plan
-  that starts from a class ends only after a check, a superlative or a count (:func:`may_end`: so do all 172 of
-  GrailQA's train plans that start from a class);
+  capacity), then the class statements most similar to the question, each with a member in the KG. In all 172
+  of GrailQA's train plans that start from a class, a Find follows the start and the plan ends after a check or a
+  superlative (a count comes after a check): so do these (:func:`may_end`);
 * **a class check**: ``Make sure ?x0 is a building.`` for each class that some value bound to an assigned
   ``?variable`` has (``type.object.type``), at most ``checks`` per variable, the most similar to the question first;
 * **a count**: ``Count ?x0, assign it to ?count.``; after it the plan can only end with ``?count``;
@@ -46,7 +46,8 @@ from .format import render_step
 
 __all__ = ["ClassStatements", "Hyp", "Line", "ShapeLine", "count_lines", "grail_targets", "has_classes", "shape_lines",
            "superlative_lines", "unnamed",
-           "check_lines", "may_end", "question_values", "related_classes"]
+           "check_lines", "may_end", "question_values", "related_classes",
+           "starts_from_class"]
 
 STARTS = 12  # class statements offered as a start
 RELATED = 6  # of them at most: the classes where the path statements most similar to the question start
@@ -215,6 +216,8 @@ def shape_lines(classes: ClassStatements, h: Hyp, neigh, sims: dict[str, float],
             return []
         first = related_classes(classes.bank.records, sims, classes.edges_of) if classes.edges_of else []
         return classes.starts(sims, neigh.has_members, first=first)
+    if len(h.steps) == 1 and starts_from_class(h.steps):
+        return []  # a Find follows a class start (in all 172 train plans that start from a class)
     checked = {st.target for st in h.steps if st.kind == "class"}
     out = [line for v in h.assigned if v not in checked
            for line in classes.checks(v, neigh.types(Var(v[1:]), h.draft), sims)]
@@ -294,8 +297,12 @@ def related_classes(records, sims: dict[str, float], edges_of, k: int = RELATED)
 
 
 def may_end(steps) -> bool:
-    """Whether a plan may end (a Finally line) after ``steps``: one that starts from a class only after a check,
-    a superlative or a count (a question that names no entity constrains its class)."""
-    if steps and steps[0].kind == "class" and steps[0].op == "find":
-        return any(st.kind in ("check", "superlative", "count") for st in steps)
+    """Whether a plan may end (a Finally line) after ``steps``: one that starts from a class only after a check
+    or a superlative (a question that names no entity constrains its class; a count comes after a check)."""
+    if starts_from_class(steps):
+        return any(st.kind in ("check", "superlative") for st in steps)
     return True
+
+
+def starts_from_class(steps) -> bool:
+    return bool(steps) and steps[0].kind == "class" and steps[0].op == "find"
