@@ -12,6 +12,7 @@ from memq.kg.oxigraph import OxigraphStore
 from memq.memory.bank import MemoryBank
 from memq.memory.embed import HashingEmbedder
 from memq.pipeline import Config, Pipeline
+from memq.plan.format import parse_plan
 from memq.plan.grounded import GroundedConfig, GroundedPlanner, Neighbourhood
 from memq.plan.lines import ClassStatements, Hyp, count_lines, grail_targets, superlative_lines
 from memq.plan.planner import REPO_ADAPTER, FineTunedPlanner
@@ -144,11 +145,19 @@ def test_a_class_start_only_when_no_entity_is_named_and_no_open_line(kg, bank):
     assert [line.kind for line in named] == ["find"] * 3  # GrailQA's plans start from their entity
     unnamed_start = p._lines(Hyp(draft=Draft(), rec=Reconstructor({})), {}, [], p.lm, Neighbourhood(kg), {})
     assert {line.kind for line in unnamed_start} == {"shape"}
-    h = Hyp(draft=Draft(), rec=Reconstructor({}))
-    h.assigned = ["?x0"]
+    plan = parse_plan("Find every building, assign it to ?x0.\nFind the floors of the building ?x0, assign it to ?x1.",
+                      [])
+    h = Hyp(draft=Draft(), rec=Reconstructor({}), steps=plan.steps, assigned=["?x0", "?x1"])
     lines = p._lines(h, {}, [], p.lm, Neighbourhood(kg), {}, "which building has less than 9 floors?")
     assert not [line for line in lines if line.kind == "open"]  # checks are closed lines: no token-by-token decoding
-    assert {"Make sure ?x0 < 9.", "Make sure ?x0 is 9.", "Make sure ?x0 >= 9."} <= {line.text for line in lines}
+    checks = {line.text for line in lines if line.step.kind == "check"}
+    assert checks == {"Make sure ?x1 < 9.", "Make sure ?x1 <= 9.", "Make sure ?x1 > 9.", "Make sure ?x1 >= 9."}
+    plan = parse_plan("Find the floors of the building Low House, assign it to ?floors.", ["Low House"])
+    h = Hyp(draft=Draft(), rec=Reconstructor({}), steps=plan.steps, assigned=["?floors"])
+    lines = p._lines(h, {"m.0b1": "Low House", "m.0b9": "Other"}, ["Low House", "Other"], p.lm, Neighbourhood(kg),
+                     {}, "which building has 9 floors?")
+    assert {line.text for line in lines if line.step.kind == "check"} == {"Make sure ?floors is 9.",
+                                                                          "Make sure ?floors is Other."}
 
 
 @pytest.mark.parametrize(("question", "values"), [
@@ -172,14 +181,13 @@ def test_question_values_are_written_as_plan_checks_write_them(question, values)
 def test_check_lines_compare_the_last_variable_with_values_and_name_entities():
     from memq.plan.lines import check_lines
 
-    texts = [line.text for line in check_lines("?x1", ["9"], ["male circumcision"])]
+    texts = [line.text for line in check_lines("?x1", ["9"], ["male circumcision"])]  # every comparison
     assert texts == ["Make sure ?x1 is 9.", "Make sure ?x1 < 9.", "Make sure ?x1 <= 9.", "Make sure ?x1 > 9.",
                      "Make sure ?x1 >= 9.", "Make sure ?x1 is male circumcision."]
     assert [line.step.op for line in check_lines("?x1", ["1805-11-20-08:00"], [])][1] == "<"
 
 
 def test_a_plan_from_a_class_ends_only_after_a_constraint(kg, bank):
-    from memq.plan.format import parse_plan
     from memq.plan.lines import may_end
 
     every = parse_plan("Find every building, assign it to ?x0.\nFinally the answer is ?x0.", []).steps[:1]

@@ -22,9 +22,11 @@ unchanged), each grounded in the KG as the Find lines are:
 * **a count**: ``Count ?x0, assign it to ?count.``; after it the plan can only end with ``?count``;
 * **a superlative**: ``Sort ?x1 in descending (ascending) order and keep every result tied for first.``
 
-* **a check** of the last assigned ``?variable``: ``Make sure ?x1 < 9.`` for each number and date the question
-  writes (:func:`question_values`; a date in GrailQA's form, ``1970-07-01-08:00``) and each comparison, and
-  ``Make sure ?practices is male circumcision.`` for each topic entity no step names yet.
+* **a check** of the variable the last step found: ``Make sure ?x1 < 9.`` for each number and date the question
+  writes (:func:`question_values`; a date in GrailQA's form, ``1970-07-01-08:00``) and each comparison when it
+  is a numbered ``?xN``; ``Make sure ?thrust_sea_level is 1.519e+06.`` and ``Make sure ?practices is male
+  circumcision.`` (each topic entity no step names yet) when it is named after its relation. That is how all 189
+  checks of GrailQA's train plans are written (derivation names an equality's variable after its relation).
 
 Every line is closed: there are no open lines (which the model completes token by token, one forward pass
 each) with these lines. In GrailQA's train plans every check's value is a number or date the question writes, or
@@ -221,7 +223,11 @@ def shape_lines(classes: ClassStatements, h: Hyp, neigh, sims: dict[str, float],
     checked = {st.target for st in h.steps if st.kind == "class"}
     out = [line for v in h.assigned if v not in checked
            for line in classes.checks(v, neigh.types(Var(v[1:]), h.draft), sims)]
-    out += check_lines(h.assigned[-1], question_values(question), unnamed(h.steps, names))
+    last = h.steps[-1] if h.steps else PlanStep("answer", "")
+    if last.kind == "find":  # a check follows the find of its variable: = on a named one, a comparison on ?xN
+        numbered = re.fullmatch(r"\?x\d+", last.target or "") is not None
+        out += check_lines(last.target, question_values(question), [] if numbered else unnamed(h.steps, names),
+                           ops=COMPARE if numbered else ("=",))
     out += count_lines(h.assigned)
     if not any(st.kind == "superlative" for st in h.steps):
         out += superlative_lines(h.assigned)
@@ -267,11 +273,14 @@ def question_values(question: str, limit: int = 6) -> list[str]:
     return out[:limit]
 
 
-def check_lines(var: str, values: list[str], entities: list[str]) -> list[ShapeLine]:
-    """``Make sure <var> <op> <value>.`` for each value and comparison, and ``Make sure <var> is <entity>.``."""
+COMPARE = ("<", "<=", ">", ">=")
+
+
+def check_lines(var: str, values: list[str], entities: list[str], ops=("=",) + COMPARE) -> list[ShapeLine]:
+    """``Make sure <var> <op> <value>.`` for each value and each of ``ops``, and ``Make sure <var> is <entity>.``."""
     out = []
-    for value, ops in [(v, ("=", "<", "<=", ">", ">=")) for v in values] + [(e, ("=",)) for e in entities]:
-        for op in ops:
+    for value, each in [(v, ops) for v in values] + [(e, ("=",)) for e in entities]:
+        for op in each:
             step = PlanStep("check", "", target=var, op=op, value=value)
             out.append(ShapeLine(PlanStep("check", render_step(step), target=var, op=op, value=value)))
     return out
