@@ -4,6 +4,7 @@ superlatives, on a hand-made KG of buildings, with the scripted character-level 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pytest
 from test_plan_grounded import ScriptedLM
@@ -80,13 +81,15 @@ def test_class_checks_are_the_classes_of_the_bound_values(kg, bank):
     p = planner(kg, bank, "")
     h = Hyp(draft=Draft(), rec=Reconstructor({"m.0b1": "Low House"}))
     h.assigned = ["?x0"]
-    lines = p._lines(h, {"m.0b1": "Low House"}, ["Low House"], p.lm, Neighbourhood(kg), {})
+    lines = p._lines(h, {"m.0b1": "Low House"}, ["Low House"], p.lm, Neighbourhood(kg), {}, "how many are there?")
     shapes = {line.text for line in lines if line.kind == "shape"}
     # ?x0 is unconstrained here: every node the KG types is a value, so both classes the KG holds are offered
     assert {"Make sure ?x0 is a building.", "Make sure ?x0 is a bridge."} <= shapes
     assert "Make sure ?x0 is a museum." not in shapes  # no value of ?x0 is a museum
     assert "Count ?x0, assign it to ?count." in shapes
     assert not any(t.startswith("Sort ?x0") for t in shapes)  # the answer itself is no superlative's key
+    lines = p._lines(h, {"m.0b1": "Low House"}, ["Low House"], p.lm, Neighbourhood(kg), {}, "which one is tallest?")
+    assert not any(line.text.startswith("Count") for line in lines)  # the question asks for no count
 
 
 def test_lines_for_counts_superlatives_and_variables():
@@ -216,3 +219,17 @@ def test_a_class_start_comes_from_where_the_most_similar_relations_start(bank):
     starts = classes.starts({"bridge": 0.9}, lambda cid: True, k=2, first=["architecture.building"])
     assert [line.text for line in starts] == ["Find every building, assign it to ?x0.",
                                               "Find every bridge, assign it to ?x0."]
+
+
+def test_a_superlative_sorts_a_number_or_a_date_only(bank):
+    from memq.plan.lines import numeric_at
+
+    steps = parse_plan("Find every building, assign it to ?x0.\nFind the floors of the building ?x0, assign it to ?x1.",
+                       []).steps
+    steps[1] = replace(steps[1], statement="floors")  # architecture.building.floors: type.int
+    assert numeric_at(bank, steps, "?x1")
+    assert not numeric_at(bank, steps, "?x9")  # no find assigned it
+    other = MemoryBank.build([MemoryRecord(Statement("named", "1", "?entity1 ns:architecture.building.architect ?entity2 .",
+                                                     ("architecture.building.architect",)), ("d",), "template")],
+                             HashingEmbedder())
+    assert not numeric_at(other, [replace(steps[1], statement="named")], "?x1")
