@@ -306,8 +306,9 @@ def data_start_step(parent: dict, per_epoch: int, data_sha256: str | None = None
     """Where in the batch order a run continued from ``parent`` starts: at the parent's epoch position.
 
     A fresh run starts at 0, and so does one whose data (``data_sha256``) is not the parent's: a CWQ planner
-    continued on GrailQA's questions starts GrailQA's first epoch at its first batch. A continued one goes on from ``epochs_total * per_epoch``, so that it trains on
-    batches the parent's schedule had not reached yet instead of repeating the first ones. No batch repeats when
+    continued on GrailQA's questions starts GrailQA's first epoch at its first batch. A run continued on its
+    parent's data goes on from ``epochs_total * per_epoch``, so that it trains on batches the parent's schedule
+    had not reached yet instead of repeating the first ones. No batch repeats when
     the parent was itself trained fresh with the same seed, batch size and bucketing; otherwise (for example a GPU
     parent with another batch size) the batches are new to this schedule, and overlap the parent's at random.
     """

@@ -397,7 +397,7 @@ class GroundedPlanner:
         for v in h.assigned if may_end(h.steps) else ():
             text = f"Finally the answer is {v}."
             lines.append(Line("answer", text, tuple(lm.token_ids(text)) + (lm.eos_id,),
-                               PlanStep("answer", text, target=v)))
+                              PlanStep("answer", text, target=v)))
         if h.assigned and self.classes is None:  # GrailQA's checks and superlatives are closed lines
             for start in OPEN_STARTS:
                 lines.append(Line("open", start, tuple(lm.token_ids(start))))
@@ -406,8 +406,8 @@ class GroundedPlanner:
     def _extend(self, h: Hyp, line: Line, scored, lm, question: str, names) -> Hyp | None:
         """``h`` continued with one scored line, or None when the line cannot be used."""
         new = Hyp(list(h.lines), list(h.steps), h.ids + list(scored.ids), h.total + scored.score,
-                   h.tokens + len(scored.ids), h.draft.copy(), copy.deepcopy(h.rec), list(h.assigned),
-                   False, list(h.notes))
+                  h.tokens + len(scored.ids), h.draft.copy(), copy.deepcopy(h.rec), list(h.assigned),
+                  False, list(h.notes))
         if line.kind == "find":
             try:
                 group = new.rec.find(line.step, line.statement)

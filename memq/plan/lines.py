@@ -18,12 +18,11 @@ unchanged), each grounded in the KG as the Find lines are:
   of GrailQA's train plans that start from a class, a Find follows the start and the plan ends after a check or a
   superlative (a count comes after a check): so do these (:func:`may_end`);
 * **a class check**: ``Make sure ?x0 is a building.`` for each class that some value bound to an assigned
-  ``?variable`` has (``type.object.type``), at most ``checks`` per variable, the most similar to the question first;
+  ``?variable`` has (``type.object.type``), at most ``CHECKS`` per variable, the most similar to the question first;
 * **a count**: ``Count ?x0, assign it to ?count.``, when the question asks for one ("how many", "number of",
   "count": 45 of the 46 train questions that count); after it the plan can only end with ``?count``;
 * **a superlative**: ``Sort ?x1 in descending (ascending) order and keep every result tied for first.``, of a
-  variable found through a relation whose range is a number or a date.
-
+  variable found through a relation whose range is a number or a date;
 * **a check** of the variable the last step found: ``Make sure ?x1 < 9.`` for each number and date the question
   writes (:func:`question_values`; a date in GrailQA's form, ``1970-07-01-08:00``) and each comparison when it
   is a numbered ``?xN``; ``Make sure ?thrust_sea_level is 1.519e+06.`` and ``Make sure ?practices is male
@@ -41,17 +40,16 @@ most questions) and the relation-named one, instead of WebQSP's ``?x`` and ``?y`
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from memq.sparql.model import Group
 from memq.types import PlanStep
 
 from .format import render_step
 
-__all__ = ["ClassStatements", "Hyp", "Line", "ShapeLine", "count_lines", "grail_targets", "has_classes", "shape_lines",
-           "superlative_lines", "unnamed",
-           "check_lines", "may_end", "question_values", "related_classes",
-           "starts_from_class", "numeric_at"]
+__all__ = ["ClassStatements", "Hyp", "Line", "ShapeLine", "check_lines", "closed", "count_lines", "grail_targets", "has_classes",
+           "may_end", "numeric_at", "question_values", "related_classes", "shape_lines", "starts_from_class",
+           "superlative_lines", "unnamed"]
 
 STARTS = 12  # class statements offered as a start
 RELATED = 6  # of them at most: the classes where the path statements most similar to the question start
@@ -109,6 +107,12 @@ class ShapeLine:
         return self.step.text
 
 
+def closed(kind: str, statement=None, **fields) -> ShapeLine:
+    """A closed line: the step of ``kind`` with ``fields``, its text as the plan language renders it."""
+    step = PlanStep(kind, "", **fields)
+    return ShapeLine(replace(step, text=render_step(step)), statement)
+
+
 def has_classes(bank) -> bool:
     """Whether ``bank`` holds class statements (GrailQA's form of the schema)."""
     return any(r.statement.structure == "class" for r in bank.records)
@@ -155,8 +159,7 @@ class ClassStatements:
             if name in seen or not has_members(cid):
                 continue
             seen.add(name)
-            step = PlanStep("class", "", target="?x0", value=name, op="find")
-            out.append(ShapeLine(PlanStep("class", render_step(step), target="?x0", value=name, op="find"), st))
+            out.append(closed("class", st, target="?x0", value=name, op="find"))
         return out
 
     def checks(self, var: str, types: set[str], sims: dict[str, float], k: int = CHECKS) -> list[ShapeLine]:
@@ -170,8 +173,7 @@ class ClassStatements:
             if name in seen:
                 continue
             seen.add(name)
-            step = PlanStep("class", "", target=var, value=name)
-            out.append(ShapeLine(PlanStep("class", render_step(step), target=var, value=name), st))
+            out.append(closed("class", st, target=var, value=name))
             if len(out) >= k:
                 break
         return out
@@ -179,21 +181,12 @@ class ClassStatements:
 
 def count_lines(assigned: list[str]) -> list[ShapeLine]:
     """``Count ?v, assign it to ?count.`` for each assigned ``?v``."""
-    out = []
-    for v in assigned:
-        step = PlanStep("count", "", source=v, target="?count")
-        out.append(ShapeLine(PlanStep("count", render_step(step), source=v, target="?count")))
-    return out
+    return [closed("count", source=v, target="?count") for v in assigned]
 
 
 def superlative_lines(assigned: list[str]) -> list[ShapeLine]:
     """The two superlatives (largest, smallest, ties kept) of each assigned ``?v`` but the first (the answer)."""
-    out = []
-    for v in assigned[1:]:
-        for op in ("max", "min"):
-            step = PlanStep("superlative", "", target=v, op=op)
-            out.append(ShapeLine(PlanStep("superlative", render_step(step), target=v, op=op)))
-    return out
+    return [closed("superlative", target=v, op=op) for v in assigned[1:] for op in ("max", "min")]
 
 
 def grail_targets(used: set[str]) -> list[str]:
@@ -298,12 +291,8 @@ COMPARE = ("<", "<=", ">", ">=")
 
 def check_lines(var: str, values: list[str], entities: list[str], ops=("=",) + COMPARE) -> list[ShapeLine]:
     """``Make sure <var> <op> <value>.`` for each value and each of ``ops``, and ``Make sure <var> is <entity>.``."""
-    out = []
-    for value, each in [(v, ops) for v in values] + [(e, ("=",)) for e in entities]:
-        for op in each:
-            step = PlanStep("check", "", target=var, op=op, value=value)
-            out.append(ShapeLine(PlanStep("check", render_step(step), target=var, op=op, value=value)))
-    return out
+    return [closed("check", target=var, op=op, value=value)
+            for value, each in [(v, ops) for v in values] + [(e, ("=",)) for e in entities] for op in each]
 
 
 def related_classes(records, sims: dict[str, float], edges_of, k: int = RELATED) -> list[str]:
