@@ -188,44 +188,6 @@ def grailqa_questions(raw: list, split: str) -> list[GoldQuestion]:
     return out
 
 
-def grailqa_synthetic(skipped: list[tuple[str, str]] | None = None) -> list[GoldQuestion]:
-    """FlexKBQA's 6,184 synthetic GrailQA programs (``data/grailqa/flexkbqa_synthetic_programs.json.gz``) as
-    questions of dataset ``grailqa``, split ``synthetic``: each s-expression turned into GrailQA's SPARQL form
-    (:func:`memq.decompose.sexpr.to_sparql`), its mids the topic entities (names from :func:`mid_names`), no
-    answers (an empty tuple). A program naming a mid without a name, or one that does not convert, is skipped:
-    ``(qid, reason)`` is appended to ``skipped`` (reasons ``mid-without-name: m.x``, ``bad-s-expression: ...``)
-    and the counts are logged."""
-    import logging
-    from collections import Counter
-
-    from .decompose.sexpr import function_of, s_expression_mids, to_sparql
-
-    names = mid_names()
-    out: list[GoldQuestion] = []
-    reasons: Counter[str] = Counter()
-    for r in _read_json(data_path("grailqa", "flexkbqa_synthetic_programs.json.gz")):
-        qid, sexpr = str(r["qid"]), r["s_expression"]
-        mids = s_expression_mids(sexpr)
-        missing = [m for m in mids if not names.get(m)]
-        reason = f"mid-without-name: {missing[0]}" if missing else None
-        if reason is None:
-            try:
-                sparql = to_sparql(sexpr)
-            except ValueError as exc:
-                reason = f"bad-s-expression: {exc}"
-        if reason is not None:
-            reasons[reason.split(":")[0]] += 1
-            if skipped is not None:
-                skipped.append((qid, reason))
-            continue
-        parse = GoldParse(qid, sparql, tuple((m, names[m]) for m in mids), ())
-        out.append(GoldQuestion(qid, r["question"], "grailqa", "synthetic", (parse,), function=function_of(sexpr)))
-    if reasons:
-        logging.getLogger(__name__).info("grailqa synthetic: %d programs read, %d skipped (%s)", len(out),
-                                         sum(reasons.values()), ", ".join(f"{k} {n}" for k, n in reasons.items()))
-    return out
-
-
 FORMATS = {"webqsp": webqsp_questions, "cwq": cwq_questions, "grailqa": grailqa_questions}
 """The question-file formats :func:`load_file` reads."""
 

@@ -13,7 +13,7 @@ import pytest
 from memq import datasets
 from memq.decompose import decompose_query
 from memq.decompose.sexpr import function_of, parse_sexpr, s_expression_mids, to_sparql
-from memq.plan.data import template_describe
+from memq.plan.data import grailqa_synthetic, template_describe
 from memq.plan.derive import DerivationError, derive_plan
 from memq.sparql import parse_query
 
@@ -188,7 +188,7 @@ def _s_expressions() -> dict[str, str]:
 
 def test_synthetic_programs_become_questions():
     skipped: list[tuple[str, str]] = []
-    questions = datasets.grailqa_synthetic(skipped)
+    questions = grailqa_synthetic(skipped)
     assert len(questions) + len(skipped) == 6184
     assert len(questions) >= 1200  # 1,299 when written: most programs name a mid the bundled name map lacks
     assert all(reason.startswith("mid-without-name: ") for _, reason in skipped)

@@ -37,13 +37,12 @@ On the 1,349 bundled real questions the converted query derives the same plan as
 
 from __future__ import annotations
 
-import gzip
-import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
+
+from memq.schema import freebase_schema
 
 PREFIXES = ("PREFIX rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#> PREFIX rdfs: "
             "<http://www.w3.org/2000/01/rdf-schema#> PREFIX : <http://rdf.freebase.com/ns/> ")
@@ -263,15 +262,9 @@ def infer_classes(g: Graph) -> None:
 
 @lru_cache(maxsize=1)
 def relation_types() -> tuple[dict[str, tuple[str, str]], dict[str, int]]:
-    """relation -> (domain, range) from the bundled ``data/freebase_schema/fb_relations_domain_range_label.json.gz``,
-    and how many relations have each type as domain or range. Read here rather than through
-    :func:`memq.schema.freebase_schema`, which imports :mod:`memq.datasets`, which imports this module."""
-    path = Path(__file__).resolve().parents[2] / "data" / "freebase_schema" / "fb_relations_domain_range_label.json.gz"
-    if not path.exists():
-        raise FileNotFoundError(f"bundled data file missing: {path}")
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
-        raw = json.load(fh)
-    types = {rel: (info.get("domain") or "", info.get("range") or "") for rel, info in raw.items()}
+    """relation -> (domain, range) from the bundled schema (:func:`memq.schema.freebase_schema`), and how many
+    relations have each type as domain or range."""
+    types = {rel: (r.domain, r.range) for rel, r in freebase_schema().relations.items()}
     touching: Counter[str] = Counter()
     for domain, range_ in types.values():
         touching[domain] += 1

@@ -66,14 +66,12 @@ def _questions(dataset: str, split: str) -> list:
     """The questions of a planner split. WebQSP and CWQ: ``train``/``dev`` carved from the training questions,
     ``test``. GrailQA has a dev set of its own: ``train`` is every train question, ``dev`` the tuning part of GrailQA
     dev and ``test`` its report part (:func:`grailqa_part`). ``grailqa-synthetic`` (train only): the synthetic
-    programs (:func:`memq.datasets.grailqa_synthetic`)."""
+    programs (:func:`grailqa_synthetic`)."""
     from memq.datasets import load
 
     if dataset == GRAILQA_SYNTHETIC:
         if split != "train":
             raise MemQError(f"{GRAILQA_SYNTHETIC} is training data only; got split {split!r}")
-        from memq.datasets import grailqa_synthetic
-
         return grailqa_synthetic()
     if dataset == "grailqa":
         if split == "train":
@@ -83,6 +81,46 @@ def _questions(dataset: str, split: str) -> list:
     if split == "test":  # scored only, never trained or tuned on
         return load(dataset, "test")
     return [q for q in load(dataset, "train") if split_of(q.id) == split]
+
+
+def grailqa_synthetic(skipped: list[tuple[str, str]] | None = None) -> list:
+    """FlexKBQA's 6,184 synthetic GrailQA programs (``data/grailqa/flexkbqa_synthetic_programs.json.gz``) as
+    questions of dataset ``grailqa``, split ``synthetic``: each s-expression turned into GrailQA's SPARQL form
+    (:func:`memq.decompose.sexpr.to_sparql`), its mids the topic entities (names from :func:`memq.datasets.mid_names`), no
+    answers (an empty tuple). A program naming a mid without a name, or one that does not convert, is skipped:
+    ``(qid, reason)`` is appended to ``skipped`` (reasons ``mid-without-name: m.x``, ``bad-s-expression: ...``)
+    and the counts are logged."""
+    import gzip
+
+    from memq.datasets import GoldParse, GoldQuestion, data_path, mid_names
+    from memq.decompose.sexpr import function_of, s_expression_mids, to_sparql
+
+    names = mid_names()
+    out: list[GoldQuestion] = []
+    reasons: Counter[str] = Counter()
+    with gzip.open(data_path("grailqa", "flexkbqa_synthetic_programs.json.gz"), "rt", encoding="utf-8") as fh:
+        raw = json.load(fh)
+    for r in raw:
+        qid, sexpr = str(r["qid"]), r["s_expression"]
+        mids = s_expression_mids(sexpr)
+        missing = [m for m in mids if not names.get(m)]
+        reason = f"mid-without-name: {missing[0]}" if missing else None
+        if reason is None:
+            try:
+                sparql = to_sparql(sexpr)
+            except ValueError as exc:
+                reason = f"bad-s-expression: {exc}"
+        if reason is not None:
+            reasons[reason.split(":")[0]] += 1
+            if skipped is not None:
+                skipped.append((qid, reason))
+            continue
+        parse = GoldParse(qid, sparql, tuple((m, names[m]) for m in mids), ())
+        out.append(GoldQuestion(qid, r["question"], "grailqa", "synthetic", (parse,), function=function_of(sexpr)))
+    if reasons:
+        logger.info("grailqa synthetic: %d programs read, %d skipped (%s)", len(out),
+                                         sum(reasons.values()), ", ".join(f"{k} {n}" for k, n in reasons.items()))
+    return out
 
 
 def template_describe() -> Callable[[Statement], str]:
