@@ -91,6 +91,7 @@ import logging
 import time
 from collections.abc import Collection
 from dataclasses import replace
+from functools import cached_property
 
 from memq.errors import KnowledgeGraphError, MemQError, ReconstructionError
 from memq.sparql.model import Group, Var
@@ -137,15 +138,11 @@ class GroundedPlanner:
         self._prior, self._prior_built = prior, prior is not None
         self._edges: dict[str, tuple[set[Edge], set[Edge]]] = {}
         self._lm_calls = 0
-        self._classes: ClassStatements | None = None
 
-    @property
+    @cached_property
     def classes(self) -> ClassStatements | None:
         """The bank's class statements when it has any (GrailQA's lines are offered, :mod:`memq.plan.lines`)."""
-        if self._classes is None:
-            self._classes = (ClassStatements(self.bank, self._statement_edges) if has_classes(self.bank)
-                             else ClassStatements.empty())
-        return self._classes if self._classes.by_class else None
+        return ClassStatements(self.bank, self._statement_edges) if has_classes(self.bank) else None
 
     @property
     def plans_without_entities(self) -> bool:

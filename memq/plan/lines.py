@@ -134,15 +134,11 @@ class ClassStatements:
         self.bank, self.edges_of = bank, edges_of
         self.by_class: dict[str, object] = {}
         self.names: dict[str, str] = {}
-        for record in bank.records if bank is not None else ():
+        for record in bank.records:
             st = record.statement
             if st.structure == "class" and class_id(st) not in self.by_class:
                 self.by_class[class_id(st)] = st
                 self.names[st.id] = class_name(st)
-
-    @classmethod
-    def empty(cls) -> ClassStatements:
-        return cls(None)
 
     def starts(self, sims: dict[str, float], has_members, k: int = STARTS, first: list[str] = ()) -> list[ShapeLine]:
         """``Find every <class>, assign it to ?x0.`` for the class ids ``first`` (:func:`related_classes`), then the

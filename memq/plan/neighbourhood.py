@@ -70,6 +70,7 @@ class Neighbourhood:
         self.queries = 0
         self.seconds = 0.0
         self._cache: dict[str, set[Edge]] = {}
+        self._classes: dict[str, bool | set[str]] = {}  # class membership and the classes of a variable's values
 
     def _select(self, text: str) -> list:
         self.queries += 1
@@ -111,12 +112,11 @@ class Neighbourhood:
         from memq.sparql.safety import iri_ref
 
         iri_ref(FB + class_id)  # validated before it is written (a ValueError names it)
-        key = "members:" + class_id
-        if key not in self._cache:
+        if class_id not in self._classes:
             triple = Triple(Var("memq_s"), Iri(FB + "type.object.type"), Iri(FB + class_id))
             query = Query(where=Group(triples=(triple,)), projection=(Projection(Var("memq_s")),), limit=1)
-            self._cache[key] = {("", "")} if self._select(to_standard(query)) else set()
-        return bool(self._cache[key])
+            self._classes[class_id] = bool(self._select(to_standard(query)))
+        return self._classes[class_id]
 
     def types(self, var: Var, draft, limit: int = 200) -> set[str]:
         """The classes (``type.object.type``) of the values ``draft`` (the plan so far) binds to ``var``."""
@@ -126,7 +126,7 @@ class Neighbourhood:
         where = Group(triples=tuple(draft.triples) + (Triple(var, Iri(FB + "type.object.type"), t),),
                       unions=tuple(draft.unions), filters=tuple(draft.filters))
         key = to_standard(Query(where=where, projection=(Projection(t),), distinct=True, limit=limit))
-        if key not in self._cache:
-            self._cache[key] = {(term.local, "class") for row in self._select(key)
-                                if isinstance(term := row.get("memq_t"), Iri) and term.is_freebase}
-        return {cid for cid, _ in self._cache[key]}
+        if key not in self._classes:
+            self._classes[key] = {term.local for row in self._select(key)
+                                  if isinstance(term := row.get("memq_t"), Iri) and term.is_freebase}
+        return self._classes[key]
