@@ -3,13 +3,11 @@ superlatives, on a hand-made KG of buildings, with the scripted character-level 
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 
 import pytest
-from test_plan_grounded import ScriptedLM
+from test_plan_grounded import ScriptedLM, bank_of, store_of
 
-from memq.kg.oxigraph import OxigraphStore
 from memq.memory.bank import MemoryBank
 from memq.memory.embed import HashingEmbedder
 from memq.pipeline import Config, Pipeline
@@ -47,16 +45,12 @@ STATEMENTS = [  # (id, structure, sparql, description)
 
 @pytest.fixture(scope="module")
 def kg(tmp_path_factory):
-    path = tmp_path_factory.mktemp("kg") / "kg.nt"
-    path.write_text(_triples(), encoding="utf-8")
-    return OxigraphStore.from_file(path)
+    return store_of(tmp_path_factory, _triples())
 
 
 @pytest.fixture(scope="module")
 def bank():
-    records = [MemoryRecord(Statement(i, s, q, tuple(re.findall(r"ns:(\S+)", q))), (d,), "template")
-               for i, s, q, d in STATEMENTS]
-    return MemoryBank.build(records, HashingEmbedder())
+    return bank_of(STATEMENTS)
 
 
 def planner(kg, bank, target: str) -> GroundedPlanner:

@@ -102,18 +102,28 @@ class FailingKG:
         return {}
 
 
+def store_of(tmp_path_factory, triples: str) -> OxigraphStore:
+    """An embedded store of N-Triples ``triples``."""
+    path = tmp_path_factory.mktemp("kg") / "kg.nt"
+    path.write_text(triples, encoding="utf-8")
+    return OxigraphStore.from_file(path)
+
+
+def bank_of(statements) -> MemoryBank:
+    """A bank of ``(id, structure, sparql, description)`` statements, hashing embeddings."""
+    records = [MemoryRecord(Statement(i, s, q, tuple(re.findall(r"ns:(\S+)", q))), (d,), "template")
+               for i, s, q, d in statements]
+    return MemoryBank.build(records, HashingEmbedder())
+
+
 @pytest.fixture(scope="module")
 def kg(tmp_path_factory):
-    path = tmp_path_factory.mktemp("kg") / "kg.nt"
-    path.write_text(TRIPLES, encoding="utf-8")
-    return OxigraphStore.from_file(path)
+    return store_of(tmp_path_factory, TRIPLES)
 
 
 @pytest.fixture(scope="module")
 def bank():
-    records = [MemoryRecord(Statement(i, s, q, tuple(re.findall(r"ns:(\S+)", q))), (d,), "template")
-               for i, s, q, d in STATEMENTS]
-    return MemoryBank.build(records, HashingEmbedder())
+    return bank_of(STATEMENTS)
 
 
 def planner(kg, bank, target: str, *more: str, **config) -> GroundedPlanner:
