@@ -167,6 +167,26 @@ def test_evaluate_answers_a_dataset_from_its_own_memory_unless_told_otherwise():
     assert evaluation_config(told).memory == "elsewhere"
 
 
+def test_grailqa_is_evaluated_on_its_own_kg_with_its_own_search_unless_told_otherwise():
+    from pathlib import Path
+
+    from memq.cli import build_parser
+    from memq.evaluate.cli import evaluation_config
+
+    parser = build_parser()
+    plain = evaluation_config(parser.parse_args(["evaluate", "--dataset", "grailqa", "--split", "dev",
+                                                 "--planner", "grounded"]))
+    assert Path(plain.kg).name == "grailqa.nq.gz"
+    assert Path(plain.memory).name in ("grailqa", "grailqa+schema")  # the schema bank is built on demand
+    assert (plain.search.beam, plain.search.lines) == (1, 1)
+    told = evaluation_config(parser.parse_args(["evaluate", "--dataset", "grailqa", "--split", "dev", "--planner",
+                                                "grounded", "--kg", "mine.nt", "--memory", "bank", "--beam", "3"]))
+    assert (told.kg, told.memory, told.search.beam, told.search.lines) == ("mine.nt", "bank", 3, 1)
+    webqsp = evaluation_config(parser.parse_args(["evaluate", "--dataset", "webqsp", "--split", "dev",
+                                                  "--planner", "grounded"]))
+    assert Path(webqsp.kg).name == "benchmark.nq.gz" and webqsp.search.beam == 3
+
+
 def test_a_memory_bank_brings_its_own_planner_to_ask_serve_and_answer(tmp_path):
     import json
     from pathlib import Path

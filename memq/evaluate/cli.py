@@ -81,15 +81,37 @@ def _shard(text: str) -> tuple[int, int]:
         raise argparse.ArgumentTypeError(f"--shard must be K/N with 1 <= K <= N, got {text!r}") from None
 
 
+# GrailQA's search, chosen on its tuning part (docs/results.md, "GrailQA: the planner"): a beam did not pay
+GRAILQA_SEARCH = {"beam": 1, "lines": 1}
+
+
 def evaluation_config(args: argparse.Namespace):
     """The pipeline's :class:`~memq.pipeline.Config` for ``memq evaluate``: the flags, and the memory bank of the
-    dataset evaluated unless ``--memory`` names one (CWQ questions are not to be answered from the WebQSP bank)."""
+    dataset evaluated unless ``--memory`` names one (CWQ questions are not to be answered from the WebQSP bank).
+    GrailQA, unless the flags say otherwise: its own benchmark KG (``data/kg/grailqa.nq.gz``), the bank with its
+    ontology (``memory_bank/grailqa+schema``, ``make memory-grailqa-schema``; the train-only bank when that is not
+    built, with a warning) and ``GRAILQA_SEARCH``."""
+    import logging
+
     from ..ask import config_from
     from ..pipeline import ROOT
 
     config = config_from(args)
+    memory = ROOT / "memory_bank" / args.dataset
+    if args.dataset == "grailqa":
+        if not (args.kg or args.endpoint):
+            config = replace(config, kg=str(ROOT / "data" / "kg" / "grailqa.nq.gz"))
+        schema = ROOT / "memory_bank" / "grailqa+schema"
+        if (schema / "manifest.json").is_file():
+            memory = schema
+        elif not args.memory:
+            logging.getLogger(__name__).warning(
+                "%s is not built (make memory-grailqa-schema): answering from %s, which holds no ontology, so "
+                "zero-shot questions lack their statements", schema, memory)
+        search = {k: v for k, v in GRAILQA_SEARCH.items() if getattr(args, k, None) is None}
+        config = replace(config, search=replace(config.search, **search))
     if not args.memory:
-        config = replace(config, memory=str(ROOT / "memory_bank" / args.dataset))
+        config = replace(config, memory=str(memory))
     return config
 
 
