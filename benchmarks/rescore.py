@@ -42,6 +42,13 @@ ROWS: dict[str, list[str]] = {
                              "--plans", f"{RESULTS}/webqsp_test_grounded.planned.jsonl.gz"],
     "webqsp_test_grounded_noprior": [*WEBQSP, "--planner", "grounded", "--limit", "200", "--prior", "0", "--coverage", "0",
                                      "--plans", f"{RESULTS}/webqsp_test_grounded_noprior.planned.jsonl.gz"],
+    # the grounded planner with the statement ranker (memory_bank/ranker), its two shards' first 545 questions, and
+    # the model alone on the same 545
+    "webqsp_test_ranked": [*WEBQSP, "--planner", "grounded", "--limit", "545",
+                           "--plans", f"{RESULTS}/webqsp_test_ranked.s1.planned.jsonl.gz",
+                           f"{RESULTS}/webqsp_test_ranked.s2.planned.jsonl.gz"],
+    "webqsp_test545_llmonly": [*WEBQSP, "--planner", "grounded", "--limit", "545", "--ranker", "none",
+                               "--plans", f"{RESULTS}/webqsp_test_grounded.planned.jsonl.gz"],
     # the hybrid planner: free generation's plans, and the grounded planner's saved beams as the rescues of the
     # questions whose free plan finds nothing (the grounded planner is deterministic; docs/planner.md)
     "webqsp_test_hybrid": [*WEBQSP, "--planner", "hybrid", *WEBQSP_ABLATION,
@@ -99,6 +106,8 @@ def run_row(name: str, kg: str, out: str) -> None:
     if not (ROOT / memory / "manifest.json").is_file():
         print(f"{name}: skipped, memory bank {memory} is not built (see the Makefile's memory-schema targets)")
         return
+    if "--ranker" not in flags and name != "webqsp_test_ranked":  # plans made before the ranker was the default
+        flags = [*flags, "--ranker", "none"]
     memq = str(Path(sys.executable).with_name("memq"))
     cmd = [memq, "evaluate", *flags, "--kg", kg, "--json", str(summary), "--per-question", str(records),
            "--no-progress"]

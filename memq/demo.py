@@ -28,6 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                            "oracle: plans derived from the gold query (no LLM)")
     demo.add_argument("--backend", choices=BACKENDS, default=DEFAULT_BACKEND,
                       help="the planner's LLM runtime (transformers when llama-cpp-python is missing)")
+    demo.add_argument("--ranker", default="auto",
+                      help="the grounded planner's statement ranker: auto (the committed memory_bank/ranker), a "
+                           "directory, or none (the model alone)")
     demo.set_defaults(handler=run)
 
 
@@ -90,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
                 plans[q.id] = exc
         pipe = Pipeline(replace(Config(), planner="given"))
     else:
-        pipe = Pipeline(replace(Config(), planner=kind, backend=args.backend))
+        pipe = Pipeline(replace(Config(), planner=kind, backend=args.backend, ranker=args.ranker))
     load_parts(pipe, with_planner=kind != "oracle")
     print(f"ready in {time.perf_counter() - t0:.1f} s; answering {len(questions)} questions one at a time"
           + ("" if kind == "oracle" else " (planning included)") + "\n")
