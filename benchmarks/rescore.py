@@ -44,7 +44,7 @@ ROWS: dict[str, list[str]] = {
                                      "--plans", f"{RESULTS}/webqsp_test_grounded_noprior.planned.jsonl.gz"],
     # the grounded planner with the statement ranker (memory_bank/ranker), its two shards' first 545 questions, and
     # the model alone on the same 545
-    "webqsp_test_ranked": [*WEBQSP, "--planner", "grounded", "--limit", "545",
+    "webqsp_test_ranked": [*WEBQSP, "--planner", "grounded", "--limit", "545", "--ranker", "memory_bank/ranker",
                            "--plans", f"{RESULTS}/webqsp_test_ranked.s1.planned.jsonl.gz",
                            f"{RESULTS}/webqsp_test_ranked.s2.planned.jsonl.gz"],
     "webqsp_test545_llmonly": [*WEBQSP, "--planner", "grounded", "--limit", "545", "--ranker", "none",
@@ -106,7 +106,7 @@ def run_row(name: str, kg: str, out: str) -> None:
     if not (ROOT / memory / "manifest.json").is_file():
         print(f"{name}: skipped, memory bank {memory} is not built (see the Makefile's memory-schema targets)")
         return
-    if "--ranker" not in flags and name != "webqsp_test_ranked":  # plans made before the ranker was the default
+    if "--ranker" not in flags:  # a row that names no ranker holds plans made before the ranker was the default
         flags = [*flags, "--ranker", "none"]
     memq = str(Path(sys.executable).with_name("memq"))
     cmd = [memq, "evaluate", *flags, "--kg", kg, "--json", str(summary), "--per-question", str(records),

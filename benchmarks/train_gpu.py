@@ -149,21 +149,13 @@ def prepare(work: Path, datasets: list[str], rank_groups: Path | None = None) ->
         joint = load_split("cwq", "train", exclude_webqsp_test=True)
         counts["cwq-train-no-webqtest"] = _write_jsonl(data / "cwq-train-no-webqtest.jsonl.gz", map(to_json, joint))
     _, gguf, digest = gguf_source("qwen2.5-coder-0.5b")
-    parts = work / "model"
-    shutil.rmtree(parts, ignore_errors=True)
-    parts.mkdir(parents=True)
-    with open(gguf, "rb") as fh:
-        for n, chunk in enumerate(iter(lambda: fh.read(PART_BYTES * 4), b"")):
-            (parts / f"part{n:02d}").write_bytes(chunk)
-    (parts / "sha256").write_text(digest + "\n")
     whl = work / "whl"
     whl.mkdir(exist_ok=True)
     subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
                     "--python-version", "3.12", "--implementation", "cp", "--platform", "manylinux_2_17_x86_64",
                     "--platform", "manylinux2014_x86_64", "-d", str(whl), *WHEELS], check=True)
     chunks = pack(work, gguf, rank_groups is not None)
-    print(json.dumps({"counts": counts, "model_parts": len(list(parts.glob("part*"))), "sha256": digest,
-                      "upload_chunks": chunks}, indent=1))
+    print(json.dumps({"counts": counts, "sha256": digest, "upload_chunks": chunks}, indent=1))
 
 
 def pack(work: Path, gguf: Path, minilm: bool) -> int:
@@ -173,27 +165,21 @@ def pack(work: Path, gguf: Path, minilm: bool) -> int:
     starts first: wheels, data, the ranker's base model; the planner's adapter and GGUF last."""
     from memq.files import sha256_file
 
-    files = sorted((work / "whl").glob("*.whl")) + sorted((work / "data").glob("*")) + sorted((work / "rank").glob("*"))
-    names = [str(f.relative_to(work)) for f in files]
+    ours = sorted((work / "whl").glob("*.whl")) + sorted((work / "data").glob("*")) + sorted((work / "rank").glob("*"))
+    entries = [(str(f.relative_to(work)), f) for f in ours]  # (name under WORK there, file here)
     if minilm:
         from memq.memory.embed import minilm_dir
 
         package = minilm_dir().parent
-        for f in sorted(package.rglob("*")):
-            if f.is_file() and "__pycache__" not in f.parts:
-                files.append(f)
-                names.append(str(Path("minilm") / package.name / f.relative_to(package)))
-    for f in sorted((work / "init").rglob("*")):
-        if f.is_file():
-            files.append(f)
-            names.append(str(f.relative_to(work)))
-    files.append(gguf)
-    names.append(str(Path("gguf") / GGUF_NAME))
+        entries += [(str(Path("minilm") / package.name / f.relative_to(package)), f) for f in sorted(package.rglob("*"))
+                    if f.is_file() and "__pycache__" not in f.parts]
+    entries += [(str(f.relative_to(work)), f) for f in sorted((work / "init").rglob("*")) if f.is_file()]
+    entries.append((f"gguf/{GGUF_NAME}", gguf))
     up = work / "up"
     shutil.rmtree(up, ignore_errors=True)
     up.mkdir(parents=True)
     index, offset, chunk, buf = [], 0, 0, bytearray()
-    for name, f in zip(names, files, strict=True):
+    for name, f in entries:
         size = f.stat().st_size
         index.append({"name": name, "offset": offset, "size": size, "sha256": sha256_file(f)})
         offset += size
@@ -227,7 +213,8 @@ def receive(work: Path) -> None:
             continue
         h = hashlib.sha256()
         target.parent.mkdir(parents=True, exist_ok=True)
-        with open(target.with_suffix(target.suffix + ".part"), "wb") as out:
+        partial = target.with_name(target.name + ".part")
+        with open(partial, "wb") as out:
             at, left = f["offset"], f["size"]
             while left:
                 k, inner = divmod(at, size)
@@ -239,7 +226,7 @@ def receive(work: Path) -> None:
                 at, left = at + len(block), left - len(block)
         if h.hexdigest() != f["sha256"]:
             raise SystemExit(f"{f['name']}: sha256 {h.hexdigest()[:12]}... expected {f['sha256'][:12]}...")
-        target.with_suffix(target.suffix + ".part").rename(target)
+        partial.rename(target)
     print(json.dumps({"chunks_here": len(list((work / "up").glob("chunk*"))), "of": meta["chunks"],
                       "files_waiting": len(waiting), "first_waiting": waiting[:3]}), flush=True)
 
@@ -252,31 +239,18 @@ def _read_jsonl(path: Path) -> list[dict]:
 
 
 def assemble_model(work: Path) -> None:
-    """Join the GGUF parts into the memq cache once, checking the sha256 ``prepare`` recorded."""
+    """Put the GGUF ``receive`` wrote (its sha256 checked there) into the memq cache once, with the sha256 stamp
+    memq's loader (:func:`memq.llm.base.gguf_source`) reads instead of the model packages."""
     from memq.llm import cache_root
 
     target = cache_root() / "gguf" / GGUF_NAME
     stamp = target.with_suffix(".sha256")
-    if (work / "gguf" / GGUF_NAME).exists():  # delivered whole by ``receive``, its sha256 checked there
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if not target.exists():
-            shutil.copyfile(work / "gguf" / GGUF_NAME, target)
-        index = json.loads((work / "up" / "index.json").read_text())["files"]
-        stamp.write_text(next(f["sha256"] for f in index if f["name"] == f"gguf/{GGUF_NAME}") + "\n")
-        return
-    want = (work / "model" / "sha256").read_text().strip()
+    index = json.loads((work / "up" / "index.json").read_text())["files"]
+    want = next(f["sha256"] for f in index if f["name"] == f"gguf/{GGUF_NAME}")
     if target.exists() and stamp.exists() and stamp.read_text().strip() == want:
         return
     target.parent.mkdir(parents=True, exist_ok=True)
-    h = hashlib.sha256()
-    with open(target, "wb") as out:
-        for part in sorted((work / "model").glob("part*")):
-            chunk = part.read_bytes()
-            h.update(chunk)
-            out.write(chunk)
-    if h.hexdigest() != want:
-        target.unlink()
-        raise SystemExit(f"assembled GGUF has sha256 {h.hexdigest()[:12]}..., expected {want[:12]}...")
+    shutil.copyfile(work / "gguf" / GGUF_NAME, target)
     stamp.write_text(want + "\n")
 
 
@@ -347,7 +321,8 @@ def ranker_job(work: Path, name: str, stop_at: float) -> bool:
         return True
     cfg = dict(RANKERS[name])
     data = [(str(work / f), 2 if DRY else None) for f in cfg.pop("data")]
-    dev = [str(work / f) for f in cfg.pop("dev")][:None if not DRY else 0]
+    dev_files = cfg.pop("dev")
+    dev = [] if DRY else [str(work / f) for f in dev_files]
     cfg.update(DRY.get("ranker", {}))
     minutes = max(0.5, (stop_at - time.time()) / 60 - 1.0)
     train(data, out, device=DRY.get("device", "cuda"), dev=dev, resume=(out / "checkpoint").exists(),
