@@ -1,4 +1,4 @@
-"""Speculative greedy decoding (memq.llm.draft, LlamaCppLLM._greedy): the n-gram drafter's guesses, and decoding with
+"""Speculative greedy decoding (memq.llm.draft, Runner.greedy): the n-gram drafter's guesses, and decoding with
 drafts giving exactly the tokens of one-token-a-pass greedy decoding, whatever the drafts are, in fewer passes
 when they are good. A fake llama.cpp context stands in for the model (the real one is in test_llamacpp.py)."""
 
@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from memq.llm.draft import DRAFT, NgramDrafter
+from memq.llm.kv_state import Runner
 from memq.llm.llamacpp import LlamaCppLLM
 
 EOS, VOCAB = 0, 40
@@ -20,6 +21,7 @@ class FakeRunner:
     """A context whose logits after a prefix depend on its last three tokens (deterministically)."""
 
     eos, n_ctx, n_batch = EOS, 256, 16
+    greedy = Runner.greedy  # the real decoding loop, over this fake context
 
     def __init__(self, eos_after: int = 30) -> None:
         self.ids: list[int] = []
@@ -221,3 +223,21 @@ def test_a_saved_drafter_is_keyed_by_its_texts_tokenizer_and_settings(tmp_path):
         (tmp_path / "bad.json").write_text(bad)
         assert NgramDrafter.load(tmp_path / "bad.json") is None  # rebuilt by the caller
     assert NgramDrafter.load(tmp_path / "missing.json") is None
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_line_written_with_drafts_has_the_same_tokens_and_log_probabilities(seed):
+    """The grounded planner's open lines (LlamaCppLLM.greedy): drafted tokens keep the log-probabilities that
+    one-token-a-pass decoding gives them, so the search scores the line as before."""
+    prompt = [random.Random(seed).randrange(1, VOCAB) for _ in range(12)]
+
+    def done(new):
+        return new[-1] in (EOS, 7)  # 7 stands for a token holding a newline
+
+    plain = FakeRunner().greedy(prompt, 48, done, None, logprobs=True)
+    for drafter in (Oracle(plain[0], len(prompt)), Oracle(plain[0], len(prompt), wrong=1), Noise(seed)):
+        runner = FakeRunner()
+        got = runner.greedy(prompt, 48, done, drafter, logprobs=True)
+        assert got[0] == plain[0]
+        assert np.allclose(got[1], plain[1], atol=1e-12) and len(got[1]) == len(got[0])
+        assert runner.ids == prompt + plain[0][:-1]  # the last token is not evaluated, as without drafts

@@ -18,9 +18,9 @@ def test_the_weights_setting_is_checked_by_name(monkeypatch):
     monkeypatch.setenv("MEMQ_LLAMA_WEIGHTS", "shipped")
     assert LlamaCppLLM("smollm2").weights == "shipped" and LlamaCppLLM("smollm2", weights="f16").weights == "f16"
     monkeypatch.setenv("MEMQ_LLAMA_WEIGHTS", "q4")
-    with pytest.raises(LLMError, match="MEMQ_LLAMA_WEIGHTS must be one of f16, shipped, got 'q4'"):
+    with pytest.raises(LLMError, match="MEMQ_LLAMA_WEIGHTS must be one of f16, shipped, q8_0, got 'q4'"):
         weights_from_env()
-    with pytest.raises(LLMError, match="weights must be one of f16, shipped, got 'int8'"):
+    with pytest.raises(LLMError, match="weights must be one of f16, shipped, q8_0, got 'int8'"):
         LlamaCppLLM("smollm2", weights="int8")
 
 
@@ -39,6 +39,20 @@ def test_quantised_weights_are_written_once_as_f16_and_verified(tmp_path, monkey
     with caplog.at_level("WARNING"):
         again, sha2, seconds = f16_gguf(shipped, digest)
     assert "does not match its manifest's sha256" in caplog.text and seconds > 0 and (again, sha2) == (path, sha)
+
+
+def test_q8_0_weights_are_quantised_from_the_f16_file_once_and_verified(tmp_path, monkeypatch):
+    pytest.importorskip("llama_cpp")
+    from memq.llm.gguf_weights import q8_gguf
+
+    monkeypatch.setenv("MEMQ_CACHE", str(tmp_path))
+    _, shipped, digest = gguf_source("smollm2")
+    path, sha, seconds = q8_gguf(shipped, digest)
+    assert seconds > 0 and "Q8_0" in quantised_types(path) and "Q4_1" not in quantised_types(path)
+    f16, f16_sha, _ = f16_gguf(shipped, digest)
+    manifest = json.loads(path.with_suffix(".json").read_text())
+    assert manifest["source_sha256"] == f16_sha and manifest["weights"] == "q8_0" and manifest["sha256"] == sha
+    assert q8_gguf(shipped, digest) == (path, sha, 0.0)  # cached, verified
 
 
 def test_unquantised_weights_are_used_as_they_are(tmp_path, monkeypatch):

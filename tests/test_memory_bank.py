@@ -32,6 +32,15 @@ def bank() -> MemoryBank:
                             info={"describer": {"name": "template", "prompt_hash": "x"}})
 
 
+@pytest.mark.parametrize("kind", ["flat", "sq8"])
+def test_similarities_are_the_whole_bank_search_s_scores(bank, kind):
+    b = bank if kind == "flat" else MemoryBank.build(RECORDS, HashingEmbedder(), index_type="sq8")
+    for text in ("the spouse of", "currency used", "make sure"):
+        want = {rec.statement.id: score for rec, _, score in b.search(text, k=len(b))}
+        got = b.similarities(text)
+        assert got.keys() == want.keys() and max(abs(got[k] - want[k]) for k in want) < 1e-5
+
+
 def test_hashing_embedder_is_normalised_and_deterministic():
     e = HashingEmbedder(64)
     a = e.encode(["the spouse of ?entity1", "currency"])

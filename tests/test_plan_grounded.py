@@ -151,6 +151,18 @@ def test_find_lines_are_the_memory_statements_that_bind_at_the_node(kg, bank):
     assert not any("pet" in t for t in finds)  # the first edge exists, the CVT's second does not
 
 
+def test_the_first_edge_index_leaves_the_options_as_a_full_scan_finds_them(kg, bank):
+    from memq.plan.neighbourhood import first_edges, path_options
+
+    p = planner(kg, bank, "")
+    index = first_edges(bank.records, p._statement_edges)
+    assert index and all(pos == sorted(pos) for pos in index.values())
+    for entities in (JAMAICA, BIEBER, {**JAMAICA, **BIEBER}):
+        full = path_options(bank.records, entities, [], Draft(), Neighbourhood(kg), p._statement_edges)
+        fast = path_options(bank.records, entities, [], Draft(), Neighbourhood(kg), p._statement_edges, index)
+        assert full and [(r.statement.id, m) for r, m in fast] == [(r.statement.id, m) for r, m in full]
+
+
 def test_the_plan_follows_the_model_among_grounded_lines_and_reports_its_cost(kg, bank):
     target = "Find the official language of the country Jamaica, assign it to ?x.\nFinally the answer is ?x."
     plan = planner(kg, bank, target).plan("what is the official language of jamaica?", JAMAICA)

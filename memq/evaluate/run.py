@@ -404,6 +404,10 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
     if backends:  # the planner's LLM backend(s) for the questions planned in this run
         names = sorted(map(str, backends))
         summary["backend"] = names[0] if len(names) == 1 else names
+        if "llamacpp" in names:  # which base weights it ran (memq.llm.gguf_weights)
+            from ..llm.gguf_weights import weights_from_env
+
+            summary["weights"] = weights_from_env()
     if questions_file is not None:
         summary["questions_file"] = shown_path(questions_file)
     if part is not None:
@@ -419,6 +423,9 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
 
         ranker = ranker_choice(config.ranker)
         summary["ranker"] = shown_path(ranker) if ranker is not None else None
+        runtimes = {r.get("plan_cost", {}).get("ranker_runtime") for r in records if r.get("plan_cost")} - {None}
+        if runtimes:  # where the ranker ran (memq.plan.ranker_onnx), as the plans made in this run say
+            summary["ranker_runtime"] = sorted(runtimes)[0] if len(runtimes) == 1 else sorted(runtimes)
     if planner in ("finetuned", "grounded", "hybrid"):
         adapter = pipeline.planner_adapter
         summary["adapter"] = shown_path(adapter)

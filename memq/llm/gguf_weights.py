@@ -1,4 +1,4 @@
-"""The base weights llama.cpp runs the planner on: the shipped GGUF dequantised to f16 (default), or as shipped.
+"""The base weights llama.cpp runs the planner on: the shipped GGUF dequantised to f16 (default), Q8_0, or as shipped.
 
 The bundled Qwen2.5-Coder-0.5B GGUF is quantised. transformers dequantises it to float32 and multiplies in
 float32; llama.cpp multiplies quantised weights by activations it rounds to 8 bits as well, so the two backends'
@@ -6,9 +6,11 @@ log-probabilities differ by a few hundredths of a nat and greedy plans part wher
 200 WebQSP dev plans identical). On f16 weights llama.cpp keeps activations in f16 and the plans agree
 (``benchmarks/backend_parity.py``; docs/backends.md), at the price of a larger file and slower tokens.
 
-``$MEMQ_LLAMA_WEIGHTS`` chooses: ``f16`` (default) or ``shipped``. The f16 file is written once by llama.cpp's
+``$MEMQ_LLAMA_WEIGHTS`` chooses: ``f16`` (default), ``q8_0`` (the f16 weights quantised to 8 bits: about a
+quarter faster a token on the CPU, and not the same plans, docs/backends.md) or ``shipped``. The file is written
+once by llama.cpp's
 own quantizer (``llama_model_quantize`` with ``allow_requantize``: every tensor dequantised, then stored as f16)
-into ``$MEMQ_CACHE/gguf/<name>-f16-<sha8>.gguf``, with a manifest holding the source's and its own sha256; a file
+into ``$MEMQ_CACHE/gguf/<name>-<f16|q8_0>-<sha8>.gguf``, with a manifest holding the source's and its own sha256; a file
 that does not match its manifest is rebuilt (a warning says why), never used. A GGUF whose weights are already
 f32 or f16 is used as it is.
 """
@@ -18,14 +20,17 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from .base import LLMError, cache_root, memo_sha256
 
 logger = logging.getLogger(__name__)
 
-WEIGHTS = ("f16", "shipped")
+WEIGHTS = ("f16", "shipped", "q8_0")
+_PARAMS_LOCK = threading.Lock()
 DEFAULT_WEIGHTS = "f16"
 
 
@@ -45,10 +50,57 @@ def quantised_types(gguf: Path) -> list[str]:
     return sorted({t.tensor_type.name for t in gguf_lib.GGUFReader(str(gguf)).tensors if t.tensor_type not in plain})
 
 
+@contextmanager
+def no_repacking(on: bool = True):
+    """While a model loads (when ``on``): llama.cpp's CPU weight repacking ("extra buffer types") off. On a CPU
+    with AMX, the
+    repacked quantised weights crashed the process (a segmentation fault in the first quantised matrix product) on
+    the machine this was found on, where f16 weights ran; without repacking, quantised weights run on the CPU's
+    vector kernels. llama-cpp-python's ``Llama`` takes no such argument, so its default model parameters are
+    wrapped for the call."""
+    if not on:
+        yield
+        return
+    import llama_cpp.llama as api
+
+    default = api.llama_cpp.llama_model_default_params
+
+    def params():
+        p = default()
+        p.use_extra_bufts = False
+        return p
+
+    with _PARAMS_LOCK:
+        api.llama_cpp.llama_model_default_params = params
+        try:
+            yield
+        finally:
+            api.llama_cpp.llama_model_default_params = default
+
+
 def f16_gguf(gguf: Path, digest: str) -> tuple[Path, str, float]:
     """``(path, sha256, seconds spent building)`` of ``gguf`` (sha256 ``digest``) with f16 weights; the file
     itself (0 s) when its weights are not quantised."""
-    target = cache_root() / "gguf" / f"{gguf.stem}-f16-{digest[:8]}.gguf"
+    return _requantised(gguf, digest, "f16")
+
+
+def q8_gguf(gguf: Path, digest: str) -> tuple[Path, str, float]:
+    """``(path, sha256, seconds spent building)`` of ``gguf`` with its weights in Q8_0, quantised from the f16 file
+    (:func:`f16_gguf`), so the shipped file's coarser types are not kept."""
+    f16, f16_digest, seconds = f16_gguf(gguf, digest)
+    path, sha, more = _requantised(f16, f16_digest, "q8_0", name=gguf.stem, always=True)
+    return path, sha, seconds + more
+
+
+def _requantised(gguf: Path, digest: str, kind: str, *, name: str | None = None,
+                 always: bool = False) -> tuple[Path, str, float]:
+    """``gguf`` (sha256 ``digest``) written once by llama.cpp's quantizer with ``kind`` weights (``f16``: every
+    tensor dequantised first; ``q8_0``), cached with a manifest and verified; with ``always`` false, a file whose
+    weights are not quantised is used as it is."""
+    import llama_cpp
+
+    ftype = {"f16": llama_cpp.LLAMA_FTYPE_MOSTLY_F16, "q8_0": llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0}[kind]
+    target = cache_root() / "gguf" / f"{name or gguf.stem}-{kind}-{digest[:8]}.gguf"
     manifest_path = target.with_suffix(".json")
     try:
         manifest = json.loads(manifest_path.read_text())
@@ -64,31 +116,29 @@ def f16_gguf(gguf: Path, digest: str) -> tuple[Path, str, float]:
         else:
             return target, manifest["sha256"], 0.0
     kinds = quantised_types(gguf)
-    if not kinds:
+    if not kinds and not always:
         manifest_path.parent.mkdir(parents=True, exist_ok=True)
         manifest_path.write_text(json.dumps({"source": gguf.name, "source_sha256": digest,
                                              "unquantised_source": True}, indent=2) + "\n")
         return gguf, digest, 0.0
-    import llama_cpp
-
-    logger.warning("writing %s with f16 weights for llama.cpp in %s (%s; once, about 10 s)",
-                   gguf.name, target, reason)
+    logger.warning("writing %s with %s weights for llama.cpp in %s (%s; once, about 10 s)",
+                   gguf.name, kind, target, reason)
     start = time.perf_counter()
     tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
     target.parent.mkdir(parents=True, exist_ok=True)
     params = llama_cpp.llama_model_quantize_default_params()
-    params.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_F16
+    params.ftype = ftype
     params.allow_requantize = True
     params.nthread = max(1, (os.cpu_count() or 1) - 1)
     try:
         rc = llama_cpp.llama_model_quantize(str(gguf).encode(), str(tmp).encode(), params)
         if rc != 0 or not tmp.is_file():
-            raise LLMError(f"llama.cpp could not write {gguf.name} with f16 weights (llama_model_quantize "
+            raise LLMError(f"llama.cpp could not write {gguf.name} with {kind} weights (llama_model_quantize "
                            f"returned {rc}); set MEMQ_LLAMA_WEIGHTS=shipped to run the shipped weights")
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
     sha = memo_sha256(target)
     manifest_path.write_text(json.dumps({"source": gguf.name, "source_sha256": digest, "source_quantised": kinds,
-                                         "sha256": sha}, indent=2) + "\n")
+                                         "weights": kind, "sha256": sha}, indent=2) + "\n")
     return target, sha, time.perf_counter() - start

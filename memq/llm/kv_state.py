@@ -20,12 +20,14 @@ import hashlib
 import json
 import logging
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from ..files import write_atomic
 from .base import LLMError, cache_root
+from .draft import DRAFT
 
 logger = logging.getLogger(__name__)
 
@@ -148,6 +150,39 @@ class Runner:
         self._decode(tokens, len(self.ids), [True] * len(tokens))
         return np.stack([self._row(j) for j in range(len(tokens))])
 
+    def greedy(self, ids: list[int], max_new_tokens: int, done: Callable[[list[int]], bool], drafter=None,
+               logprobs: bool = False) -> tuple[list[int], list[float]]:
+        """Greedy continuation of ``ids`` until ``done(new)`` (checked after each token) or ``max_new_tokens``: the
+        new tokens, and with ``logprobs`` the log-probability of each. With a ``drafter``
+        (:class:`memq.llm.draft.NgramDrafter`) each pass also checks drafted tokens and keeps those that greedy
+        decoding would have chosen: the same tokens, fewer passes. The last new token is not evaluated."""
+        row = self.logits(ids, len(ids))[-1]
+        new: list[int] = []
+        lps: list[float] = []
+        while True:
+            new.append(int(np.argmax(row)))
+            if logprobs:
+                lps.append(float(log_softmax_at(row[None, :], new[-1:])[0]))
+            if len(new) >= max_new_tokens or done(new):
+                return new, lps
+            room = min(max_new_tokens - len(new), self.n_ctx - len(ids) - len(new), self.n_batch) - 1
+            guess = drafter.draft(ids + new, min(DRAFT, room)) if drafter is not None and room > 0 else []
+            if not guess:
+                row = self.step(new[-1])
+                continue
+            rows = self.extend([new[-1], *guess])
+            kept = 0
+            while kept < len(guess) and int(np.argmax(rows[kept])) == guess[kept]:
+                new.append(guess[kept])
+                if logprobs:
+                    lps.append(float(log_softmax_at(rows[kept:kept + 1], new[-1:])[0]))
+                kept += 1
+                if len(new) >= max_new_tokens or done(new):
+                    self.truncate(len(ids) + len(new) - 1)
+                    return new, lps
+            self.truncate(len(ids) + len(new))
+            row = rows[kept]
+
     def truncate(self, n: int) -> None:
         """Forget every token after the first ``n`` (a rejected draft)."""
         if n < len(self.ids):
@@ -175,3 +210,11 @@ class Runner:
         ptr = self.lib.llama_get_logits_ith(self.llama.ctx, j)
         row = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
         return row.copy() if copy else row
+
+
+def log_softmax_at(rows: np.ndarray, ids: list[int]) -> np.ndarray:
+    """log softmax of each row of ``rows`` (logits) at the matching token of ``ids``."""
+    rows = rows.astype(np.float64)
+    top = rows.max(axis=1, keepdims=True)
+    logz = (top + np.log(np.exp(rows - top).sum(axis=1, keepdims=True)))[:, 0]
+    return np.array([rows[i, t] - logz[i] for i, t in enumerate(ids)])

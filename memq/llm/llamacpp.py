@@ -15,7 +15,7 @@ transformers does, at the model's EOS id, at ``max_new_tokens``, or once a stop
 string appears (the text is then cut at its first occurrence).
 
 The base GGUF's weights are dequantised once to f16 (:mod:`memq.llm.gguf_weights`;
-``$MEMQ_LLAMA_WEIGHTS=shipped`` runs them as shipped, quantised); a peft LoRA adapter is
+``$MEMQ_LLAMA_WEIGHTS=q8_0`` quantises them to 8 bits, ``shipped`` runs them as shipped); a peft LoRA adapter is
 converted once to a GGUF LoRA adapter (:mod:`memq.llm.lora_gguf`) that llama.cpp
 applies at run time. Greedy decoding may check drafted tokens in the same forward pass
 (:meth:`LlamaCppLLM.draft_from`, :mod:`memq.llm.draft`: the fine-tuned planner drafts from its training plans);
@@ -42,9 +42,9 @@ from ..errors import MemQError
 from ..files import atomic_path
 from .base import LLMError, cache_root, chat_text, check_generate_args, cut_at_stop, gguf_source
 from .chat_tokenizer import open_tokenizer
-from .draft import DRAFT, MAX_TEXTS, NgramDrafter
-from .gguf_weights import WEIGHTS, f16_gguf, weights_from_env
-from .kv_state import Runner, state_dir
+from .draft import MAX_TEXTS, NgramDrafter
+from .gguf_weights import WEIGHTS, f16_gguf, no_repacking, q8_gguf, weights_from_env
+from .kv_state import Runner, log_softmax_at, state_dir
 from .parallel import check_parallel, generate_texts
 
 logger = logging.getLogger(__name__)
@@ -248,11 +248,11 @@ class LlamaCppLLM:
         if seconds:
             prepared.append((f"tokenizer of {gguf.name} under {tok_dir.parent.name}/", seconds))
         tok = open_tokenizer(tok_dir)  # transformers' tokenizer and chat template, without importing transformers
-        if self.weights == "f16":  # the adapter and the tokenizer are the shipped file's; only the weights change
+        if self.weights != "shipped":  # the adapter and the tokenizer are the shipped file's; only the weights change
             _route_native_logs()  # the quantizer's per-tensor lines go to logging, not the terminal
-            gguf, digest, seconds = f16_gguf(gguf, digest)
+            gguf, digest, seconds = (f16_gguf if self.weights == "f16" else q8_gguf)(gguf, digest)
             if seconds:
-                prepared.append((f"base GGUF with f16 weights ({gguf.name})", seconds))
+                prepared.append((f"base GGUF with {self.weights} weights ({gguf.name})", seconds))
         self._loaded = Loaded(self._runner(gguf, digest, adapter_path), tok, gguf, adapter_path, prepared, tok_dir.name)
         self._build_drafter()
         return self._loaded
@@ -265,9 +265,10 @@ class LlamaCppLLM:
 
                 _route_native_logs()
                 start = time.perf_counter()
-                llama = Llama(model_path=str(gguf), lora_path=str(adapter) if adapter else None, n_ctx=self.n_ctx,
-                              n_batch=512, n_ubatch=512, n_threads=self.threads, n_threads_batch=self.threads,
-                              verbose=False)
+                with no_repacking(self.weights != "f16"):
+                    llama = Llama(model_path=str(gguf), lora_path=str(adapter) if adapter else None, n_ctx=self.n_ctx,
+                                  n_batch=512, n_ubatch=512, n_threads=self.threads, n_threads_batch=self.threads,
+                                  verbose=False)
                 _LOADED[key] = Runner(llama, llama.n_batch, state_dir(digest, adapter, self.n_ctx))
                 logger.info("llama.cpp loaded %s%s in %.1f s", gguf.name, f" + {adapter}" if adapter else "",
                             time.perf_counter() - start)
@@ -306,33 +307,13 @@ class LlamaCppLLM:
     @staticmethod
     def _greedy(runner: Runner, tok, ids: list[int], max_new_tokens: int, stop: list[str] | None,
                 drafter: NgramDrafter | None = None) -> list[int]:
-        """Greedy decoding; with a ``drafter``, each pass also checks drafted tokens and keeps those that
-        greedy decoding would have chosen (the same tokens, fewer passes)."""
+        """Greedy decoding up to EOS, ``max_new_tokens`` or a stop string; with a ``drafter``, each pass also checks
+        drafted tokens and keeps those that greedy decoding would have chosen (the same tokens, fewer passes)."""
         def done(new: list[int]) -> bool:
-            return (new[-1] == runner.eos or len(new) >= max_new_tokens
-                    or bool(stop and any(s in tok.decode(new, skip_special_tokens=True) for s in stop if s)))
+            return new[-1] == runner.eos or bool(stop and any(s in tok.decode(new, skip_special_tokens=True)
+                                                              for s in stop if s))
 
-        logits = runner.logits(ids, len(ids))[-1]
-        new: list[int] = []
-        while True:
-            new.append(int(np.argmax(logits)))
-            if done(new):
-                return new
-            room = min(max_new_tokens - len(new), runner.n_ctx - len(ids) - len(new), runner.n_batch) - 1
-            guess = drafter.draft(ids + new, min(DRAFT, room)) if drafter is not None and room > 0 else []
-            if not guess:
-                logits = runner.step(new[-1])
-                continue
-            rows = runner.extend([new[-1], *guess])
-            kept = 0
-            while kept < len(guess) and int(np.argmax(rows[kept])) == guess[kept]:
-                new.append(guess[kept])
-                kept += 1
-                if done(new):
-                    runner.truncate(len(ids) + len(new) - 1)
-                    return new
-            runner.truncate(len(ids) + len(new))
-            logits = rows[kept]
+        return runner.greedy(ids, max_new_tokens, done, drafter)[0]
 
     def score(self, prompt: str, continuations: list[str], chat: bool = True) -> list[float]:
         """Log-likelihood (natural log, summed over tokens) of each continuation after ``prompt``.
@@ -348,7 +329,7 @@ class LlamaCppLLM:
             cont = list(loaded.tokenizer(text, add_special_tokens=False)["input_ids"])
             with loaded.runner.lock:
                 rows = loaded.runner.logits(prompt_ids + cont, len(prompt_ids))[:-1]
-            scores.append(float(_log_softmax_at(rows, cont).sum()))
+            scores.append(float(log_softmax_at(rows, cont).sum()))
         self.calls += 1
         return scores
 
@@ -381,27 +362,23 @@ class LlamaCppLLM:
         runner = self.load().runner
         with runner.lock:
             rows = runner.logits(ids, first)
-        chain = _log_softmax_at(rows[:-1], ids[first:]) if len(rows) > 1 else np.zeros(0)
-        nxt = _log_softmax_at(rows[-1:].repeat(len(children), axis=0), list(children)) if children else np.zeros(0)
+        chain = log_softmax_at(rows[:-1], ids[first:]) if len(rows) > 1 else np.zeros(0)
+        nxt = log_softmax_at(rows[-1:].repeat(len(children), axis=0), list(children)) if children else np.zeros(0)
         self.calls += 1
         return chain, nxt
 
     def greedy(self, ids: list[int], max_new_tokens: int) -> tuple[list[int], list[float]]:
         """Greedy continuation of ``ids`` up to the end of the line: a token holding a newline, EOS, or
-        ``max_new_tokens``; the new tokens and the log-probability of each."""
+        ``max_new_tokens``; the new tokens and the log-probability of each. Drafted tokens are checked as in
+        :meth:`generate` (the same tokens, fewer passes)."""
         loaded = self.load()
         runner, tok = loaded.runner, loaded.tokenizer
-        new: list[int] = []
-        lps: list[float] = []
+
+        def done(new: list[int]) -> bool:
+            return new[-1] == runner.eos or "\n" in tok.decode(new[-1:])
+
         with runner.lock:
-            row = runner.logits(ids, len(ids))[-1]
-            while True:
-                token = int(np.argmax(row))
-                lps.append(float(_log_softmax_at(row[None, :], [token])[0]))
-                new.append(token)
-                if token == runner.eos or len(new) >= max_new_tokens or "\n" in tok.decode([token]):
-                    break
-                row = runner.step(token)
+            new, lps = runner.greedy(ids, max_new_tokens, done, self.drafter, logprobs=True)
         self.tokens += len(new)
         self.calls += 1
         return new, lps
@@ -415,13 +392,6 @@ def _env_threads() -> int | None:
     if not value.isdigit() or int(value) < 1:
         raise LLMError(f"MEMQ_LLAMA_THREADS must be a positive integer, got {value!r}")
     return int(value)
-
-
-def _log_softmax_at(rows: np.ndarray, ids: list[int]) -> np.ndarray:
-    rows = rows.astype(np.float64)
-    top = rows.max(axis=1, keepdims=True)
-    logz = (top + np.log(np.exp(rows - top).sum(axis=1, keepdims=True)))[:, 0]
-    return np.array([rows[i, t] - logz[i] for i, t in enumerate(ids)])
 
 
 def make_llm(backend: str, model: str, *, adapter: str | None = None, device: str = "cpu", batch_size: int = 8,

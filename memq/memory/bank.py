@@ -268,6 +268,19 @@ class MemoryBank:
         """The ``k`` statements whose best description is closest to ``text``, best first."""
         return self.search_many([text], k)[0]
 
+    def similarities(self, text: str) -> dict[str, float]:
+        """Every statement's id -> the similarity of its best description to ``text`` (:meth:`search` over the whole
+        bank, without sorting it when the index holds the vectors as they are)."""
+        import faiss
+
+        if not isinstance(self.index, faiss.IndexFlat) or not self.records:
+            return {rec.statement.id: score for rec, _, score in self.search(text, k=len(self))}
+        vec = np.ascontiguousarray(self.embedder.encode([text]), dtype=np.float32)[0]
+        rows = faiss.rev_swig_ptr(self.index.get_xb(), self.index.ntotal * self.index.d).reshape(-1, self.index.d)
+        best = np.full(len(self.records), -np.inf, dtype=np.float32)
+        np.maximum.at(best, self._row_record, rows @ vec)
+        return {rec.statement.id: float(b) for rec, b in zip(self.records, best, strict=True)}
+
     def search_many(self, texts: list[str], k: int = 5) -> list[list[Hit]]:
         """:meth:`search` for many texts, encoded and searched in one batch."""
         if isinstance(texts, str):

@@ -10,6 +10,7 @@ from pathlib import Path
 from memq.errors import MemQError
 
 from .base import BACKENDS, DEFAULT_BACKEND
+from .ranker import RUNTIMES
 from .train_flags import (
     add_training_args,
     data_info,
@@ -115,6 +116,8 @@ def _register_ranker(psub) -> None:
     ev.add_argument("--ranker", help="ranker directory (default: the committed memory_bank/ranker)")
     ev.add_argument("--pool", type=int, default=64, help="candidates the ranker scores per step")
     ev.add_argument("--minilm-only", action="store_true", help="only the MiniLM order")
+    ev.add_argument("--runtime", choices=RUNTIMES,
+                    help="where the ranker runs (default $MEMQ_RANKER_RUNTIME, else onnx; memq.plan.ranker_onnx)")
     ev.add_argument("--record", action="store_true", help="store the figures in the ranker's manifest")
     _common(ev)
     ev.set_defaults(handler=_ranker_eval)
@@ -168,14 +171,14 @@ def _ranker_train(args) -> int:
 
 def _ranker_eval(args) -> int:
     from .rank_train import evaluate, read_groups, record_dev
-    from .ranker import StatementRanker, default_ranker
+    from .ranker import default_ranker, load_ranker
 
     ranker = None
     if not args.minilm_only:
         path = args.ranker or default_ranker()
         if path is None:
             raise MemQError("no ranker: pass --ranker DIR, or --minilm-only")
-        ranker = StatementRanker.load(path)
+        ranker = load_ranker(path, runtime=args.runtime)
     figures = {Path(p).name: evaluate(ranker, read_groups(p), pool=args.pool) for p in args.data}
     if args.record and ranker is not None:
         record_dev(ranker.path, figures)

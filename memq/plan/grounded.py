@@ -25,20 +25,15 @@ plan line at a time, among lines that exist:
   dropped. A check's constant is traced as *copied* (it occurs in the question)
   or *generated*.
 
-**How the lines are scored (measured, then chosen).** Scoring every candidate
-in full with llama.cpp took 10.2 s for 20 candidates (317 tokens, one forward
-pass each) on one thread of the 2-core CPU; free generation of a whole plan
-takes about 2.6-3.8 s. So the candidates of a step go into a prefix tree of
-their token ids and :func:`memq.plan.linesearch.best_lines` searches it
-best-first (constrained decoding with a beam): forward passes are spent only
-where candidates branch, and the search returns the exact ``lines`` best
-lines by summed log-probability, not expanding branches more than ``prune``
-nats below the best complete line. Each partial plan keeps its best lines;
-the ``beam`` best partial plans (by ``norm``: the sum of their lines'
-log-probabilities and question-prior bonuses, or its mean per token) go on
-until they end with *Finally*. The MiniLM similarity
-of a statement's description to the question only caps how many statements
-enter a step (``max_candidates``).
+**How the lines are scored (measured, then chosen).** Scoring every candidate in full with llama.cpp took 10.2 s for
+20 candidates (317 tokens, one forward pass each) on one thread of the 2-core CPU; free generation of a whole plan
+takes about 2.6-3.8 s. So the candidates of a step go into a prefix tree of their token ids and
+:func:`memq.plan.linesearch.best_lines` searches it best-first (constrained decoding with a beam): forward passes are
+spent only where candidates branch, and the search returns the exact ``lines`` best lines by summed log-probability,
+not expanding branches more than ``prune`` nats below the best complete line. Each partial plan keeps its best lines;
+the ``beam`` best partial plans (by ``norm``: the sum of their lines' log-probabilities and question-prior bonuses, or
+its mean per token) go on until they end with *Finally*. The MiniLM similarity of a statement's description to the
+question only caps how many statements enter a step (``max_candidates``).
 
 **The question prior** (``prior``, :mod:`memq.plan.prior`). The statements
 that the ``neighbours`` training questions nearest to the question used vote,
@@ -63,8 +58,9 @@ and offered; each Find line's score gets ``rank_weight`` times its logit minus
 the best one's (<= 0, added exactly). ``Plan.ranked`` lists every step's ranked
 candidates with the ranker's and the model's scores.
 
-**Pass budget.** Past ``budget`` forward passes a question (60, chosen on dev) is
-searched on with a beam of 1 and one line per step; the plan's notes say so.
+**Pass budget.** Past ``budget`` forward passes a question (60, chosen on dev) the search goes on with a beam of 1
+and one line per step (in the plan's notes). It counts a pass per token an open line writes, as greedy decoding
+would, though drafted tokens are checked several a pass (:meth:`memq.llm.llamacpp.LlamaCppLLM.greedy`).
 
 **Execution-guided choice.** :class:`~memq.types.Plan` carries the complete
 plans (``Plan.beam``, best first: text, score and the planner's own steps);
@@ -102,7 +98,7 @@ from .derive import DerivationError, find_step, fresh_variable
 from .format import VAR, parse_plan, parse_step
 from .lines import ClassStatements, Hyp, Line, grail_targets, has_classes, may_end, shape_lines, unnamed
 from .linesearch import SearchCost, best_lines
-from .neighbourhood import Edge, Neighbourhood, path_options, statement_edges
+from .neighbourhood import Edge, Neighbourhood, first_edges, path_options, statement_edges
 from .prior import QuestionPrior, bonuses
 from .prompt import entity_names
 from .ranker import rank_candidates
@@ -253,7 +249,7 @@ class GroundedPlanner:
         names = entity_names(entities)
         covered = entity_names({mid: name for mid, name in entities.items() if mid not in optional})
         prefix = lm.prompt_ids(self.prompt(question, {m: n for m, n in entities.items() if m not in unprompted}))
-        sims = {rec.statement.id: score for rec, _, score in self.bank.search(question, k=len(self.bank))}
+        sims = self.bank.similarities(question)
         prior = self.prior
         support = prior.support(question) if prior is not None else {}
         root = Hyp(draft=Draft(), rec=Reconstructor(entities))
@@ -262,9 +258,8 @@ class GroundedPlanner:
         offered = 0
         first = True
         width, lines_each = cfg.beam, cfg.lines
-        start = lm.counters[0] if hasattr(lm, "counters") else None
         for step in range(cfg.max_steps):
-            spent = (lm.counters[0] - start) if start is not None else cost.passes
+            spent = cost.passes  # a greedily written token counts one, drafted or not: the budget as chosen
             if cfg.budget and spent >= cfg.budget and width > 1:
                 width, lines_each, beams = 1, 1, beams[:1]
                 beams[0].notes.append(f"pass budget: {spent} forward passes after {step} step(s) reached the budget "
@@ -328,12 +323,20 @@ class GroundedPlanner:
         plan.cost.update(candidates=offered, prior_weight=cfg.prior if prior is not None else 0.0)
         if self.ranker is not None:
             plan.ranked = ranked
-            plan.cost.update(ranker=self.ranker.name, ranked_pairs=sum(r["scored"] for r in ranked))
+            plan.cost.update(ranker=self.ranker.name, ranker_runtime=getattr(self.ranker, "runtime", "torch"),
+                             ranked_pairs=sum(r["scored"] for r in ranked))
+            if getattr(self.ranker, "fallback", None):
+                plan.notes.append(self.ranker.fallback)
         return plan
 
     def options(self, entities: dict[str, str], assigned, draft, neigh: Neighbourhood) -> list:
         """The bank's path statements whose edges exist at the known nodes (:func:`path_options`)."""
-        return path_options(self.bank.records, entities, assigned, draft, neigh, self._statement_edges)
+        return path_options(self.bank.records, entities, assigned, draft, neigh, self._statement_edges,
+                            self._first_edges)
+
+    @cached_property
+    def _first_edges(self) -> dict:
+        return first_edges(self.bank.records, self._statement_edges)
 
     def _lines(self, h: Hyp, entities: dict[str, str], names, lm, neigh: Neighbourhood, sims, question: str = "",
                ranked: list[dict] | None = None) -> list[Line]:

@@ -11,7 +11,7 @@ import time
 from memq.sparql import to_standard
 from memq.sparql.model import Group, Iri, Projection, Query, Triple, Var
 
-__all__ = ["Edge", "Neighbourhood", "path_options", "statement_edges"]
+__all__ = ["Edge", "Neighbourhood", "first_edges", "path_options", "statement_edges"]
 
 Edge = tuple[str, str]  # (relation id, "out" | "in") seen from a node
 
@@ -32,18 +32,34 @@ def statement_edges(statement, placeholder: str = "entity1") -> set[Edge]:
     return out
 
 
-def path_options(records, entities: dict[str, str], assigned, draft, neigh, edges_of) -> list[tuple[object, dict]]:
+def first_edges(records, edges_of) -> dict[Edge, list[int]]:
+    """For :func:`path_options`: each edge, and the positions in ``records`` of the path statements whose
+    ``?entity1`` has it (``edges_of`` as there)."""
+    index: dict[Edge, list[int]] = {}
+    for i, record in enumerate(records):
+        if record.statement.structure in ("1", "2", "3"):
+            for edge in edges_of(record.statement)[0]:
+                index.setdefault(edge, []).append(i)
+    return index
+
+
+def path_options(records, entities: dict[str, str], assigned, draft, neigh, edges_of,
+                 index: dict[Edge, list[int]] | None = None) -> list[tuple[object, dict]]:
     """The path statements (structures 1-3) among ``records`` whose edges exist at the known nodes, each with how its
     known placeholders are named: ``(record, {"?entity1": label})``, and ``"?entity2"`` for structure 3. The known
     nodes are the topic ``entities`` (id -> name, labelled by name) and the ``assigned`` ``?variables`` that ``draft``
     binds; ``edges_of(statement)`` gives a statement's edges at ``?entity1`` and at ``?entity2``. Not probed yet: a
-    structure-3 statement's second edge to the CVT is checked by the grounded planner's probe."""
+    structure-3 statement's second edge to the CVT is checked by the grounded planner's probe. ``index``
+    (:func:`first_edges` of the same records) only saves time: the statements it cannot name are left out unread."""
     from memq.sparql.model import FB
 
     nodes = [(Iri(FB + mid), name) for mid, name in entities.items()]
     nodes += [(Var(v[1:]), v) for v in assigned]
     edges = {label: neigh.predicates(term, draft) for term, label in nodes}
     options: list[tuple[object, dict[str, str]]] = []
+    if index is not None:
+        records = [records[i] for i in sorted({i for found in edges.values() for e in found
+                                               for i in index.get(e, ())})]
     for record in records:
         st = record.statement
         if st.structure not in ("1", "2", "3"):

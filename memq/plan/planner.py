@@ -184,9 +184,9 @@ def make_planner(kind: str = "fewshot", *, model: str = "qwen2.5-coder-0.5b", ad
 
         scorer = None
         if ranker is not None:
-            from .ranker import StatementRanker
+            from .ranker import load_ranker
 
-            scorer = StatementRanker.load(ranker)
+            scorer = load_ranker(ranker)
         grounded = GroundedPlanner(free, kg=kg, bank=bank, config=search, timeout=timeout, ranker=scorer)
         if kind == "grounded":
             return grounded

@@ -34,6 +34,7 @@ is the base's own.
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import threading
@@ -44,8 +45,8 @@ import numpy as np
 
 from memq.errors import MemQError
 
-__all__ = ["FORMAT", "StatementRanker", "candidate_text", "default_ranker", "query_text", "rank_candidates",
-           "ranker_choice"]
+__all__ = ["FORMAT", "RUNTIMES", "StatementRanker", "candidate_text", "default_ranker", "load_ranker", "query_text",
+           "rank_candidates", "ranker_choice"]
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +55,7 @@ MODEL_FILES = ("ranker.safetensors",)
 MAX_LENGTH = 96  # tokens of query + candidate; the query is cut first (the plan's oldest lines go)
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_RANKER = ROOT / "memory_bank" / "ranker"
+RUNTIMES = ("onnx", "onnx-int8", "torch")  # memq.plan.ranker_onnx; the first is the default
 
 
 def query_text(question: str, lines: Sequence[str] = ()) -> str:
@@ -105,6 +107,8 @@ class StatementRanker:
         self.max_length, self.batch_size = max_length, batch_size
         self.pairs_scored = 0
         self.seconds = 0.0
+        self.runtime = "torch"
+        self.fallback: str | None = None  # why an ONNX runtime asked for could not be used (load_ranker)
 
     @classmethod
     def load(cls, path: str | Path, *, threads: int | None = None) -> StatementRanker:
@@ -164,6 +168,46 @@ class StatementRanker:
         self.pairs_scored += len(candidates)
         self.seconds += time.perf_counter() - t0
         return out
+
+
+def load_ranker(path: str | Path, *, runtime: str | None = None, threads: int | None = None):
+    """The ranker saved in ``path`` on ``runtime`` (default ``$MEMQ_RANKER_RUNTIME``, else the first of
+    :data:`RUNTIMES`), loaded once per process. An ONNX runtime that cannot run here (onnxruntime missing, the export
+    refused) falls back to torch, and the ranker's ``fallback`` says why (the planner puts it in the plan's notes)."""
+    runtime = runtime or os.environ.get("MEMQ_RANKER_RUNTIME", "").strip() or RUNTIMES[0]
+    if runtime not in RUNTIMES:
+        raise MemQError(f"unknown ranker runtime {runtime!r}; expected one of {', '.join(RUNTIMES)}")
+    if runtime == "torch":
+        return StatementRanker.load(path, threads=threads)
+    from memq.files import read_manifest
+    from memq.memory.embed import minilm_dir
+    from memq.memory.onnx_minilm import unavailable
+
+    path = Path(path)
+    key = (str(path.resolve()), runtime, threads)
+    with _LOCK:
+        if key in _LOADED:
+            return _LOADED[key]
+    why = unavailable()
+    if why is None:
+        from .ranker_onnx import OnnxRanker, cached_graph
+
+        manifest = read_manifest(path / "manifest.json", MODEL_FILES, FORMAT, MemQError,
+                                 "statement ranker manifest (train one with `memq planner ranker train`)")
+        try:
+            graph, _ = cached_graph(path, manifest, runtime, lambda: StatementRanker.load(path, threads=threads),
+                                    minilm_dir())
+            ranker = OnnxRanker(graph, minilm_dir(), int(manifest.get("max_length", MAX_LENGTH)), threads=threads,
+                                path=path, manifest=manifest, runtime=runtime)
+        except MemQError as exc:
+            why = str(exc)
+        else:
+            with _LOCK:
+                return _LOADED.setdefault(key, ranker)
+    ranker = copy.copy(StatementRanker.load(path, threads=threads))  # the shared torch ranker keeps no note
+    ranker.fallback = f"ranker runtime {runtime} -> torch: {why}"
+    logger.warning(ranker.fallback)
+    return ranker
 
 
 def base_model(sha256: str | None = None):

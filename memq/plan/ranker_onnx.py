@@ -1,0 +1,192 @@
+"""The statement ranker on onnxruntime: torch's logits without importing torch, or int8 weights at twice the speed.
+
+The grounded planner scores up to ``rank_pool`` (question, candidate) pairs a step with the ranker
+(:mod:`memq.plan.ranker`). On torch that is about 4 ms a pair on this project's 2-core CPU, as much time as the
+planner's model spends, and importing torch and transformers costs a fresh ``memq ask`` about 4 s. So on the CPU the
+ranker runs as an ONNX graph, fed by ``tokenizers`` from the base encoder's own ``tokenizer.json`` (pairs cut as
+transformers cuts them: the query first, at the ranker's ``max_length``):
+
+* ``onnx``: the float32 graph, checked to give torch's logits within :data:`TOLERANCE` on sample pairs;
+* ``onnx-int8``: the same graph with its matrix weights quantised to int8 per output channel
+  (onnxruntime's ``quantize_dynamic``). About twice as fast again, but its logits move (mean 0.2 on WebQSP dev's
+  pairs, recall@1 0.832 -> 0.825), so it is offered, not the default (docs/planner.md).
+
+Each graph is exported once per ranker and kept in ``$MEMQ_CACHE/onnx/ranker-<key>-<runtime>-f<FORMAT>/`` with a
+``manifest.json`` (the ranker's and the graph's sha256, the largest difference from torch on the sample pairs);
+every load checks the graph against it, and a graph that does not match is rebuilt (a warning says why), never
+used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from memq.errors import MemQError
+from memq.files import sha256_file
+
+__all__ = ["ONNX_RUNTIMES", "OnnxRanker", "cached_graph"]
+
+logger = logging.getLogger(__name__)
+
+FORMAT = 1
+OPSET = 17
+TOLERANCE = 1e-4  # float32 graph against torch, in logits
+ONNX_RUNTIMES = ("onnx", "onnx-int8")
+INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+SAMPLES = [("what does jamaican people speak?", "the languages spoken of the country Jamaica"),
+           ("who plays ken barlow in coronation street? | Find the actor of the performance with character Ken "
+            "Barlow, assign it to ?x.", "the series of the regular tv appearance ?x"),
+           ("where was george washington carver from?", "the place of birth of the person George Washington Carver"),
+           ("what teams has lionel messi played for? " * 12, "the team of the sports team roster ?y")]
+
+
+def graph_key(manifest: dict) -> str:
+    """What a ranker's graph is keyed by: its saved weights' sha256, its base's and its max_length."""
+    parts = [FORMAT, manifest.get("files", {}).get("ranker.safetensors"), manifest.get("base", {}).get("sha256"),
+             manifest.get("max_length")]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
+
+
+def cached_graph(path: Path, manifest: dict, runtime: str, torch_ranker: Callable[[], object],
+                 tokenizer_dir: Path) -> tuple[Path, dict]:
+    """``(graph, its manifest)`` for the ranker in ``path`` (whose checked ``manifest`` is given) on ``runtime``,
+    exported first when missing or stale from ``torch_ranker()`` (a torch :class:`~memq.plan.ranker.StatementRanker`
+    of the same directory); ``tokenizer_dir`` holds its base encoder's tokenizer."""
+    from memq.llm import cache_root
+
+    if runtime not in ONNX_RUNTIMES:
+        raise MemQError(f"unknown ranker runtime {runtime!r}; expected one of {', '.join(ONNX_RUNTIMES)}")
+    target = cache_root() / "onnx" / f"ranker-{graph_key(manifest)}-{runtime}-f{FORMAT}"
+    reason = _stale(target)
+    if reason is None:
+        return target / "model.onnx", json.loads((target / "manifest.json").read_text())
+    logger.warning("exporting the statement ranker %s to ONNX (%s) in %s (%s; once, a few seconds)", path.name,
+                   runtime, target, reason)
+    tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        start = time.perf_counter()
+        ranker = torch_ranker()
+        graph = tmp / "model.onnx"
+        _export(ranker, graph)
+        if runtime == "onnx-int8":
+            from onnxruntime.quantization import QuantType, quantize_dynamic
+
+            quiet = logging.getLogger().level
+            logging.getLogger().setLevel(logging.ERROR)  # its advice to pre-process first, on the root logger
+            try:
+                quantize_dynamic(str(graph), str(tmp / "int8.onnx"), weight_type=QuantType.QInt8, per_channel=True)
+            finally:
+                logging.getLogger().setLevel(quiet)
+            os.replace(tmp / "int8.onnx", graph)
+        diff = _difference(OnnxRanker(graph, tokenizer_dir, ranker.max_length), ranker)
+        if runtime == "onnx" and not diff < TOLERANCE:
+            raise MemQError(f"the ONNX export of the ranker {path} differs from torch by {diff:.2e} logits "
+                            f"(tolerance {TOLERANCE}); not kept")
+        kept = {"format": FORMAT, "runtime": runtime, "ranker": str(path.name), "key": graph_key(manifest),
+                "onnx_sha256": sha256_file(graph), "max_abs_diff_vs_torch": round(diff, 6),
+                "export_s": round(time.perf_counter() - start, 2)}
+        (tmp / "manifest.json").write_text(json.dumps(kept, indent=2) + "\n")
+        shutil.rmtree(target, ignore_errors=True)
+        os.replace(tmp, target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target / "model.onnx", kept
+
+
+def _stale(target: Path) -> str | None:
+    """Why the graph cached at ``target`` cannot be used (None when it can)."""
+    try:
+        manifest = json.loads((target / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return "not built yet"
+    if manifest.get("format") != FORMAT:
+        return "built by another memq"
+    if not (target / "model.onnx").is_file() or sha256_file(target / "model.onnx") != manifest.get("onnx_sha256"):
+        return "model.onnx does not match its manifest's sha256"
+    return None
+
+
+def _export(ranker, out: Path) -> None:
+    import torch
+
+    model = ranker.model.eval()
+    mask = torch.ones(2, 8, dtype=torch.long)
+    mask[1, 5:] = 0  # a padded row, so that no shortcut for an all-ones mask is traced into the graph
+    example = (torch.full((2, 8), 1000, dtype=torch.long), mask, torch.zeros(2, 8, dtype=torch.long))
+    axes = {n: {0: "batch", 1: "tokens"} for n in INPUTS} | {"logits": {0: "batch"}}
+    try:
+        with torch.inference_mode(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the tracer's notes on shape-dependent Python branches
+            torch.onnx.export(model, example, str(out), input_names=list(INPUTS), output_names=["logits"],
+                              dynamic_axes=axes, opset_version=OPSET, dynamo=False)
+    except Exception as exc:  # torch.onnx raises several types (missing onnx package, unsupported op)
+        raise MemQError(f"exporting the statement ranker to ONNX failed: {exc}") from exc
+
+
+def _difference(onnx_ranker: OnnxRanker, ranker) -> float:
+    """The largest difference in logits between the two rankers on :data:`SAMPLES`."""
+    return max(float(np.abs(onnx_ranker.score(q, [c, "?x"]) - ranker.score(q, [c, "?x"])).max()) for q, c in SAMPLES)
+
+
+class OnnxRanker:
+    """A ranker's graph in an onnxruntime session; :meth:`score` is :meth:`memq.plan.ranker.StatementRanker.score`."""
+
+    def __init__(self, graph: Path, tokenizer_dir: Path, max_length: int, *, threads: int | None = None,
+                 path: Path | None = None, manifest: dict | None = None, runtime: str = "onnx",
+                 batch_size: int = 64) -> None:
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        options = onnxruntime.SessionOptions()
+        options.log_severity_level = 3
+        if threads:
+            options.intra_op_num_threads = threads
+        self.session = onnxruntime.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
+        self.tokenizer = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
+        pad = json.loads((tokenizer_dir / "tokenizer_config.json").read_text()).get("pad_token", "[PAD]")
+        pad_id = self.tokenizer.token_to_id(pad)
+        if pad_id is None:
+            raise MemQError(f"{tokenizer_dir / 'tokenizer.json'} has no id for the pad token {pad!r}")
+        self.tokenizer.enable_padding(pad_id=pad_id, pad_token=pad)
+        self.tokenizer.enable_truncation(max_length=max_length, strategy="only_first")
+        self.max_length, self.batch_size = max_length, batch_size
+        self.path, self.manifest, self.runtime = path, manifest or {}, runtime
+        self.pairs_scored = 0
+        self.seconds = 0.0
+
+    @property
+    def name(self) -> str:
+        return self.path.name if self.path else "ranker"
+
+    def encode(self, query: str, candidates: Sequence[str]) -> dict[str, np.ndarray]:
+        """The model's inputs for (``query``, candidate) pairs, padded to the longest."""
+        enc = self.tokenizer.encode_batch([(query, c) for c in candidates])
+        return {"input_ids": np.asarray([e.ids for e in enc], dtype=np.int64),
+                "attention_mask": np.asarray([e.attention_mask for e in enc], dtype=np.int64),
+                "token_type_ids": np.asarray([e.type_ids for e in enc], dtype=np.int64)}
+
+    def score(self, query: str, candidates: Sequence[str]) -> np.ndarray:
+        """One logit per candidate for ``query`` (higher: more likely the step's statement)."""
+        if not candidates:
+            return np.zeros(0, dtype=np.float32)
+        t0 = time.perf_counter()
+        out = np.empty(len(candidates), dtype=np.float32)
+        order = np.argsort([-len(c) for c in candidates], kind="stable")
+        for i in range(0, len(candidates), self.batch_size):
+            rows = order[i:i + self.batch_size]
+            out[rows] = self.session.run(None, self.encode(query, [candidates[j] for j in rows]))[0][:, 0]
+        self.pairs_scored += len(candidates)
+        self.seconds += time.perf_counter() - t0
+        return out

@@ -1,0 +1,86 @@
+"""The statement ranker on onnxruntime (memq.plan.ranker_onnx): the committed ranker's float32 graph gives torch's
+logits and transformers' pair encoding, the int8 graph keeps the order of clear choices, the cached graph is
+verified and rebuilt, and without onnxruntime the ranker runs on torch and says so."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from memq.errors import MemQError
+from memq.plan import ranker as ranker_mod
+from memq.plan.ranker import DEFAULT_RANKER, RUNTIMES, StatementRanker, load_ranker
+
+QUERY = "who plays ken barlow in coronation street?"
+CANDIDATES = ["the actor of the regular tv appearance with character Ken Barlow and series Coronation Street",
+              "the character of the regular tv appearance with series Coronation Street",
+              "the gender of the person Ken Barlow", "the country of origin of the tv program Coronation Street",
+              "the languages spoken of the country Jamaica"]
+
+pytestmark = pytest.mark.skipif(not (DEFAULT_RANKER / "manifest.json").is_file(), reason="no committed ranker")
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMQ_CACHE", str(tmp_path))
+    monkeypatch.setattr(ranker_mod, "_LOADED", {})
+    return tmp_path
+
+
+def test_the_float32_graph_gives_torch_s_logits_and_encoding(cache):
+    torch_ranker = StatementRanker.load(DEFAULT_RANKER)
+    onnx_ranker = load_ranker(DEFAULT_RANKER, runtime="onnx")
+    assert onnx_ranker.runtime == "onnx" and onnx_ranker.name == "ranker" and RUNTIMES[0] == "onnx"
+    long_query = QUERY + " | " + " ".join(["Find the actor of the performance, assign it to ?x."] * 12)
+    for query in (QUERY, long_query):  # the long one is cut, the query first
+        want = torch_ranker.tokenizer([query] * len(CANDIDATES), CANDIDATES, padding=True, truncation="only_first",
+                                      max_length=torch_ranker.max_length, return_tensors="np")
+        got = onnx_ranker.encode(query, CANDIDATES)
+        for name in ("input_ids", "attention_mask", "token_type_ids"):
+            assert np.array_equal(got[name], want[name]), name
+        assert np.abs(onnx_ranker.score(query, CANDIDATES) - torch_ranker.score(query, CANDIDATES)).max() < 1e-4
+    assert CANDIDATES[int(np.argmax(onnx_ranker.score(QUERY, CANDIDATES)))] == CANDIDATES[0]
+    assert onnx_ranker.pairs_scored == 2 * len(CANDIDATES) + len(CANDIDATES)
+
+
+def test_the_int8_graph_keeps_a_clear_first_choice(cache):
+    int8 = load_ranker(DEFAULT_RANKER, runtime="onnx-int8")
+    assert int8.runtime == "onnx-int8"
+    scores = int8.score(QUERY, CANDIDATES)
+    assert CANDIDATES[int(np.argmax(scores))] == CANDIDATES[0]
+    manifest = json.loads(next(cache.glob("onnx/ranker-*-onnx-int8-f1/manifest.json")).read_text())
+    assert 0 < manifest["max_abs_diff_vs_torch"] < 3  # int8 moves the logits; recorded, not refused
+
+
+def test_a_changed_graph_is_exported_again_and_said_so(cache, caplog):
+    load_ranker(DEFAULT_RANKER, runtime="onnx")
+    graph = next(cache.glob("onnx/ranker-*-onnx-f1/model.onnx"))
+    sha = json.loads((graph.parent / "manifest.json").read_text())["onnx_sha256"]
+    with graph.open("r+b") as fh:
+        fh.seek(-64, 2)
+        fh.write(b"\0" * 64)
+    ranker_mod._LOADED.clear()
+    with caplog.at_level("WARNING"):
+        again = load_ranker(DEFAULT_RANKER, runtime="onnx")
+    assert "does not match its manifest's sha256" in caplog.text
+    assert json.loads((graph.parent / "manifest.json").read_text())["onnx_sha256"] == sha
+    assert CANDIDATES[int(np.argmax(again.score(QUERY, CANDIDATES)))] == CANDIDATES[0]
+
+
+def test_without_onnxruntime_the_ranker_runs_on_torch_and_says_so(cache, monkeypatch):
+    from memq.memory import onnx_minilm
+
+    monkeypatch.setattr(onnx_minilm, "unavailable", lambda: "onnxruntime is not importable (test)")
+    ranker = load_ranker(DEFAULT_RANKER, runtime="onnx")
+    assert isinstance(ranker, StatementRanker) and ranker.runtime == "torch"
+    assert ranker.fallback == "ranker runtime onnx -> torch: onnxruntime is not importable (test)"
+
+
+def test_an_unknown_runtime_is_named(monkeypatch):
+    with pytest.raises(MemQError, match="'tensorrt'"):
+        load_ranker(DEFAULT_RANKER, runtime="tensorrt")
+    monkeypatch.setenv("MEMQ_RANKER_RUNTIME", "cuda")
+    with pytest.raises(MemQError, match="'cuda'"):
+        load_ranker(DEFAULT_RANKER)
