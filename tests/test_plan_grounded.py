@@ -163,6 +163,20 @@ def test_the_first_edge_index_leaves_the_options_as_a_full_scan_finds_them(kg, b
         assert full and [(r.statement.id, m) for r, m in fast] == [(r.statement.id, m) for r, m in full]
 
 
+def test_statement_edges_are_parsed_once_per_bank_and_read_back(bank, tmp_path, monkeypatch):
+    from memq.plan import neighbourhood
+    from memq.plan.neighbourhood import bank_edges, statement_edges
+
+    monkeypatch.setenv("MEMQ_CACHE", str(tmp_path))
+    got = bank_edges(bank.records)
+    paths = [r.statement for r in bank.records if r.statement.structure in ("1", "2", "3")]
+    assert paths and got == {st.id: (statement_edges(st, "entity1"),
+                                     statement_edges(st, "entity2") if st.structure == "3" else set()) for st in paths}
+    assert len(list((tmp_path / "statement_edges").glob("*.json"))) == 1
+    monkeypatch.setattr(neighbourhood, "statement_edges", lambda *a: pytest.fail("parsed again"))
+    assert bank_edges(bank.records) == got
+
+
 def test_the_plan_follows_the_model_among_grounded_lines_and_reports_its_cost(kg, bank):
     target = "Find the official language of the country Jamaica, assign it to ?x.\nFinally the answer is ?x."
     plan = planner(kg, bank, target).plan("what is the official language of jamaica?", JAMAICA)

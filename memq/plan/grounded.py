@@ -98,7 +98,7 @@ from .derive import DerivationError, find_step, fresh_variable
 from .format import VAR, parse_plan, parse_step
 from .lines import ClassStatements, Hyp, Line, grail_targets, has_classes, may_end, shape_lines, unnamed
 from .linesearch import SearchCost, best_lines
-from .neighbourhood import Edge, Neighbourhood, first_edges, path_options, statement_edges
+from .neighbourhood import Edge, Neighbourhood, bank_edges, first_edges, path_options, statement_edges
 from .prior import QuestionPrior, bonuses
 from .prompt import entity_names
 from .ranker import rank_candidates
@@ -336,6 +336,7 @@ class GroundedPlanner:
 
     @cached_property
     def _first_edges(self) -> dict:
+        self._edges.update(bank_edges(self.bank.records))  # parsed once per bank, then read from the cache
         return first_edges(self.bank.records, self._statement_edges)
 
     def _lines(self, h: Hyp, entities: dict[str, str], names, lm, neigh: Neighbourhood, sims, question: str = "",
