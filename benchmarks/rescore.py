@@ -85,6 +85,9 @@ ROWS: dict[str, list[str]] = {
                                "--plans", f"{RESULTS}/cwq_test1000_finetuned.planned.jsonl.gz"],
     "cwq_test1000_hybrid": [*CWQ, "--planner", "hybrid", "--limit", "1000",
                             "--plans", f"{RESULTS}/cwq_test1000_hybrid.planned.jsonl.gz"],
+    # the same free plans, the rescues planned with the statement ranker (memory_bank/ranker)
+    "cwq_test1000_ranked": [*CWQ, "--planner", "hybrid", "--limit", "1000", "--ranker", "memory_bank/ranker",
+                            "--plans", f"{RESULTS}/cwq_test1000_ranked.planned.jsonl.gz"],
     # the H100 adapter's hybrid run, the same 1,000 questions (a prefix of cwq_test_hybrid)
     "cwq_test1000_hybrid_h100": [*CWQ, "--planner", "hybrid", *CWQ_H100, "--limit", "1000",
                                  "--plans", f"{RESULTS}/cwq_test_hybrid.planned.jsonl.gz"],
