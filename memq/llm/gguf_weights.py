@@ -8,11 +8,10 @@ log-probabilities differ by a few hundredths of a nat and greedy plans part wher
 
 ``$MEMQ_LLAMA_WEIGHTS`` chooses: ``f16`` (default), ``q8_0`` (the f16 weights quantised to 8 bits: about a
 quarter faster a token on the CPU, and not the same plans, docs/backends.md) or ``shipped``. The file is written
-once by llama.cpp's
-own quantizer (``llama_model_quantize`` with ``allow_requantize``: every tensor dequantised, then stored as f16)
-into ``$MEMQ_CACHE/gguf/<name>-<f16|q8_0>-<sha8>.gguf``, with a manifest holding the source's and its own sha256; a file
-that does not match its manifest is rebuilt (a warning says why), never used. A GGUF whose weights are already
-f32 or f16 is used as it is.
+once by llama.cpp's own quantizer (``llama_model_quantize`` with ``allow_requantize``: every tensor dequantised,
+then stored as f16, or Q8_0 from the f16 file) into ``$MEMQ_CACHE/gguf/<name>-<f16|q8_0>-<sha8>.gguf``, with a
+manifest holding the source's and its own sha256; a file that does not match its manifest is rebuilt (a warning
+says why), never used. For ``f16``, a GGUF whose weights are already f32 or f16 is used as it is.
 """
 
 from __future__ import annotations
@@ -53,11 +52,10 @@ def quantised_types(gguf: Path) -> list[str]:
 @contextmanager
 def no_repacking(on: bool = True):
     """While a model loads (when ``on``): llama.cpp's CPU weight repacking ("extra buffer types") off. On a CPU
-    with AMX, the
-    repacked quantised weights crashed the process (a segmentation fault in the first quantised matrix product) on
-    the machine this was found on, where f16 weights ran; without repacking, quantised weights run on the CPU's
-    vector kernels. llama-cpp-python's ``Llama`` takes no such argument, so its default model parameters are
-    wrapped for the call."""
+    with AMX, the repacked quantised weights crashed the process (a segmentation fault in the first quantised matrix
+    product) on the machine this was found on, where f16 weights ran; without repacking, quantised weights run on
+    the CPU's vector kernels. llama-cpp-python's ``Llama`` takes no such argument, so its default model parameters
+    are wrapped for the call."""
     if not on:
         yield
         return

@@ -51,9 +51,10 @@ def bank_edges(records, cache: bool = True) -> dict[str, tuple[set[Edge], set[Ed
         path = cache_root() / "statement_edges" / f"{digest.hexdigest()[:24]}.json"
         try:
             saved = json.loads(path.read_text())
-            return {k: ({tuple(e) for e in a}, {tuple(e) for e in b}) for k, (a, b) in saved.items()}
-        except (OSError, ValueError, TypeError):
-            pass  # not built yet, or unreadable: parsed again below
+            if saved.keys() == {st.id for st in paths}:
+                return {k: ({tuple(e) for e in a}, {tuple(e) for e in b}) for k, (a, b) in saved.items()}
+        except (OSError, ValueError, TypeError, AttributeError):
+            pass  # not built yet, unreadable or incomplete: parsed again below
     out = {st.id: (statement_edges(st, "entity1"), statement_edges(st, "entity2") if st.structure == "3" else set())
            for st in paths}
     if path is not None:
