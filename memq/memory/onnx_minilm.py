@@ -113,18 +113,7 @@ def _export(path: Path, bert, out: Path) -> float:
             mean = (tokens * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
             return torch.nn.functional.normalize(mean, p=2, dim=1)
 
-    mask = torch.ones(2, 8, dtype=torch.long)
-    mask[1, 5:] = 0  # a padded row, so that no shortcut for an all-ones mask is traced into the graph
-    example = (torch.full((2, 8), 1000, dtype=torch.long), mask, torch.zeros(2, 8, dtype=torch.long))
-    axes = {n: {0: "batch", 1: "tokens"} for n in INPUTS} | {"sentence_embedding": {0: "batch"}}
-    try:
-        with torch.inference_mode(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the tracer's notes on shape-dependent Python branches
-            torch.onnx.export(Pooled().eval(), example, str(out), input_names=list(INPUTS),
-                              output_names=["sentence_embedding"], dynamic_axes=axes, opset_version=OPSET,
-                              dynamo=False)
-    except Exception as exc:  # torch.onnx raises several types (missing onnx package, unsupported op)
-        raise MemoryBankError(f"exporting all-MiniLM-L6-v2 to ONNX failed: {exc}") from exc
+    export_bert(Pooled().eval(), out, "sentence_embedding", "all-MiniLM-L6-v2")
     diff = float(np.abs(OnnxMiniLM(out, path).encode(_SAMPLES, 8) - bert.encode(_SAMPLES, 8)).max())
     if not diff < TOLERANCE:
         raise MemoryBankError(f"the ONNX export of all-MiniLM-L6-v2 differs from torch by {diff:.2e} "
@@ -132,27 +121,53 @@ def _export(path: Path, bert, out: Path) -> float:
     return diff
 
 
+def export_bert(module, out: Path, output: str, what: str) -> None:
+    """Export ``module`` (called with a BERT's three inputs, batch and token axes dynamic) to the ONNX graph ``out``
+    with the one output ``output``; raises MemoryBankError naming ``what`` when torch cannot."""
+    import torch
+
+    mask = torch.ones(2, 8, dtype=torch.long)
+    mask[1, 5:] = 0  # a padded row, so that no shortcut for an all-ones mask is traced into the graph
+    example = (torch.full((2, 8), 1000, dtype=torch.long), mask, torch.zeros(2, 8, dtype=torch.long))
+    axes = {n: {0: "batch", 1: "tokens"} for n in INPUTS} | {output: {0: "batch"}}
+    try:
+        with torch.inference_mode(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the tracer's notes on shape-dependent Python branches
+            torch.onnx.export(module, example, str(out), input_names=list(INPUTS), output_names=[output],
+                              dynamic_axes=axes, opset_version=OPSET, dynamo=False)
+    except Exception as exc:  # torch.onnx raises several types (missing onnx package, unsupported op)
+        raise MemoryBankError(f"exporting {what} to ONNX failed: {exc}") from exc
+
+
+def open_graph(graph: Path, tokenizer_dir: Path, max_length: int, threads: int | None = None,
+               truncation: str = "longest_first"):
+    """``(onnxruntime session of graph, the BERT tokenizer in tokenizer_dir)``, the tokenizer padding to the longest
+    and cutting at ``max_length`` (``truncation``: the ``tokenizers`` strategy for pairs)."""
+    import onnxruntime
+    from tokenizers import Tokenizer
+
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3
+    if threads:
+        options.intra_op_num_threads = threads
+    session = onnxruntime.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
+    tokenizer = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
+    pad = json.loads((tokenizer_dir / "tokenizer_config.json").read_text()).get("pad_token", "[PAD]")
+    pad_id = tokenizer.token_to_id(pad)
+    if pad_id is None:
+        raise MemoryBankError(f"{tokenizer_dir / 'tokenizer.json'} has no id for the pad token {pad!r}")
+    tokenizer.enable_padding(pad_id=pad_id, pad_token=pad)
+    tokenizer.enable_truncation(max_length=max_length, strategy=truncation)
+    return session, tokenizer
+
+
 class OnnxMiniLM:
     """The exported graph in an onnxruntime session, fed by the model's ``tokenizers`` tokenizer. Texts are
     batched as sentence-transformers batches them (longest first, padded per batch, cut at ``max_seq_length``)."""
 
     def __init__(self, graph: Path, path: Path, threads: int | None = None) -> None:
-        import onnxruntime
-        from tokenizers import Tokenizer
-
-        options = onnxruntime.SessionOptions()
-        options.log_severity_level = 3
-        if threads:
-            options.intra_op_num_threads = threads
-        self.session = onnxruntime.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
         self.max_length = int(json.loads((path / "sentence_bert_config.json").read_text())["max_seq_length"])
-        self.tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
-        pad = json.loads((path / "tokenizer_config.json").read_text()).get("pad_token", "[PAD]")
-        pad_id = self.tokenizer.token_to_id(pad)
-        if pad_id is None:
-            raise MemoryBankError(f"{path / 'tokenizer.json'} has no id for the pad token {pad!r}")
-        self.tokenizer.enable_padding(pad_id=pad_id, pad_token=pad)
-        self.tokenizer.enable_truncation(max_length=self.max_length)
+        self.session, self.tokenizer = open_graph(graph, path, self.max_length, threads)
         self.dim = int(self.session.get_outputs()[0].shape[-1])
 
     def encode(self, texts: list[str], batch_size: int) -> np.ndarray:

@@ -149,25 +149,17 @@ class StatementRanker:
 
     def score(self, query: str, candidates: Sequence[str]) -> np.ndarray:
         """One logit per candidate for ``query`` (higher: more likely the step's statement)."""
-        import time
-
         import torch
 
-        if not candidates:
-            return np.zeros(0, dtype=np.float32)
-        t0 = time.perf_counter()
-        out = np.empty(len(candidates), dtype=np.float32)
-        order = np.argsort([-len(c) for c in candidates], kind="stable")
-        for i in range(0, len(candidates), self.batch_size):
-            rows = order[i:i + self.batch_size]
-            enc = self.tokenizer([query] * len(rows), [candidates[j] for j in rows], padding=True,
-                                 truncation="only_first", max_length=self.max_length, return_tensors="pt")
+        from .ranker_onnx import score_batches
+
+        def run(batch: list[str]) -> np.ndarray:
+            enc = self.tokenizer([query] * len(batch), batch, padding=True, truncation="only_first",
+                                 max_length=self.max_length, return_tensors="pt")
             with torch.inference_mode():
-                logits = self.model(**enc).logits
-            out[rows] = logits[:, 0].float().numpy()
-        self.pairs_scored += len(candidates)
-        self.seconds += time.perf_counter() - t0
-        return out
+                return self.model(**enc).logits[:, 0].float().numpy()
+
+        return score_batches(self, candidates, run)
 
 
 def load_ranker(path: str | Path, *, runtime: str | None = None, threads: int | None = None):

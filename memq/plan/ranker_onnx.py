@@ -23,26 +23,23 @@ import hashlib
 import json
 import logging
 import os
-import shutil
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from memq.errors import MemQError
-from memq.files import sha256_file
+from memq.files import atomic_path, sha256_file
+from memq.memory.onnx_minilm import export_bert, open_graph
 
-__all__ = ["ONNX_RUNTIMES", "OnnxRanker", "cached_graph"]
+__all__ = ["ONNX_RUNTIMES", "OnnxRanker", "cached_graph", "score_batches"]
 
 logger = logging.getLogger(__name__)
 
 FORMAT = 1
-OPSET = 17
 TOLERANCE = 1e-4  # float32 graph against torch, in logits
 ONNX_RUNTIMES = ("onnx", "onnx-int8")
-INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 SAMPLES = [("what does jamaican people speak?", "the languages spoken of the country Jamaica"),
            ("who plays ken barlow in coronation street? | Find the actor of the performance with character Ken "
             "Barlow, assign it to ?x.", "the series of the regular tv appearance ?x"),
@@ -72,14 +69,12 @@ def cached_graph(path: Path, manifest: dict, runtime: str, torch_ranker: Callabl
         return target / "model.onnx", json.loads((target / "manifest.json").read_text())
     logger.warning("exporting the statement ranker %s to ONNX (%s) in %s (%s; once, a few seconds)", path.name,
                    runtime, target, reason)
-    tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    try:
-        start = time.perf_counter()
-        ranker = torch_ranker()
+    start = time.perf_counter()
+    ranker = torch_ranker()
+    with atomic_path(target) as tmp:
+        tmp.mkdir(parents=True)
         graph = tmp / "model.onnx"
-        _export(ranker, graph)
+        export_bert(ranker.model.eval(), graph, "logits", "the statement ranker")
         if runtime == "onnx-int8":
             from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -98,10 +93,6 @@ def cached_graph(path: Path, manifest: dict, runtime: str, torch_ranker: Callabl
                 "onnx_sha256": sha256_file(graph), "max_abs_diff_vs_torch": round(diff, 6),
                 "export_s": round(time.perf_counter() - start, 2)}
         (tmp / "manifest.json").write_text(json.dumps(kept, indent=2) + "\n")
-        shutil.rmtree(target, ignore_errors=True)
-        os.replace(tmp, target)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return target / "model.onnx", kept
 
 
@@ -118,23 +109,6 @@ def _stale(target: Path) -> str | None:
     return None
 
 
-def _export(ranker, out: Path) -> None:
-    import torch
-
-    model = ranker.model.eval()
-    mask = torch.ones(2, 8, dtype=torch.long)
-    mask[1, 5:] = 0  # a padded row, so that no shortcut for an all-ones mask is traced into the graph
-    example = (torch.full((2, 8), 1000, dtype=torch.long), mask, torch.zeros(2, 8, dtype=torch.long))
-    axes = {n: {0: "batch", 1: "tokens"} for n in INPUTS} | {"logits": {0: "batch"}}
-    try:
-        with torch.inference_mode(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the tracer's notes on shape-dependent Python branches
-            torch.onnx.export(model, example, str(out), input_names=list(INPUTS), output_names=["logits"],
-                              dynamic_axes=axes, opset_version=OPSET, dynamo=False)
-    except Exception as exc:  # torch.onnx raises several types (missing onnx package, unsupported op)
-        raise MemQError(f"exporting the statement ranker to ONNX failed: {exc}") from exc
-
-
 def _difference(onnx_ranker: OnnxRanker, ranker) -> float:
     """The largest difference in logits between the two rankers on :data:`SAMPLES`."""
     return max(float(np.abs(onnx_ranker.score(q, [c, "?x"]) - ranker.score(q, [c, "?x"])).max()) for q, c in SAMPLES)
@@ -146,21 +120,7 @@ class OnnxRanker:
     def __init__(self, graph: Path, tokenizer_dir: Path, max_length: int, *, threads: int | None = None,
                  path: Path | None = None, manifest: dict | None = None, runtime: str = "onnx",
                  batch_size: int = 64) -> None:
-        import onnxruntime
-        from tokenizers import Tokenizer
-
-        options = onnxruntime.SessionOptions()
-        options.log_severity_level = 3
-        if threads:
-            options.intra_op_num_threads = threads
-        self.session = onnxruntime.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
-        self.tokenizer = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
-        pad = json.loads((tokenizer_dir / "tokenizer_config.json").read_text()).get("pad_token", "[PAD]")
-        pad_id = self.tokenizer.token_to_id(pad)
-        if pad_id is None:
-            raise MemQError(f"{tokenizer_dir / 'tokenizer.json'} has no id for the pad token {pad!r}")
-        self.tokenizer.enable_padding(pad_id=pad_id, pad_token=pad)
-        self.tokenizer.enable_truncation(max_length=max_length, strategy="only_first")
+        self.session, self.tokenizer = open_graph(graph, tokenizer_dir, max_length, threads, "only_first")
         self.max_length, self.batch_size = max_length, batch_size
         self.path, self.manifest, self.runtime = path, manifest or {}, runtime
         self.pairs_scored = 0
@@ -179,14 +139,20 @@ class OnnxRanker:
 
     def score(self, query: str, candidates: Sequence[str]) -> np.ndarray:
         """One logit per candidate for ``query`` (higher: more likely the step's statement)."""
-        if not candidates:
-            return np.zeros(0, dtype=np.float32)
-        t0 = time.perf_counter()
-        out = np.empty(len(candidates), dtype=np.float32)
-        order = np.argsort([-len(c) for c in candidates], kind="stable")
-        for i in range(0, len(candidates), self.batch_size):
-            rows = order[i:i + self.batch_size]
-            out[rows] = self.session.run(None, self.encode(query, [candidates[j] for j in rows]))[0][:, 0]
-        self.pairs_scored += len(candidates)
-        self.seconds += time.perf_counter() - t0
-        return out
+        return score_batches(self, candidates, lambda batch: self.session.run(None, self.encode(query, batch))[0][:, 0])
+
+
+def score_batches(ranker, candidates: Sequence[str], run: Callable[[list[str]], np.ndarray]) -> np.ndarray:
+    """``run`` over ``candidates`` in batches of ``ranker.batch_size``, longest first (less padding), back in their
+    order; counts the pairs and the seconds on ``ranker`` (``pairs_scored``, ``seconds``)."""
+    if not candidates:
+        return np.zeros(0, dtype=np.float32)
+    t0 = time.perf_counter()
+    out = np.empty(len(candidates), dtype=np.float32)
+    order = np.argsort([-len(c) for c in candidates], kind="stable")
+    for i in range(0, len(candidates), ranker.batch_size):
+        rows = order[i:i + ranker.batch_size]
+        out[rows] = run([candidates[j] for j in rows])
+    ranker.pairs_scored += len(candidates)
+    ranker.seconds += time.perf_counter() - t0
+    return out
