@@ -42,11 +42,13 @@ ROWS: dict[str, list[str]] = {
                              "--plans", f"{RESULTS}/webqsp_test_grounded.planned.jsonl.gz"],
     "webqsp_test_grounded_noprior": [*WEBQSP, "--planner", "grounded", "--limit", "200", "--prior", "0", "--coverage", "0",
                                      "--plans", f"{RESULTS}/webqsp_test_grounded_noprior.planned.jsonl.gz"],
-    # the grounded planner with the statement ranker (memory_bank/ranker), its two shards' first 545 questions, and
-    # the model alone on the same 545
-    "webqsp_test_ranked": [*WEBQSP, "--planner", "grounded", "--limit", "545", "--ranker", "memory_bank/ranker",
+    # the grounded planner with the statement ranker (memory_bank/ranker), its two shards' first 993 questions, and
+    # the model alone on the same 993 (and on the first 545, the prefix an earlier session had)
+    "webqsp_test_ranked": [*WEBQSP, "--planner", "grounded", "--limit", "993", "--ranker", "memory_bank/ranker",
                            "--plans", f"{RESULTS}/webqsp_test_ranked.s1.planned.jsonl.gz",
                            f"{RESULTS}/webqsp_test_ranked.s2.planned.jsonl.gz"],
+    "webqsp_test993_llmonly": [*WEBQSP, "--planner", "grounded", "--limit", "993", "--ranker", "none",
+                               "--plans", f"{RESULTS}/webqsp_test_grounded.planned.jsonl.gz"],
     "webqsp_test545_llmonly": [*WEBQSP, "--planner", "grounded", "--limit", "545", "--ranker", "none",
                                "--plans", f"{RESULTS}/webqsp_test_grounded.planned.jsonl.gz"],
     # the hybrid planner: free generation's plans, and the grounded planner's saved beams as the rescues of the
