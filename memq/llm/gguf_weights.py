@@ -95,9 +95,6 @@ def _requantised(gguf: Path, digest: str, kind: str, *, name: str | None = None,
     """``gguf`` (sha256 ``digest``) written once by llama.cpp's quantizer with ``kind`` weights (``f16``: every
     tensor dequantised first; ``q8_0``), cached with a manifest and verified; with ``always`` false, a file whose
     weights are not quantised is used as it is."""
-    import llama_cpp
-
-    ftype = {"f16": llama_cpp.LLAMA_FTYPE_MOSTLY_F16, "q8_0": llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0}[kind]
     target = cache_root() / "gguf" / f"{name or gguf.stem}-{kind}-{digest[:8]}.gguf"
     manifest_path = target.with_suffix(".json")
     try:
@@ -119,6 +116,9 @@ def _requantised(gguf: Path, digest: str, kind: str, *, name: str | None = None,
         manifest_path.write_text(json.dumps({"source": gguf.name, "source_sha256": digest,
                                              "unquantised_source": True}, indent=2) + "\n")
         return gguf, digest, 0.0
+    import llama_cpp
+
+    ftype = {"f16": llama_cpp.LLAMA_FTYPE_MOSTLY_F16, "q8_0": llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0}[kind]
     logger.warning("writing %s with %s weights for llama.cpp in %s (%s; once, about 10 s)",
                    gguf.name, kind, target, reason)
     start = time.perf_counter()

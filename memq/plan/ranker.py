@@ -187,8 +187,8 @@ def load_ranker(path: str | Path, *, runtime: str | None = None, threads: int | 
         manifest = read_manifest(path / "manifest.json", MODEL_FILES, FORMAT, MemQError,
                                  "statement ranker manifest (train one with `memq planner ranker train`)")
         try:
-            graph, _ = cached_graph(path, manifest, runtime, lambda: StatementRanker.load(path, threads=threads),
-                                    minilm_dir())
+            graph = cached_graph(path, manifest, runtime, lambda: StatementRanker.load(path, threads=threads),
+                                 minilm_dir())
             ranker = OnnxRanker(graph, minilm_dir(), int(manifest.get("max_length", MAX_LENGTH)), threads=threads,
                                 path=path, manifest=manifest, runtime=runtime)
         except MemQError as exc:
@@ -199,7 +199,8 @@ def load_ranker(path: str | Path, *, runtime: str | None = None, threads: int | 
     ranker = copy.copy(StatementRanker.load(path, threads=threads))  # the shared torch ranker keeps no note
     ranker.fallback = f"ranker runtime {runtime} -> torch: {why}"
     logger.warning(ranker.fallback)
-    return ranker
+    with _LOCK:  # a later load (another planner) neither exports again nor warns again
+        return _LOADED.setdefault(key, ranker)
 
 
 def base_model(sha256: str | None = None):

@@ -55,8 +55,8 @@ def graph_key(manifest: dict) -> str:
 
 
 def cached_graph(path: Path, manifest: dict, runtime: str, torch_ranker: Callable[[], object],
-                 tokenizer_dir: Path) -> tuple[Path, dict]:
-    """``(graph, its manifest)`` for the ranker in ``path`` (whose checked ``manifest`` is given) on ``runtime``,
+                 tokenizer_dir: Path) -> Path:
+    """The graph for the ranker in ``path`` (whose checked ``manifest`` is given) on ``runtime``,
     exported first when missing or stale from ``torch_ranker()`` (a torch :class:`~memq.plan.ranker.StatementRanker`
     of the same directory); ``tokenizer_dir`` holds its base encoder's tokenizer."""
     from memq.llm import cache_root
@@ -66,7 +66,7 @@ def cached_graph(path: Path, manifest: dict, runtime: str, torch_ranker: Callabl
     target = cache_root() / "onnx" / f"ranker-{graph_key(manifest)}-{runtime}-f{FORMAT}"
     reason = _stale(target)
     if reason is None:
-        return target / "model.onnx", json.loads((target / "manifest.json").read_text())
+        return target / "model.onnx"
     logger.warning("exporting the statement ranker %s to ONNX (%s) in %s (%s; once, a few seconds)", path.name,
                    runtime, target, reason)
     start = time.perf_counter()
@@ -93,7 +93,7 @@ def cached_graph(path: Path, manifest: dict, runtime: str, torch_ranker: Callabl
                 "onnx_sha256": sha256_file(graph), "max_abs_diff_vs_torch": round(diff, 6),
                 "export_s": round(time.perf_counter() - start, 2)}
         (tmp / "manifest.json").write_text(json.dumps(kept, indent=2) + "\n")
-    return target / "model.onnx", kept
+    return target / "model.onnx"
 
 
 def _stale(target: Path) -> str | None:
