@@ -23,7 +23,6 @@ import json
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,7 +45,7 @@ def main() -> int:
     from memq.link.fit import MemoryFit
     from memq.link.gold import gold_entities
     from memq.link.index import EntityIndex, build_index, kg_source
-    from memq.link.linker import LinkConfig, Linker, add_training_mentions, mention_counts
+    from memq.link.linker import LinkConfig, Linker, add_training_mentions, mention_counts, with_settings
     from memq.link.resolve import cached_index
     from memq.memory.bank import MemoryBank
     from memq.pipeline import Config, open_kg
@@ -92,11 +91,7 @@ def main() -> int:
     questions = questions_for(args.dataset, args.split)
     configs = {"default": LinkConfig()}
     if args.set:
-        changes = {}
-        for item in args.set:
-            key, _, value = item.partition("=")
-            changes[key] = type(getattr(LinkConfig(), key))(value)
-        configs[" ".join(args.set)] = replace(LinkConfig(), **changes)
+        configs[" ".join(args.set)] = with_settings(LinkConfig(), args.set)
     out["linking"] = {}
     for label, config in configs.items():
         linker = Linker(index, config, fit)

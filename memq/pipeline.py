@@ -24,9 +24,9 @@ from pathlib import Path
 
 from .errors import KnowledgeGraphError, MemQError, ReconstructionError
 from .kg import open_kg
-from .link.constraints import known_optional, split_alternatives, traced_suggestions
+from .link.constraints import known_optional, linked_entities
 from .link.linker import LinkConfig
-from .link.resolve import check_names, check_question, known_entities, needs_linking, resolve, validate
+from .link.resolve import check_question, known_entities, needs_linking, validate
 from .plan.base import BACKENDS, DEFAULT_BACKEND
 from .plan.format import needs_entity
 from .plan.grounded import GroundedConfig
@@ -267,21 +267,16 @@ class Pipeline:
         second: tuple[str, ...] = ()  # linked second readings of a span: lines may start there, prompts don't name them
         if needs_linking(entities):
             question = check_question(question)
-            names = None if entities is None else check_names(entities)  # before the index loads
-            linker = self.linker  # loaded once; not counted in the linking time
-            t0 = time.perf_counter()
-            entities, other = split_alternatives(resolve(linker, question, names, trace), trace)
-            trace.timings["link"] = time.perf_counter() - t0
-            if optional is None:  # a span's second reading, and constraints the nearest training questions used
-                optional = {**other, **traced_suggestions(self.suggest(question, [*entities, *other]), trace)}
-                second = tuple(other)
+            entities, linked, second = self.link(question, entities, trace, suggest=optional is None)
+            optional, second = (linked, second) if optional is None else (optional, ())
         question, entities = validate(question, entities, allow_empty=True, strict_names=False)
         if entities:
             entities = known_entities(self.kg, entities, trace, self.config.timeout)
-        elif plan is None and not getattr(self._planner, "plans_without_entities", False):
+        optional = known_optional(self.kg, question, optional, entities, trace, self.config.timeout)
+        if not entities and not optional and plan is None \
+                and not getattr(self._planner, "plans_without_entities", False):
             raise ValueError(f"at least one topic entity (id -> name) is needed: the {self.planner_kind} planner "
                              "plans from topic entities; give them, or a plan that starts from a class (plan=)")
-        optional = known_optional(self.kg, question, optional, entities, trace, self.config.timeout)
         second = tuple(m for m in second if m in optional)  # those the KG holds
         entities = {**entities, **optional}
         if plan is None:
@@ -326,6 +321,12 @@ class Pipeline:
         recalled = [r for c in choices for r in c.kept] + [c.filter_statement for c in choices
                                                             if c.filter_statement is not None]
         return Answer(question, answers, to_standard(query), plan, recalled, trace)
+
+    def link(self, question: str, names: list[str] | None, trace: Trace, suggest: bool = True):
+        """``(entities, optional, second)`` for a question asked without ids or with names alone
+        (:func:`memq.link.resolve.linked_entities`)."""
+        return linked_entities(self.linker, question, names, trace, self.config.link,
+                               self.suggest if suggest else None)
 
     def _choose(self, plan: Plan, entities: dict[str, str], trace: Trace):
         """Execution-guided choice among ``plan.beam``: the first plan whose query returns rows (no self-repair),

@@ -316,8 +316,8 @@ def test_the_pipeline_gives_the_planner_optional_entities_and_drops_unknown_ones
     from memq.link.constraints import Suggestion
 
     p.suggest = lambda question, given: [Suggestion("m.05zppz", "Male", 0.8, ("WebQTrn-1",))]
-    a = p.answer(q)
-    assert planner.seen[-1] == ({"m.03_r3": "Jamaica", "m.05zppz": "Male"}, ("m.05zppz",))
+    a = p.answer(q)  # linked (LinkConfig.required 0): Jamaica is optional too, and a plan starts from it
+    assert planner.seen[-1] == ({"m.03_r3": "Jamaica", "m.05zppz": "Male"}, ("m.03_r3", "m.05zppz"))
     assert a.trace.links[-1]["suggested"] == "constraint" and {i for i, _ in a.answers} == {"m.01428y", "m.04ygk0"}
     assert any(f.startswith("constraint entities suggested") for f in a.trace.fallbacks)
 
@@ -345,7 +345,7 @@ def test_a_second_reading_of_a_linked_span_is_an_optional_entity(pipe, index):
     p.suggest = lambda question, given: [Suggestion("m.05zppz", "Male", 0.8, ("WebQTrn-1",))]
     a = p.answer("what does jamaican people speak?")
     assert planner.seen[-1] == ({"m.03_r3": "Jamaica", "m.01428y": "Jamaican English", "m.05zppz": "Male"},
-                                ("m.01428y", "m.05zppz"))
+                                ("m.03_r3", "m.01428y", "m.05zppz"))
     assert planner.unprompted == ("m.01428y",)  # the second reading is not named in the prompt; Male is
     assert "second readings left out of the planner's prompt (its lines may start there): Jamaican English " \
            "(m.01428y)" in a.trace.fallbacks
@@ -367,3 +367,106 @@ def test_a_linked_run_gives_the_gold_entity_answers_their_saved_plans(pipe, tmp_
     assert record["gold_entities"]["plan_s"] == 1.5 and record["gold_entities"]["f1"] == 1.0
     assert summary["gold_entity_plans_from"].endswith("saved.jsonl") and summary["f1_gold_entities"] == 1.0
     assert summary["linking"]["questions"] == 1639 and "constraints" in summary["linking"]
+
+
+class TwoLinks:
+    """A linker that links Jamaica, then Male (a second, weaker entity of another span)."""
+
+    index = None
+
+    def link(self, question):
+        from memq.link.linker import Link
+
+        return [Link("m.03_r3", "Jamaica", "jamaican", 2.0, 1.0, 0.5, span=(2, 3)),
+                Link("m.05zppz", "Male", "male", 1.5, 1.0, 0.4, span=(4, 5))]
+
+    def resolve_name(self, name):
+        return next(x for x in self.link("") if x.name == name)
+
+
+def test_linked_entities_after_the_required_ones_are_optional_and_named_in_the_prompt(pipe):
+    planner = Recording(pipe.planner)
+    q = "what does jamaican people speak?"
+    every = Pipeline(replace(pipe.config, constraints=0.0, link=LinkConfig(required=-1)), bank=pipe.bank, kg=pipe.kg,
+                     planner=planner, linker=TwoLinks())
+    every.answer(q)
+    assert planner.seen[-1] == ({"m.03_r3": "Jamaica", "m.05zppz": "Male"}, ())  # -1: both must be named
+    first = Pipeline(replace(pipe.config, constraints=0.0, link=LinkConfig(required=1)), bank=pipe.bank, kg=pipe.kg,
+                     planner=planner, linker=TwoLinks())
+    a = first.answer(q)
+    assert planner.seen[-1] == ({"m.03_r3": "Jamaica", "m.05zppz": "Male"}, ("m.05zppz",))
+    assert planner.unprompted == ()  # optional, yet named in the prompt: it is no second reading of a span
+    assert "linked entities after the best 1 are optional (the plan may name them; entity coverage leaves them " \
+           "out): Male (m.05zppz)" in a.trace.fallbacks
+    assert [x.get("optional") for x in a.trace.links] == [None, True]
+    from memq.ask import show
+
+    assert "Male (m.05zppz)  from 'male'  score 1.500  (optional: a plan may leave it out)" in show(a)
+    first.answer(q, ["Jamaica", "Male"])  # names the caller gave are all required
+    assert planner.seen[-1] == ({"m.03_r3": "Jamaica", "m.05zppz": "Male"}, ())
+    none = Pipeline(replace(pipe.config, constraints=0.0, link=LinkConfig(required=0)), bank=pipe.bank, kg=pipe.kg,
+                    planner=planner, linker=TwoLinks())
+    a = none.answer(q)
+    assert planner.seen[-1] == ({"m.03_r3": "Jamaica", "m.05zppz": "Male"}, ("m.03_r3", "m.05zppz"))
+    assert any(f.startswith("linked entities (all of them) are optional") for f in a.trace.fallbacks)
+    with pytest.raises(ValueError, match="required must be >= 0, or -1"):
+        LinkConfig(required=-2)
+
+
+def test_linker_settings_from_the_command_line_are_typed_and_checked():
+    from memq.link.linker import with_settings
+
+    config = with_settings(LinkConfig(), ["required=1", "threshold=1.1"])
+    assert config.required == 1 and config.threshold == 1.1 and config.max_entities == LinkConfig().max_entities
+    with pytest.raises(ValueError, match="KEY one of max_tokens"):
+        with_settings(LinkConfig(), ["nonsense=1"])
+    with pytest.raises(ValueError, match="linker setting required takes a int, got 'one'"):
+        with_settings(LinkConfig(), ["required=one"])
+
+
+def test_a_linked_run_answers_as_memq_answer_does_without_entities(pipe, tmp_path):
+    from memq.link.evaluate import run_linked
+
+    planner = Recording(pipe.planner)
+    p = Pipeline(replace(pipe.config, constraints=0.0, link=LinkConfig(required=1)), bank=pipe.bank, kg=pipe.kg,
+                 planner=planner, linker=TwoLinks())
+    p.linker.index = pipe.linker.index
+    run_linked("webqsp", "test", "fewshot", pipeline=p, limit=1, progress=False, per_question=tmp_path / "out.jsonl")
+    [record] = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert not record["same_entities"]  # Male is optional here, so the gold-entity answer is not reused
+    assert [x["id"] for x in record["links"]] == ["m.03_r3", "m.05zppz"]
+    assert any(f.startswith("linked entities after the best 1") for f in record["fallbacks"])
+    assert planner.seen[-1] == ({"m.03_r3": "Jamaica", "m.05zppz": "Male"}, ("m.05zppz",))
+    assert record["f1"] == 1.0
+
+
+def test_a_suggested_constraint_with_enough_support_is_one_the_plan_must_name(pipe):
+    from memq.link.constraints import Suggestion
+
+    planner = Recording(pipe.planner)
+    q = "what does jamaican people speak?"
+    for floor, required in ((0.0, False), (0.9, False), (0.7, True)):
+        p = Pipeline(replace(pipe.config, link=LinkConfig(required=-1, required_support=floor, fit_weight=0.0)),
+                     bank=pipe.bank, kg=pipe.kg, planner=planner, linker=pipe.linker)
+        p.suggest = lambda question, given: [Suggestion("m.05zppz", "Male", 0.8, ("WebQTrn-1",))]
+        a = p.answer(q)
+        assert planner.seen[-1] == ({"m.03_r3": "Jamaica", "m.05zppz": "Male"}, () if required else ("m.05zppz",))
+        assert any(f.startswith("suggested constraint entities with at least 0.7 of the vote are ones the plan must "
+                                "name: Male (m.05zppz)") for f in a.trace.fallbacks) == required
+    with pytest.raises(ValueError, match="required_support is a share"):
+        LinkConfig(required_support=1.5)
+
+
+def test_a_linked_input_reuses_the_gold_answer_only_when_it_makes_the_same_plan():
+    from memq.link.evaluate import same_input
+
+    gold = ({"m.03_r3": "Jamaica"}, {}, ())
+    assert same_input(gold, ({"m.03_r3": "Jamaica"}, {}, ()))
+    assert same_input(gold, ({}, {"m.03_r3": "Jamaica"}, ()))  # one entity: optional or not, the same plan
+    assert not same_input(gold, ({"m.03_r3": "Jamaica"}, {"m.05zppz": "Male"}, ()))  # a suggestion more
+    assert not same_input(gold, ({"m.03_r3": "Jamaica"}, {}, ("m.03_r3",)))  # left out of the prompt
+    assert not same_input(gold, ({"m.03_r3": "Jamaica (island)"}, {}, ()))  # another name
+    two = ({"m.03_r3": "Jamaica", "m.05zppz": "Male"}, {}, ())
+    assert not same_input(two, ({}, {"m.03_r3": "Jamaica", "m.05zppz": "Male"}, ()))  # coverage differs
+    assert same_input(({}, {"m.03_r3": "Jamaica", "m.05zppz": "Male"}, ()),
+                      ({}, {"m.05zppz": "Male", "m.03_r3": "Jamaica"}, ()))

@@ -255,6 +255,9 @@ def test_entity_coverage_costs_a_plan_that_names_no_step_of_a_topic_entity(kg, b
     optional = planner(kg, bank, short, BROTHER, coverage=20.0).plan(question, both, optional=("m.05zppz",))
     assert optional.raw == short and optional.beam[0].score == pytest.approx(off.beam[0].score)
     assert not [n for n in optional.notes if "coverage" in n]
+    # one topic entity, optional or not (a linked one, memq.link.evaluate.same_input): the same plan and beam
+    lone = planner(kg, bank, short, BROTHER, coverage=20.0).plan(question, BIEBER, optional=tuple(BIEBER))
+    assert lone.raw == alone.raw and lone.beam == alone.beam and lone.notes == alone.notes
     with pytest.raises(ValueError, match="coverage must be >= 0"):
         GroundedConfig(coverage=-1.0)
 

@@ -61,6 +61,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--entities", choices=("gold", "linked"), default="gold",
                     help="linked: link each question's entities (memq.link) and report linking precision/recall "
                          "over the whole split, and F1 with linked beside gold entities over --limit questions")
+    ev.add_argument("--link", action="append", default=[], metavar="KEY=VALUE",
+                    help="with --entities linked: a linker setting (memq.link.linker.LinkConfig), e.g. required=1")
     ev.set_defaults(handler=_evaluate)
 
     rep = sub.add_parser("report", help="an HTML report of evaluation results")
@@ -135,11 +137,19 @@ def _evaluate(args: argparse.Namespace) -> int:
 
         args.planner = Pipeline(replace(config, planner="auto", planner_dataset=args.dataset)).planner_kind
     adapter = recorded_adapter(args, config) if args.record else None
+    if args.link and args.entities != "linked":
+        raise MemQError("--link sets the linker of --entities linked")
     if args.entities == "linked":
         if args.record or args.ablation or args.shard or args.part or args.questions:
             raise MemQError("--entities linked runs alone: without --record, --ablation, --shard, --part or "
                             "--questions")
         from ..link.evaluate import run_linked
+        from ..link.linker import with_settings
+
+        try:
+            config = replace(config, link=with_settings(config.link, args.link))
+        except ValueError as exc:
+            raise MemQError(f"--link: {exc}") from None
 
         summary = run_linked(args.dataset, args.split, args.planner, config=config, limit=args.limit,
                              per_question=args.per_question, progress=not args.no_progress, plans_from=args.plans)

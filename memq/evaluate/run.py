@@ -70,10 +70,12 @@ def oracle_plan(question, describe) -> tuple[Plan, dict[str, str]]:
     return plan, dict(derived.entities)
 
 
-def evaluate_question(pipeline, question, planner: str, describe=None, planned=None, optional=None) -> dict:
+def evaluate_question(pipeline, question, planner: str, describe=None, planned=None, optional=None,
+                      linked: bool = False) -> dict:
     """Score one question. ``planned`` is a plan made beforehand in a batch: ``(Plan or MemQError, seconds)``;
-    ``optional``: entities the plan may name but need not (:meth:`memq.pipeline.Pipeline.answer`)."""
-    entities = dict(question.parses[0].topic_entities)
+    ``optional``: entities the plan may name but need not (:meth:`memq.pipeline.Pipeline.answer`). ``linked``: the
+    question is asked without entities, as ``memq.answer(question)`` is, and the pipeline links them."""
+    entities = None if linked else dict(question.parses[0].topic_entities)
     record = {"id": question.id, "question": question.question, "planner": planner}
     t0 = time.perf_counter()
     sparql = None
@@ -108,6 +110,8 @@ def evaluate_question(pipeline, question, planner: str, describe=None, planned=N
             record["rescue"] = {**plan_record(rescue), "plan_s": round(rescue.cost.get("seconds", 0.0), 4)}
             if "plan_from" in rescue.cost:
                 saved_rescue_s = rescue.cost.get("seconds", 0.0)
+        if linked:
+            record["links"] = answer.trace.links
         record.update(answers=answer.answers, sparql=sparql, plan=[s.text for s in answer.plan.steps],
                       plan_raw=(plan.raw if rescue is not None else answer.plan.raw) or record.get("plan_raw", ""),
                       fallbacks=answer.trace.fallbacks,

@@ -17,14 +17,21 @@ and every entity with ``support >= min_support`` is suggested. Only training que
 :func:`memq.plan.data.split_of` vote, so a dev question never votes for itself. A suggested entity is
 *optional*: the planner may name it but is not pushed to (the grounded planner's entity coverage does not count
 it), and ``Trace.links`` lists it with its support and the neighbours that voted.
+
+:func:`linked_entities` gathers what the pipeline gives the planner for a question asked without ids: the
+entities, the optional ones (second readings, linked entities after the ``required`` best, suggestions) and the
+second readings the prompt leaves out.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..types import Trace
 from .gold import gold_entities
+from .linker import LinkConfig, Linker
 
 
 @dataclass(frozen=True)
@@ -136,3 +143,50 @@ def split_alternatives(entities: dict[str, str], trace) -> tuple[dict[str, str],
     alternative = {link["id"] for link in trace.links if link.get("alternative")}
     return ({m: n for m, n in entities.items() if m not in alternative},
             {m: n for m, n in entities.items() if m in alternative})
+
+
+def split_required(entities: dict[str, str], required: int, trace) -> tuple[dict[str, str], dict[str, str]]:
+    """(entities, optional): the first ``required`` linked entities (best first) stay ones the plan must name; the
+    others become optional, named in the prompt but left out of the entity coverage (traced). -1: all stay."""
+    if required < 0 or len(entities) <= required:
+        return entities, {}
+    items = list(entities.items())
+    kept, extra = dict(items[:required]), dict(items[required:])
+    for link in trace.links:
+        if link["id"] in extra:
+            link["optional"] = True
+    which = f"after the best {required}" if required else "(all of them)"
+    trace.fallbacks.append(f"linked entities {which} are optional (the plan may name them; entity coverage leaves "
+                           "them out): " + ", ".join(f"{n} ({m})" for m, n in extra.items()))
+    return kept, extra
+
+
+def linked_entities(linker: Linker, question: str, names: list[str] | None, trace: Trace,
+                    settings: LinkConfig | None = None, suggest=None
+                    ) -> tuple[dict[str, str], dict[str, str], tuple[str, ...]]:
+    """The topic entities of a question asked without ids (``names`` None: linked from the question) or with names
+    alone: ``(entities, optional, second)``. ``optional``: a span's second reading; when linked, the entities after
+    the best ``settings.required`` (:func:`~memq.link.constraints.split_required`); and what
+    ``suggest(question, ids)`` gives (the constraints the nearest training questions used), but for those with at
+    least ``settings.required_support``, which join ``entities``. ``settings``: the pipeline's (default: the
+    linker's). ``second``: the second readings, which the
+    planner's prompt leaves out. Each step is traced."""
+    from .resolve import check_names, resolve
+
+    settings = settings or linker.config
+    names = None if names is None else check_names(names)  # before the index loads
+    t0 = time.perf_counter()
+    entities, other = split_alternatives(resolve(linker, question, names, trace), trace)
+    trace.timings["link"] = time.perf_counter() - t0
+    extra: dict[str, str] = {}
+    if names is None:  # linked, not named by the caller: the plan must name the best ones only
+        entities, extra = split_required(entities, settings.required, trace)
+    found = suggest(question, [*entities, *extra, *other]) if suggest else []
+    suggested = traced_suggestions(found, trace)
+    floor = settings.required_support
+    strong = {s.id: s.name for s in found if floor and s.support >= floor}
+    if strong:
+        trace.fallbacks.append(f"suggested constraint entities with at least {floor:g} of the vote are ones the plan "
+                               "must name: " + ", ".join(f"{n} ({m})" for m, n in strong.items()))
+    optional = {m: n for m, n in {**extra, **other, **suggested}.items() if m not in strong}
+    return {**entities, **strong}, optional, tuple(other)

@@ -89,22 +89,37 @@ def linked_question(question, links: list[dict]):
     return replace(question, parses=(first, *question.parses[1:]))
 
 
+def same_input(a: tuple, b: tuple) -> bool:
+    """Whether two planner inputs ``(entities, optional, second)`` (:meth:`memq.pipeline.Pipeline.link`; gold
+    entities are ``(gold, {}, ())``) make the same plan: the same entities (ids and names), the same ones left out of
+    the prompt, and the same ones optional, or one entity only, where whether it is optional does not matter (the
+    grounded planner's first line starts from it, so entity coverage never applies; a free planner's prompt names
+    it either way)."""
+    given = {**a[0], **a[1]}
+    return (given == {**b[0], **b[1]} and set(a[2]) == set(b[2])
+            and (set(a[1]) == set(b[1]) or len(given) == 1))
+
+
 def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: int | None = None,
                per_question=None, progress: bool = True, pipeline=None, plans_from=None) -> dict:
     """``memq evaluate --entities linked``: linking over the whole split, and end to end over the first ``limit``
     questions, each answered twice in the same run, with the gold topic entities and with the linked ones.
 
-    When the linked entities are the gold ones (same ids and names) the gold-entity answer is reused: the pipeline
-    is deterministic for a question and its entities. ``per_question`` (JSONL) makes the run resumable.
+    The linked answer is the one ``memq.answer(question)`` gives: the pipeline links the question itself, with its
+    second readings, suggestions and fallbacks. When the planner gets what the gold entities give it
+    (:func:`same_input`), the gold-entity answer is reused: the pipeline is deterministic for a question and its
+    entities. ``per_question`` (JSONL) makes the run resumable.
     ``plans_from`` (an earlier gold-entity run's per-question files, as ``memq evaluate --plans`` reads them)
     gives the gold-entity answers their saved plans: only the linked ones are planned.
     """
     from dataclasses import replace as dc_replace
     from pathlib import Path
 
+    from ..errors import LinkingError
     from ..evaluate.run import evaluate_question, load_records, questions_for, record_log, summarise
     from ..evaluate.saved import hybrid_records, saved_plan
     from ..pipeline import Config, Pipeline, shown_path
+    from ..types import Trace
 
     if planner == "oracle":
         raise ValueError("--entities linked needs an LLM planner: the oracle plans from the gold query's entities")
@@ -113,11 +128,8 @@ def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: in
     questions = questions_for(dataset, split)
     links = [link_record(pipeline.linker, q) for q in questions]
     block = summarise_links(links)
-    suggested = []
     for q, link in zip(questions, links, strict=True):
-        found = pipeline.suggest(q.question, [x["id"] for x in link["linked"]])
-        link["suggested"] = [s.to_json() for s in found]
-        suggested.append(found)
+        link["suggested"] = [s.to_json() for s in pipeline.suggest(q.question, [x["id"] for x in link["linked"]])]
     block["constraints"] = summarise_constraints(questions, links)
     files = [plans_from] if isinstance(plans_from, (str, Path)) else list(plans_from or ())
     saved = [r for file in files for r in load_records(file).values()]
@@ -126,18 +138,17 @@ def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: in
     path = Path(per_question) if per_question else None
     done = load_records(path) if path and path.exists() else {}
     with record_log(path, len(todo), f"{dataset}/{split}/{planner}/linked", progress) as write:
-        for q, link, found in zip(todo, links, suggested, strict=False):
+        for q, link in zip(todo, links, strict=False):
             if q.id in done:
                 write()
                 continue
             planned = saved_plan(saved[q.id], dict(q.parses[0].topic_entities)) if q.id in saved else None
             gold = evaluate_question(pipeline, q, planner, planned=planned)
-            main = [x for x in link["linked"] if not x.get("alternative")]  # a span's second reading is optional
-            optional = {x["id"]: x["name"] for x in link["linked"] if x.get("alternative")}
-            optional.update((s.id, s.name) for s in found)
-            same = dict(q.parses[0].topic_entities) == {x["id"]: x["name"] for x in main} and not optional
-            linked = dict(gold) if same else evaluate_question(pipeline, linked_question(q, main), planner,
-                                                               optional=optional)
+            try:  # what the planner gets, as memq.answer(question) gives it
+                same = same_input((dict(q.parses[0].topic_entities), {}, ()), pipeline.link(q.question, None, Trace()))
+            except LinkingError:
+                same = False
+            linked = dict(gold) if same else evaluate_question(pipeline, q, planner, linked=True)
             done[q.id] = {**linked, "linking": link, "same_entities": same, "gold_entities": gold}
             write(done[q.id])
     records = [done[q.id] for q in todo if q.id in done]

@@ -61,6 +61,14 @@ class LinkConfig:
     fit_weight: float = 0.6
     fit_recall: int = 40
     fit_candidates: int = 4
+    # how many linked entities (best first, second readings aside) a plan must name (the grounded planner's entity
+    # coverage); the others are optional: named in the prompt, and a plan may name them. -1: all of them; 0: none
+    # (a plan still starts from one). 0 chosen on WebQSP dev (first 100, end to end: F1 0.642 with -1, 0.669
+    # with 1, 0.708 with 0; docs/linking.md)
+    required: int = 0
+    # a constraint entity suggested by the nearest training questions (memq.link.constraints) with at least this
+    # support is one the plan must name too; the others are optional. 0: all are optional
+    required_support: float = 0.0
 
     def __post_init__(self) -> None:
         if self.max_tokens < 1 or self.candidates < 1 or self.max_entities < 1 or self.fit_candidates < 1 \
@@ -68,10 +76,31 @@ class LinkConfig:
             raise ValueError(f"max_tokens, candidates, max_entities, fit_candidates and fit_recall must be >= 1, "
                              f"got {self.max_tokens}, {self.candidates}, {self.max_entities}, "
                              f"{self.fit_candidates}, {self.fit_recall}")
+        if not 0 <= self.required_support <= 1:
+            raise ValueError(f"required_support is a share of the vote in [0, 1] (0: off), got {self.required_support}")
+        if self.required < -1:
+            raise ValueError(f"required must be >= 0, or -1 for every linked entity, got {self.required}")
         if self.fit_weight < 0:
             raise ValueError(f"fit_weight must be >= 0, got {self.fit_weight}")
         if not 0 <= self.fuzzy_cutoff <= 100:
             raise ValueError(f"fuzzy_cutoff is a rapidfuzz ratio in 0-100, got {self.fuzzy_cutoff}")
+
+
+def with_settings(config: LinkConfig, settings: list[str]) -> LinkConfig:
+    """``config`` with ``KEY=VALUE`` settings of its fields (``memq evaluate --link``); ValueError names a bad one."""
+    from dataclasses import fields, replace
+
+    types = {f.name: type(getattr(config, f.name)) for f in fields(config)}
+    changes = {}
+    for item in settings:
+        key, sep, value = item.partition("=")
+        if not sep or key not in types:
+            raise ValueError(f"a linker setting is KEY=VALUE with KEY one of {', '.join(types)}; got {item!r}")
+        try:
+            changes[key] = types[key](value)
+        except ValueError:
+            raise ValueError(f"linker setting {key} takes a {types[key].__name__}, got {value!r}") from None
+    return replace(config, **changes)
 
 
 @dataclass(frozen=True)
