@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import KnowledgeGraphError, MemQError, ReconstructionError
+from .errors import KnowledgeGraphError, LinkingError, MemQError, ReconstructionError
 from .kg import open_kg
 from .link.constraints import known_optional, linked_entities
 from .link.linker import LinkConfig
@@ -272,7 +272,11 @@ class Pipeline:
         question, entities = validate(question, entities, allow_empty=True, strict_names=False)
         if entities:
             entities = known_entities(self.kg, entities, trace, self.config.timeout)
+        asked = list(optional or ())
         optional = known_optional(self.kg, question, optional, entities, trace, self.config.timeout)
+        if not entities and asked and not optional:  # linked entities, all optional, none of them in the KG
+            raise LinkingError(f"unknown entity ids {', '.join(map(repr, asked))}: the knowledge graph has no triple "
+                               "about them")
         if not entities and not optional and plan is None \
                 and not getattr(self._planner, "plans_without_entities", False):
             raise ValueError(f"at least one topic entity (id -> name) is needed: the {self.planner_kind} planner "
@@ -324,7 +328,7 @@ class Pipeline:
 
     def link(self, question: str, names: list[str] | None, trace: Trace, suggest: bool = True):
         """``(entities, optional, second)`` for a question asked without ids or with names alone
-        (:func:`memq.link.resolve.linked_entities`)."""
+        (:func:`memq.link.constraints.linked_entities`)."""
         return linked_entities(self.linker, question, names, trace, self.config.link,
                                self.suggest if suggest else None)
 

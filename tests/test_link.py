@@ -470,3 +470,16 @@ def test_a_linked_input_reuses_the_gold_answer_only_when_it_makes_the_same_plan(
     assert not same_input(two, ({}, {"m.03_r3": "Jamaica", "m.05zppz": "Male"}, ()))  # coverage differs
     assert same_input(({}, {"m.03_r3": "Jamaica", "m.05zppz": "Male"}, ()),
                       ({}, {"m.05zppz": "Male", "m.03_r3": "Jamaica"}, ()))
+
+
+def test_linked_entities_that_are_all_unknown_to_the_kg_fail_the_question_by_their_ids(pipe):
+    from memq.link.linker import Link
+
+    class Unknown(TwoLinks):
+        def link(self, question):
+            return [Link("m.0zzzzz", "Foo", "foo", 2.0, 1.0, 0.5, span=(0, 1))]
+
+    p = Pipeline(replace(pipe.config, constraints=0.0), bank=pipe.bank, kg=pipe.kg, planner=pipe.planner,
+                 linker=Unknown())
+    with pytest.raises(LinkingError, match="unknown entity ids 'm.0zzzzz': the knowledge graph has no triple"):
+        p.answer("what does foo speak?")

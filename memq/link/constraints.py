@@ -169,8 +169,7 @@ def linked_entities(linker: Linker, question: str, names: list[str] | None, trac
     the best ``settings.required`` (:func:`~memq.link.constraints.split_required`); and what
     ``suggest(question, ids)`` gives (the constraints the nearest training questions used), but for those with at
     least ``settings.required_support``, which join ``entities``. ``settings``: the pipeline's (default: the
-    linker's). ``second``: the second readings, which the
-    planner's prompt leaves out. Each step is traced."""
+    linker's). ``second``: the second readings, which the planner's prompt leaves out. Each step is traced."""
     from .resolve import check_names, resolve
 
     settings = settings or linker.config
@@ -179,7 +178,7 @@ def linked_entities(linker: Linker, question: str, names: list[str] | None, trac
     entities, other = split_alternatives(resolve(linker, question, names, trace), trace)
     trace.timings["link"] = time.perf_counter() - t0
     extra: dict[str, str] = {}
-    if names is None:  # linked, not named by the caller: the plan must name the best ones only
+    if names is None:  # linked: the plan must name the best `required` only (a caller's names are all required)
         entities, extra = split_required(entities, settings.required, trace)
     found = suggest(question, [*entities, *extra, *other]) if suggest else []
     suggested = traced_suggestions(found, trace)
