@@ -140,9 +140,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     if args.link and args.entities != "linked":
         raise MemQError("--link sets the linker of --entities linked")
     if args.entities == "linked":
-        if args.record or args.ablation or args.shard or args.part or args.questions:
-            raise MemQError("--entities linked runs alone: without --record, --ablation, --shard, --part or "
-                            "--questions")
+        if args.record or args.ablation or args.part or args.questions:
+            raise MemQError("--entities linked runs alone: without --record, --ablation, --part or --questions")
         from ..link.evaluate import run_linked
         from ..link.linker import with_settings
 
@@ -152,7 +151,8 @@ def _evaluate(args: argparse.Namespace) -> int:
             raise MemQError(f"--link: {exc}") from None
 
         summary = run_linked(args.dataset, args.split, args.planner, config=config, limit=args.limit,
-                             per_question=args.per_question, progress=not args.no_progress, plans_from=args.plans)
+                             per_question=args.per_question, progress=not args.no_progress, plans_from=args.plans,
+                             shard=args.shard)
     else:
         summary = run(args.dataset, args.split, args.planner, config=config, limit=args.limit,
                   per_question=args.per_question, progress=not args.no_progress,

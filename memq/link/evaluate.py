@@ -101,7 +101,7 @@ def same_input(a: tuple, b: tuple) -> bool:
 
 
 def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: int | None = None,
-               per_question=None, progress: bool = True, pipeline=None, plans_from=None) -> dict:
+               per_question=None, progress: bool = True, pipeline=None, plans_from=None, shard=None) -> dict:
     """``memq evaluate --entities linked``: linking over the whole split, and end to end over the first ``limit``
     questions, each answered twice in the same run, with the gold topic entities and with the linked ones.
 
@@ -110,13 +110,15 @@ def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: in
     (:func:`same_input`), the gold-entity answer is reused: the pipeline is deterministic for a question and its
     entities. ``per_question`` (JSONL) makes the run resumable.
     ``plans_from`` (an earlier gold-entity run's per-question files, as ``memq evaluate --plans`` reads them)
-    gives the gold-entity answers their saved plans: only the linked ones are planned.
+    gives the gold-entity answers their saved plans: only the linked ones are planned. ``shard=(k, n)``: every n-th
+    of the first ``limit`` questions from the k-th, so that n processes share them; the shards' per-question files
+    put together in one file give the whole summary on a run without ``shard`` (nothing is answered again).
     """
     from dataclasses import replace as dc_replace
     from pathlib import Path
 
     from ..errors import LinkingError
-    from ..evaluate.run import evaluate_question, load_records, questions_for, record_log, summarise
+    from ..evaluate.run import check_shard, evaluate_question, load_records, questions_for, record_log, summarise
     from ..evaluate.saved import hybrid_records, saved_plan
     from ..pipeline import Config, Pipeline, shown_path
     from ..types import Trace
@@ -135,6 +137,9 @@ def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: in
     saved = [r for file in files for r in load_records(file).values()]
     saved = hybrid_records(saved) if planner == "hybrid" else {r["id"]: r for r in saved}
     todo = questions[:limit] if limit is not None else questions
+    if shard is not None:
+        k, n = check_shard(shard)
+        todo = todo[k - 1::n]
     path = Path(per_question) if per_question else None
     done = load_records(path) if path and path.exists() else {}
     with record_log(path, len(todo), f"{dataset}/{split}/{planner}/linked", progress) as write:
@@ -175,4 +180,6 @@ def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: in
                             f"linking only (--limit 0): all {len(questions)} questions of the split linked, none "
                             "answered end to end"),
         "entity_index": pipeline.linker.index.info.get("manifest", {}).get("counts"),
+        **({"shard": {"index": shard[0], "of": shard[1], "note": "end to end: every n-th question from the k-th "
+                      "of the first --limit, a part of them"}} if shard is not None else {}),
     }
