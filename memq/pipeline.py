@@ -252,9 +252,10 @@ class Pipeline:
         ?x0.``) needs none; a plan with a step that starts from an entity, or a planner that plans from them,
         raises ValueError. Names get the wider limits of the gold datasets (``validate(strict_names=False)``).
 
-        ``entities`` None: they are linked from the question; names alone (``["Jamaica"]``): each is resolved in
-        the entity index (:mod:`memq.link.resolve`). An id the KG does not hold is dropped (traced) as long as
-        another is left.
+        ``entities`` None: they are linked from the question, and the plan need not name them all (all but the
+        best ``Config.link.required`` are optional; by default none is required); names alone (``["Jamaica"]``):
+        each is resolved in the entity index (:mod:`memq.link.resolve`). An id the KG does not hold is dropped
+        (traced) as long as another is left.
 
         A plan with a ``beam`` (the grounded planner's complete plans) is chosen by execution: its plans run
         in order and the first whose query returns rows is kept (``Trace.plans`` lists each one tried).

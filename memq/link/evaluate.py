@@ -114,6 +114,7 @@ def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: in
     of the first ``limit`` questions from the k-th, so that n processes share them; the shards' per-question files
     put together in one file give the whole summary on a run without ``shard`` (nothing is answered again).
     """
+    from dataclasses import asdict
     from dataclasses import replace as dc_replace
     from pathlib import Path
 
@@ -180,6 +181,7 @@ def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: in
                             f"linking only (--limit 0): all {len(questions)} questions of the split linked, none "
                             "answered end to end"),
         "entity_index": pipeline.linker.index.info.get("manifest", {}).get("counts"),
+        "link_settings": asdict(pipeline.config.link),
         **({"shard": {"index": shard[0], "of": shard[1], "note": "end to end: every n-th question from the k-th "
                       "of the first --limit, a part of them"}} if shard is not None else {}),
     }
