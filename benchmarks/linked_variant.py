@@ -9,8 +9,7 @@ grounded --entities linked --per-question BASE.jsonl``). For each of its questio
 default ``Config`` with the ``--link`` settings of :class:`memq.link.linker.LinkConfig`) links the question, and
 so does the base pipeline: when both inputs make the same plan (:func:`memq.link.evaluate.same_input`: the same
 entities, optional ones and second readings its prompt leaves out) the base record stands, as the pipeline is
-deterministic; otherwise the question
-is answered again as ``memq.answer(question)`` answers it. Records are written as they finish (resumable); the
+deterministic; otherwise the question is answered again as ``memq.answer(question)`` answers it. Records are written as they finish (resumable); the
 summary (F1 of both, questions changed, up and down, the gold-entity F1 of the base run) is printed and, with
 ``--json``, written.
 """
@@ -18,7 +17,6 @@ summary (F1 of both, questions changed, up and down, the gold-entity F1 of the b
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import sys
 from dataclasses import replace
@@ -27,14 +25,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-def read_records(path: Path) -> list[dict]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
-
-
 def main() -> int:
     from memq.evaluate.run import evaluate_question, questions_for
+    from memq.evaluate.saved import load_records
     from memq.link.evaluate import same_input
     from memq.link.linker import with_settings
     from memq.pipeline import Config, Pipeline
@@ -53,10 +46,10 @@ def main() -> int:
     ap.add_argument("--json")
     args = ap.parse_args()
 
-    base = {r["id"]: r for r in read_records(Path(args.base))}
+    base = load_records(args.base)
     questions = [q for q in questions_for(args.dataset, args.split) if q.id in base][: args.limit]
     out = Path(args.out)
-    done = {r["id"]: r for r in read_records(out)} if out.exists() else {}
+    done = load_records(out) if out.exists() else {}
     config = replace(Config(), planner_dataset=args.dataset, planner=args.planner)
     config = replace(config, link=with_settings(config.link, args.base_link))
     pipe = Pipeline(config)

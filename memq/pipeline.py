@@ -26,7 +26,7 @@ from .errors import KnowledgeGraphError, LinkingError, MemQError, Reconstruction
 from .kg import open_kg
 from .link.constraints import known_optional, linked_entities
 from .link.linker import LinkConfig
-from .link.resolve import check_question, known_entities, needs_linking, validate
+from .link.resolve import check_names, check_question, known_entities, needs_linking, validate
 from .plan.base import BACKENDS, DEFAULT_BACKEND
 from .plan.format import needs_entity
 from .plan.grounded import GroundedConfig
@@ -330,6 +330,7 @@ class Pipeline:
     def link(self, question: str, names: list[str] | None, trace: Trace, suggest: bool = True):
         """``(entities, optional, second)`` for a question asked without ids or with names alone
         (:func:`memq.link.constraints.linked_entities`)."""
+        names = None if names is None else check_names(names)  # before the index loads
         return linked_entities(self.linker, question, names, trace, self.config.link,
                                self.suggest if suggest else None)
 

@@ -496,3 +496,10 @@ def test_a_linked_run_shares_its_questions_between_shards(pipe, tmp_path):
     first = [q.id for q in questions_for("webqsp", "test")[:3]]
     assert ids == [first[0], first[2]] and summary["questions"] == 2
     assert summary["shard"]["index"] == 1 and summary["shard"]["of"] == 2
+
+
+def test_bad_names_are_refused_before_the_entity_index_loads(tmp_path):
+    p = Pipeline(Config(entity_index=str(tmp_path / "no-index")))
+    with pytest.raises(ValueError, match="contains characters a name cannot have"):
+        p.answer("what does jamaican people speak?", ["Jam{aica"])
+    assert p._linker is None  # the index was never opened
