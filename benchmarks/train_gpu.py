@@ -92,6 +92,17 @@ RANKERS: dict[str, dict] = {
     "ranker-gpu4": dict(data=["rank/webqsp-train.jsonl.gz", "rank/cwq-train.jsonl.gz"], dev=["rank/webqsp-dev.jsonl.gz"],
                         epochs=4, batch_groups=8, negatives=15, hard=8, lr=5e-5, bootstrap=2000, bootstrap_pool=48,
                         bound_only=True, freeze_layers=1, seed=1),
+    # GrailQA's own ranker (memory_bank/grailqa/ranker): GrailQA train's gold plans replayed on data/kg/grailqa.nq.gz
+    # with memory_bank/grailqa+schema, dev = the tuning part's groups; chosen among these by its recall there
+    "grailqa-cont": dict(data=["rank/grailqa-train.jsonl.gz"], dev=["rank/grailqa-dev.jsonl.gz"],
+                         base="init/ranker", epochs=4, batch_groups=8, negatives=15, hard=8, lr=3e-5, bootstrap=800,
+                         bootstrap_pool=48, bound_only=True, freeze_layers=1, seed=1),
+    "grailqa-cont2": dict(data=["rank/grailqa-train.jsonl.gz"], dev=["rank/grailqa-dev.jsonl.gz"],
+                          base="init/ranker", epochs=2, batch_groups=8, negatives=15, hard=8, lr=2e-5, bootstrap=800,
+                          bootstrap_pool=48, bound_only=True, freeze_layers=1, seed=1),
+    "grailqa-new": dict(data=["rank/grailqa-train.jsonl.gz"], dev=["rank/grailqa-dev.jsonl.gz"],
+                        epochs=4, batch_groups=8, negatives=15, hard=8, lr=5e-5, bootstrap=800, bootstrap_pool=48,
+                        bound_only=True, freeze_layers=1, seed=1),
 }
 CHUNK_BYTES = 60 * 2**20  # one upload call's payload: the call's limit is 64 MiB with the code tree (about 2 MiB)
 
@@ -108,7 +119,7 @@ def _write_jsonl(path: Path, rows) -> int:
     return n
 
 
-def prepare(work: Path, datasets: list[str], rank_groups: Path | None = None) -> None:
+def prepare(work: Path, datasets: list[str], rank_groups: Path | None = None, rankers: list[str] | None = None) -> None:
     import subprocess
 
     from memq.evaluate.direct import examples_from_plans
@@ -127,12 +138,21 @@ def prepare(work: Path, datasets: list[str], rank_groups: Path | None = None) ->
         shutil.rmtree(init, ignore_errors=True)
         shutil.copytree(ROOT / "memory_bank" / "cwq" / "planner", init)
     if rank_groups:
-        for name in {f for cfg in RANKERS.values() for f in cfg["data"] + cfg["dev"]}:
+        chosen = [RANKERS[r] for r in rankers] if rankers else list(RANKERS.values())
+        for name in {f for cfg in chosen for f in cfg["data"] + cfg["dev"]}:
             target = work / name
             target.parent.mkdir(parents=True, exist_ok=True)
             with open(rank_groups / Path(name).stem, "rb") as src, gzip.open(target, "wb") as dst:
                 shutil.copyfileobj(src, dst)
         counts["rank_groups"] = sorted(p.name for p in (work / "rank").glob("*.jsonl.gz"))
+        if any("base" in cfg for cfg in chosen):  # a ranker that goes on from the committed one
+            init = work / "init" / "ranker"
+            shutil.rmtree(init, ignore_errors=True)
+            shutil.copytree(ROOT / "memory_bank" / "ranker", init)
+    if not datasets:  # rankers alone: no planner, so neither wheels (the machine's transformers will do) nor GGUF
+        chunks = pack(work, None, rank_groups is not None)
+        print(json.dumps({"counts": counts, "upload_chunks": chunks}, indent=1))
+        return
     for ds in [d for d in datasets if d in ("webqsp", "cwq")]:
         train = load_split(ds, "train")
         counts[f"{ds}-train"] = _write_jsonl(data / f"{ds}-train.jsonl.gz", map(to_json, train))
@@ -158,14 +178,15 @@ def prepare(work: Path, datasets: list[str], rank_groups: Path | None = None) ->
     print(json.dumps({"counts": counts, "sha256": digest, "upload_chunks": chunks}, indent=1))
 
 
-def pack(work: Path, gguf: Path, minilm: bool) -> int:
+def pack(work: Path, gguf: Path | None, minilm: bool) -> int:
     """Everything ``run`` needs as one byte stream cut into CHUNK_BYTES chunks (WORK/up/chunkNN), with an index
     (WORK/up/index.json: each file's name under WORK, offset, size and sha256). One call carries one chunk;
     ``receive`` on the GPU machine writes out every file whose chunks have all arrived. The order puts first what
     starts first: wheels, data, the ranker's base model; the planner's adapter and GGUF last."""
     from memq.files import sha256_file
 
-    ours = sorted((work / "whl").glob("*.whl")) + sorted((work / "data").glob("*")) + sorted((work / "rank").glob("*"))
+    wheels = sorted((work / "whl").glob("*.whl")) if gguf is not None else []
+    ours = wheels + sorted((work / "data").glob("*")) + sorted((work / "rank").glob("*"))
     entries = [(str(f.relative_to(work)), f) for f in ours]  # (name under WORK there, file here)
     if minilm:
         from memq.memory.embed import minilm_dir
@@ -174,7 +195,8 @@ def pack(work: Path, gguf: Path, minilm: bool) -> int:
         entries += [(str(Path("minilm") / package.name / f.relative_to(package)), f) for f in sorted(package.rglob("*"))
                     if f.is_file() and "__pycache__" not in f.parts]
     entries += [(str(f.relative_to(work)), f) for f in sorted((work / "init").rglob("*")) if f.is_file()]
-    entries.append((f"gguf/{GGUF_NAME}", gguf))
+    if gguf is not None:
+        entries.append((f"gguf/{GGUF_NAME}", gguf))
     up = work / "up"
     shutil.rmtree(up, ignore_errors=True)
     up.mkdir(parents=True)
@@ -323,6 +345,8 @@ def ranker_job(work: Path, name: str, stop_at: float) -> bool:
     data = [(str(work / f), 2 if DRY else None) for f in cfg.pop("data")]
     dev_files = cfg.pop("dev")
     dev = [] if DRY else [str(work / f) for f in dev_files]
+    if cfg.get("base"):
+        cfg["base"] = str(work / cfg["base"])
     cfg.update(DRY.get("ranker", {}))
     minutes = max(0.5, (stop_at - time.time()) / 60 - 1.0)
     train(data, out, device=DRY.get("device", "cuda"), dev=dev, resume=(out / "checkpoint").exists(),
@@ -493,8 +517,10 @@ def main() -> int:
     sub = ap.add_subparsers(dest="command", required=True)
     p = sub.add_parser("prepare")
     p.add_argument("--work", default=".gpu")
-    p.add_argument("--datasets", nargs="+", default=["webqsp", "cwq"], choices=("webqsp", "cwq", "grailqa"))
+    p.add_argument("--datasets", nargs="*", default=["webqsp", "cwq"], choices=("webqsp", "cwq", "grailqa"),
+                   help="planner data; none (--datasets with no name): rankers alone")
     p.add_argument("--rank-groups", type=Path, help="folder of `memq planner ranker data` group files (RANKERS)")
+    p.add_argument("--rankers", nargs="+", choices=sorted(RANKERS), help="only these rankers' group files")
     rc = sub.add_parser("receive", help="on the GPU machine: write out the files whose upload chunks have arrived")
     rc.add_argument("--work", default=".gpu")
     r = sub.add_parser("run")
@@ -512,7 +538,7 @@ def main() -> int:
                                                "max_steps": 2, "batch_size": 2, "init_adapter": ""},
                    ranker={"epochs": 1, "bootstrap": 0})
     if args.command == "prepare":
-        prepare(Path(args.work), args.datasets, args.rank_groups)
+        prepare(Path(args.work), args.datasets, args.rank_groups, args.rankers)
     elif args.command == "receive":
         receive(Path(args.work))
     else:

@@ -227,3 +227,22 @@ def test_a_superlative_sorts_a_number_or_a_date_only(bank):
                                                      ("architecture.building.architect",)), ("d",), "template")],
                              HashingEmbedder())
     assert not numeric_at(other, [replace(steps[1], statement="named")], "?x1")
+
+
+def test_a_class_start_is_replayed_so_the_ranker_trains_on_the_find_after_it(kg, bank):
+    """The ranker's data (memq.plan.rank_train.step_groups) replays a class start as the planner's class line does:
+    its members are the node the next Find starts from, so that Find's group has the planner's own candidates."""
+    from memq.plan.derive import DerivedPlan
+    from memq.plan.rank_train import step_groups
+
+    text = ("Find every building, assign it to ?x0.\nFind the floors of the building ?x0, assign it to ?x1.\n"
+            "Make sure ?x1 is less than 9.\nFinally the answer is ?x0.")
+    steps = parse_plan(text, []).steps
+    plan = DerivedPlan("grail-1", "which building has less than 9 floors?", "grailqa", "grail-1",
+                       (), tuple(steps), ("building", "floors", None, None))
+    [group] = step_groups(plan, planner(kg, bank, text), Neighbourhood(kg))
+    assert group["step"] == 1 and group["query"].endswith("| Find every building, assign it to ?x0.")
+    assert group["positive"] == "the floors of the building ?x0" and group["in_candidates"]
+    unknown = DerivedPlan("grail-2", plan.question, "grailqa", "grail-2", (), tuple(steps), ("castle", "floors",
+                                                                                            None, None))
+    assert step_groups(unknown, planner(kg, bank, text), Neighbourhood(kg)) == []  # no class statement: no replay

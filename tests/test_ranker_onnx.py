@@ -84,3 +84,27 @@ def test_an_unknown_runtime_is_named(monkeypatch):
     monkeypatch.setenv("MEMQ_RANKER_RUNTIME", "cuda")
     with pytest.raises(MemQError, match="'cuda'"):
         load_ranker(DEFAULT_RANKER)
+
+
+def test_a_candidate_longer_than_the_pair_is_cut_to_leave_the_query_some_tokens(cache):
+    """Pairs are cut from the query first, which fails outright when a candidate alone is longer than the pair (a
+    GrailQA description with many long names): such a candidate is cut to fit, the same on both runtimes, and the
+    others are encoded as before."""
+    from memq.plan.ranker import QUERY_KEEP
+
+    torch_ranker = StatementRanker.load(DEFAULT_RANKER)
+    onnx_ranker = load_ranker(DEFAULT_RANKER, runtime="onnx")
+    long = "the rocket engine " + " and ".join(f"Engine Model Number {i} of the Saturn Program" for i in range(30))
+    got = onnx_ranker.encode(QUERY, [long] + CANDIDATES)
+    want = onnx_ranker.encode(QUERY, CANDIDATES)
+    assert got["input_ids"].shape[1] <= torch_ranker.max_length
+    first, short = list(got["input_ids"][0]), list(want["input_ids"][0])
+    assert first[:first.index(102)] == short[:short.index(102)]  # [CLS] query [SEP]: this short query is whole
+    long_query = QUERY + " " + " ".join(["Find the actor of the performance, assign it to ?x."] * 12)
+    cut = list(onnx_ranker.encode(long_query, [long])["input_ids"][0])
+    assert len(cut) == torch_ranker.max_length and cut.index(102) - 1 == QUERY_KEEP  # a long one keeps QUERY_KEEP
+    for row, ids in enumerate(want["input_ids"], start=1):  # the short ones as before, but for padding
+        assert list(got["input_ids"][row][:len(ids)]) == list(ids)
+    torch_scores = torch_ranker.score(QUERY, [long] + CANDIDATES)
+    assert np.allclose(onnx_ranker.score(QUERY, [long] + CANDIDATES), torch_scores, atol=1e-3)
+    assert np.isfinite(torch_scores).all()

@@ -2,7 +2,8 @@
 
 **The data** (:func:`step_groups`). Each training question's gold plan
 (:mod:`memq.plan.data`) is replayed step by step on the KG, as the grounded
-planner would have built it: at each Find step the candidates are exactly the
+planner would have built it (GrailQA's class steps narrow the draft as the planner's class lines do, so a
+class start's members are the node the next Find starts from): at each Find step the candidates are exactly the
 planner's (:meth:`memq.plan.grounded.GroundedPlanner.options`: the memory's
 path statements whose edges exist at a known node), the positive is the gold
 statement read from the gold step's node, and every other candidate is a
@@ -39,7 +40,7 @@ import numpy as np
 from memq.errors import MemQError
 from memq.files import sha256_file, write_atomic
 
-from .ranker import FORMAT, MAX_LENGTH, StatementRanker, base_model, candidate_text, query_text
+from .ranker import FORMAT, MAX_LENGTH, StatementRanker, base_model, candidate_text, encode_pairs, query_text
 
 __all__ = ["evaluate", "step_groups", "train", "write_groups"]
 
@@ -54,6 +55,7 @@ def step_groups(plan, planner, neigh) -> list[dict]:
     :class:`~memq.plan.neighbourhood.Neighbourhood`. A step whose gold statement is not in the bank gives a
     group with ``positive`` None (it counts as a miss in recall, and is not trained on)."""
     from memq.reconstruct import Draft, Reconstructor
+    from memq.sparql.model import Group
 
     bank = planner.bank
     entities = {mid: name for mid, name in plan.entities}
@@ -93,6 +95,17 @@ def step_groups(plan, planner, neigh) -> list[dict]:
                 break
             draft.add_alternatives([group])
             assigned.append(step.target)
+        elif step.kind == "class":  # GrailQA: a class start or check narrows the draft as the planner's does
+            record = bank.get(sid) if sid else None
+            if record is None:
+                break
+            try:
+                triple = rec.class_triple(step, record.statement)
+            except MemQError:
+                break
+            draft.add_alternatives([Group(triples=(triple,))])
+            if step.op == "find":  # a class start: its members are the node the next Find starts from
+                assigned.append(step.target)
         lines.append(step.text)
     return groups
 
@@ -276,8 +289,7 @@ def train(data: Sequence[str | Path], out: str | Path, *, base: str | Path | Non
                 queries += [g["query"]] * len(texts)
                 cands += texts
                 sizes.append(len(texts))
-            enc = tokenizer(queries, cands, padding=True, truncation="only_first", max_length=max_length,
-                            return_tensors="pt").to(device)
+            enc = encode_pairs(tokenizer, queries, cands, max_length).to(device)
             logits = model(**enc).logits[:, 0]
             loss, at = 0.0, 0
             for size in sizes:
@@ -336,8 +348,8 @@ def _mistakes(model, tokenizer, groups, sample: int, pool: int, hard: int, max_l
         texts = [t for t, _ in g["candidates"][:pool] if t != g["positive"]]
         if not texts:
             continue
-        enc = tokenizer([g["query"]] * (len(texts) + 1), [g["positive"]] + texts, padding=True,
-                        truncation="only_first", max_length=max_length, return_tensors="pt").to(device)
+        enc = encode_pairs(tokenizer, [g["query"]] * (len(texts) + 1), [g["positive"]] + texts,
+                           max_length).to(device)
         with torch.inference_mode():
             s = model(**enc).logits[:, 0].float().cpu().numpy()
         wrong = [texts[i] for i in np.argsort(-s[1:]) if s[1 + i] >= s[0] - 1.0][:hard]

@@ -45,7 +45,8 @@ import numpy as np
 
 from memq.errors import MemQError
 
-__all__ = ["FORMAT", "RUNTIMES", "StatementRanker", "candidate_text", "default_ranker", "load_ranker", "query_text",
+__all__ = ["FORMAT", "RUNTIMES", "StatementRanker", "candidate_text", "default_ranker", "encode_pairs",
+           "fit_candidates", "load_ranker", "query_text",
            "rank_candidates", "ranker_choice"]
 
 logger = logging.getLogger(__name__)
@@ -53,6 +54,26 @@ logger = logging.getLogger(__name__)
 FORMAT = 1
 MODEL_FILES = ("ranker.safetensors",)
 MAX_LENGTH = 96  # tokens of query + candidate; the query is cut first (the plan's oldest lines go)
+QUERY_KEEP = 16  # tokens of the query a pair keeps however long its candidate (see fit_candidates)
+
+
+def fit_candidates(candidates: Sequence[str], encode, decode, max_length: int) -> list[str]:
+    """``candidates`` with each one too long to leave :data:`QUERY_KEEP` query tokens in a pair of ``max_length``
+    cut to fit (the text of its first tokens); the others as they are. Pairs are cut from the query first
+    ("only_first"), which fails outright when a candidate alone is longer than the pair (a GrailQA description with
+    many long names). ``encode``: texts -> their token ids without special tokens; ``decode``: ids -> text."""
+    limit = max_length - 3 - QUERY_KEEP  # [CLS] query [SEP] candidate [SEP]
+    ids = encode(list(candidates))
+    return [decode(t[:limit]) if len(t) > limit else c for c, t in zip(candidates, ids, strict=True)]
+
+
+def encode_pairs(tokenizer, queries: Sequence[str], candidates: Sequence[str], max_length: int):
+    """A transformers tokenizer's tensors for (query, candidate) pairs, cut from the query first, long candidates
+    cut to fit (:func:`fit_candidates`)."""
+    fitted = fit_candidates(candidates, lambda xs: tokenizer(xs, add_special_tokens=False)["input_ids"],
+                            tokenizer.decode, max_length)
+    return tokenizer(list(queries), fitted, padding=True, truncation="only_first", max_length=max_length,
+                     return_tensors="pt")
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_RANKER = ROOT / "memory_bank" / "ranker"
 RUNTIMES = ("onnx", "onnx-int8", "torch")  # memq.plan.ranker_onnx; the first is the default
@@ -154,8 +175,7 @@ class StatementRanker:
         from .ranker_onnx import score_batches
 
         def run(batch: list[str]) -> np.ndarray:
-            enc = self.tokenizer([query] * len(batch), batch, padding=True, truncation="only_first",
-                                 max_length=self.max_length, return_tensors="pt")
+            enc = encode_pairs(self.tokenizer, [query] * len(batch), batch, self.max_length)
             with torch.inference_mode():
                 return self.model(**enc).logits[:, 0].float().numpy()
 

@@ -132,7 +132,13 @@ class OnnxRanker:
 
     def encode(self, query: str, candidates: Sequence[str]) -> dict[str, np.ndarray]:
         """The model's inputs for (``query``, candidate) pairs, padded to the longest."""
-        enc = self.tokenizer.encode_batch([(query, c) for c in candidates])
+        from .ranker import fit_candidates
+
+        def ids(texts: list[str]) -> list[list[int]]:  # unpadded (the tokenizer pads to the longest)
+            return [e.ids[:sum(e.attention_mask)] for e in self.tokenizer.encode_batch(texts, add_special_tokens=False)]
+
+        fitted = fit_candidates(candidates, ids, self.tokenizer.decode, self.max_length)
+        enc = self.tokenizer.encode_batch([(query, c) for c in fitted])
         return {"input_ids": np.asarray([e.ids for e in enc], dtype=np.int64),
                 "attention_mask": np.asarray([e.attention_mask for e in enc], dtype=np.int64),
                 "token_type_ids": np.asarray([e.type_ids for e in enc], dtype=np.int64)}
