@@ -92,7 +92,8 @@ class Config:
     backend: str = DEFAULT_BACKEND  # the planner's LLM: "llamacpp", or "transformers" (also the traced fallback)
     recall: RecallConfig = field(default_factory=RecallConfig)
     search: GroundedConfig = field(default_factory=GroundedConfig)  # the grounded planner's search
-    # the grounded planner's statement ranker: "auto" (memory_bank/ranker if committed), "none", or a directory
+    # the grounded planner's statement ranker: "auto" (memory_bank/<dataset>/ranker, else memory_bank/ranker, if
+    # committed), "none", or a directory
     ranker: str = "auto"
     grounded: bool = True
     repair: bool = True
@@ -183,8 +184,9 @@ class Pipeline:
                 log.info("planner auto -> %s", kind)
             extra = {}
             if kind in ("grounded", "hybrid"):
+                ranker = ranker_choice(self.config.ranker, self.planner_source[0])
                 extra = {"kg": self.kg, "bank": self.bank, "search": self.config.search,
-                         "timeout": self.config.timeout, "ranker": ranker_choice(self.config.ranker)}
+                         "timeout": self.config.timeout, "ranker": ranker}
             self._planner = make_planner(kind, model=self.config.planner_model, adapter=adapter,
                                          batch_size=self.config.planner_batch_size,
                                          dataset=self.planner_source[0], backend=self.config.backend, **extra)

@@ -4,6 +4,7 @@ real (tiny) training run that stops and resumes."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -190,3 +191,19 @@ def test_the_trace_shows_the_hybrid_rescue_s_ranked_steps():
 def test_a_missing_data_file_is_named(tmp_path):
     with pytest.raises(MemQError, match="no-such.jsonl"):
         read_groups(tmp_path / "no-such.jsonl")
+
+
+def test_auto_takes_the_dataset_s_own_ranker_when_it_has_one(tmp_path, monkeypatch):
+    from memq.plan import ranker as ranker_mod
+    from memq.plan.ranker import ranker_choice
+
+    shared, own = tmp_path / "ranker", tmp_path / "grailqa" / "ranker"
+    for d in (shared, own):
+        d.mkdir(parents=True)
+        (d / "manifest.json").write_text("{}")
+    monkeypatch.setattr(ranker_mod, "DEFAULT_RANKER", shared)
+    assert ranker_choice("auto", "grailqa") == own and ranker_choice(None, "grailqa") == own
+    assert ranker_choice("auto", "webqsp") == shared and ranker_choice("auto") == shared
+    assert ranker_choice("none", "grailqa") is None and ranker_choice("x/y", "grailqa") == Path("x/y")
+    (shared / "manifest.json").unlink()
+    assert ranker_choice("auto", "cwq") is None

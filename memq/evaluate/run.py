@@ -425,7 +425,7 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
         summary["search"] = asdict(config.search)
         from ..plan.ranker import ranker_choice
 
-        ranker = ranker_choice(config.ranker)
+        ranker = ranker_choice(config.ranker, config.planner_dataset)
         summary["ranker"] = shown_path(ranker) if ranker is not None else None
         runtimes = {r.get("plan_cost", {}).get("ranker_runtime") for r in records if r.get("plan_cost")} - {None}
         if runtimes:  # where the ranker ran (memq.plan.ranker_onnx), as the plans made in this run say

@@ -275,14 +275,19 @@ def save_weights(model, out: Path) -> dict:
             "dtype": "float16"}
 
 
-def ranker_choice(choice: str | None) -> Path | None:
-    """The ranker directory a ``--ranker`` value names: ``auto`` (or None) the committed one when there is one,
-    ``none`` no ranker, else the path."""
+def ranker_choice(choice: str | None, dataset: str | None = None) -> Path | None:
+    """The ranker directory a ``--ranker`` value names: ``auto`` (or None) the committed one of the planner's
+    ``dataset`` when there is one (:func:`default_ranker`), ``none`` no ranker, else the path."""
     if choice in (None, "auto"):
-        return default_ranker()
+        return default_ranker(dataset)
     return None if choice == "none" else Path(choice)
 
 
-def default_ranker() -> Path | None:
-    """The committed ranker directory, or None when there is none."""
+def default_ranker(dataset: str | None = None) -> Path | None:
+    """The committed ranker directory: ``memory_bank/<dataset>/ranker`` when that dataset has one of its own (as
+    GrailQA does), else ``memory_bank/ranker``; None when there is none."""
+    if dataset:
+        own = DEFAULT_RANKER.parent / dataset / "ranker"
+        if (own / "manifest.json").is_file():
+            return own
     return DEFAULT_RANKER if (DEFAULT_RANKER / "manifest.json").is_file() else None
