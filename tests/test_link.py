@@ -487,14 +487,17 @@ def test_linked_entities_that_are_all_unknown_to_the_kg_fail_the_question_by_the
 
 def test_a_linked_run_shares_its_questions_between_shards(pipe, tmp_path):
     from memq.evaluate.run import questions_for
-    from memq.link.evaluate import run_linked
+    from memq.link.evaluate import link_record, run_linked
 
     out = tmp_path / "s1.jsonl"
     summary = run_linked("webqsp", "test", "fewshot", pipeline=pipe, limit=3, shard=(1, 2), progress=False,
                          per_question=out)
-    ids = [json.loads(line)["id"] for line in out.read_text(encoding="utf-8").splitlines()]
-    first = [q.id for q in questions_for("webqsp", "test")[:3]]
-    assert ids == [first[0], first[2]] and summary["questions"] == 2
+    records = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    questions = questions_for("webqsp", "test")[:3]
+    assert [r["id"] for r in records] == [questions[0].id, questions[2].id] and summary["questions"] == 2
+    for r, q in zip(records, (questions[0], questions[2]), strict=True):  # each keeps its own question's linking
+        want = {**link_record(pipe.linker, q), "suggested": r["linking"]["suggested"], "link_ms": None}
+        assert {**r["linking"], "link_ms": None} == want
     assert summary["shard"]["index"] == 1 and summary["shard"]["of"] == 2
 
 

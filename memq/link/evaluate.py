@@ -144,7 +144,9 @@ def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: in
     path = Path(per_question) if per_question else None
     done = load_records(path) if path and path.exists() else {}
     with record_log(path, len(todo), f"{dataset}/{split}/{planner}/linked", progress) as write:
-        for q, link in zip(todo, links, strict=False):
+        link_of = {q.id: link for q, link in zip(questions, links, strict=True)}
+        for q in todo:
+            link = link_of[q.id]
             if q.id in done:
                 write()
                 continue
