@@ -487,6 +487,7 @@ def test_linked_entities_that_are_all_unknown_to_the_kg_fail_the_question_by_the
 
 def test_a_linked_run_shares_its_questions_between_shards(pipe, tmp_path):
     from memq.evaluate.run import questions_for
+    from memq.evaluate.saved import load_records
     from memq.link.evaluate import link_record, run_linked
 
     out = tmp_path / "s1.jsonl"
@@ -499,6 +500,15 @@ def test_a_linked_run_shares_its_questions_between_shards(pipe, tmp_path):
         want = {**link_record(pipe.linker, q), "suggested": r["linking"]["suggested"], "link_ms": None}
         assert {**r["linking"], "link_ms": None} == want
     assert summary["shard"]["index"] == 1 and summary["shard"]["of"] == 2
+    # a file an earlier shard run wrote with the linkings swapped: resuming appends each record with its own
+    first, third = records
+    swapped = [{**first, "linking": third["linking"]}, {**third, "linking": first["linking"]}]
+    out.write_text("".join(json.dumps(r) + "\n" for r in swapped), encoding="utf-8")
+    run_linked("webqsp", "test", "fewshot", pipeline=pipe, limit=3, shard=(1, 2), progress=False, per_question=out)
+    assert len(out.read_text(encoding="utf-8").splitlines()) == 4
+    fixed = load_records(out)
+    assert fixed[first["id"]]["linking"]["gold_all"] == first["linking"]["gold_all"]
+    assert fixed[third["id"]]["linking"]["gold_all"] == third["linking"]["gold_all"]
 
 
 def test_bad_names_are_refused_before_the_entity_index_loads(tmp_path):

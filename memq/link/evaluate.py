@@ -12,6 +12,7 @@ Precision counts a linked entity as right when it is in ``all``. Counts are micr
 
 from __future__ import annotations
 
+import logging
 import statistics
 import time
 
@@ -100,6 +101,14 @@ def same_input(a: tuple, b: tuple) -> bool:
             and (set(a[1]) == set(b[1]) or len(given) == 1))
 
 
+def same_linking(saved: dict | None, link: dict) -> bool:
+    """Whether a saved record's ``linking`` is ``link`` (its time and suggestions aside)."""
+    def core(x: dict) -> dict:
+        return {k: v for k, v in x.items() if k not in ("link_ms", "suggested")}
+
+    return saved is not None and core(saved) == core(link)
+
+
 def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: int | None = None,
                per_question=None, progress: bool = True, pipeline=None, plans_from=None, shard=None) -> dict:
     """``memq evaluate --entities linked``: linking over the whole split, and end to end over the first ``limit``
@@ -145,10 +154,16 @@ def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: in
     done = load_records(path) if path and path.exists() else {}
     with record_log(path, len(todo), f"{dataset}/{split}/{planner}/linked", progress) as write:
         link_of = {q.id: link for q, link in zip(questions, links, strict=True)}
+        repaired = 0
         for q in todo:
             link = link_of[q.id]
             if q.id in done:
-                write()
+                if same_linking(done[q.id].get("linking"), link):
+                    write()
+                else:  # an earlier --shard run gave it another question's linking: appended again, set right
+                    done[q.id] = {**done[q.id], "linking": link}
+                    repaired += 1
+                    write(done[q.id])
                 continue
             planned = saved_plan(saved[q.id], dict(q.parses[0].topic_entities)) if q.id in saved else None
             gold = evaluate_question(pipeline, q, planner, planned=planned)
@@ -159,6 +174,9 @@ def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: in
             linked = dict(gold) if same else evaluate_question(pipeline, q, planner, linked=True)
             done[q.id] = {**linked, "linking": link, "same_entities": same, "gold_entities": gold}
             write(done[q.id])
+    if repaired:
+        logging.getLogger(__name__).warning("%d saved records held another question's linking (a --shard run before "
+                                            "the fix): their own is appended to %s", repaired, path)
     records = [done[q.id] for q in todo if q.id in done]
     kg = config.endpoint or Path(config.kg).name
     linked_summary = summarise(records, dataset=dataset, split=split, planner=planner, kg=kg)
