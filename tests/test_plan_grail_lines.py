@@ -246,3 +246,19 @@ def test_a_class_start_is_replayed_so_the_ranker_trains_on_the_find_after_it(kg,
     unknown = DerivedPlan("grail-2", plan.question, "grailqa", "grail-2", (), tuple(steps), ("castle", "floors",
                                                                                             None, None))
     assert step_groups(unknown, planner(kg, bank, text), Neighbourhood(kg)) == []  # no class statement: no replay
+
+
+@pytest.mark.parametrize(("question", "line", "offered"), [
+    ("which building has 40 floors?", "Make sure ?x1 is 40.", True),
+    ("which building has 40 floors?", "Make sure ?x1 >= 40.", False),  # no word of comparison: = only
+    ("which building has at least 40 floors?", "Make sure ?x1 >= 40.", True),
+    ("which building has at least 40 floors?", "Make sure ?x1 is 40.", False),
+])
+def test_a_numbered_variable_is_compared_only_when_the_question_compares(kg, bank, question, line, offered):
+    target = (f"Find every building, assign it to ?x0.\nFind the floors of the building ?x0, assign it to ?x1.\n"
+              f"{line}\nFinally the answer is ?x0.")
+    plan = planner(kg, bank, target).plan(question, {})
+    assert (plan.raw == target) is offered
+    if offered:
+        answer = Pipeline(Config(planner="given"), bank=bank, kg=kg).answer(question, {}, plan=plan)
+        assert {i for i, _ in answer.answers} == {"m.0b3", "m.0b4"}
