@@ -107,16 +107,19 @@ def test_a_question_with_no_entity_is_planned_from_a_class_and_answered(kg, bank
     assert {i for i, _ in answer.answers} == {"m.0b1", "m.0b2"}
 
 
-@pytest.mark.parametrize(("target", "gold"), [
-    ("Find every building, assign it to ?x0.\nFind the floors of the building ?x0, assign it to ?x1.\n"
+SORTED = ("Find every building, assign it to ?x0.\nFind the floors of the building ?x0, assign it to ?x1.\n"
+          "Sort ?x1 in descending order and keep every result tied for first.\nFinally the answer is ?x0.")
+
+
+@pytest.mark.parametrize(("question", "target", "gold"), [
+    ("how many buildings have fewer than 9 floors?",
+     "Find every building, assign it to ?x0.\nFind the floors of the building ?x0, assign it to ?x1.\n"
      "Make sure ?x1 < 9.\nCount ?x0, assign it to ?count.\nFinally the answer is ?count.", {"2"}),
-    ("Find every building, assign it to ?x0.\nFind the floors of the building ?x0, assign it to ?x1.\n"
-     "Sort ?x1 in descending order and keep every result tied for first.\nFinally the answer is ?x0.",
-     {"m.0b3", "m.0b4"}),
+    ("which building has the most floors?", SORTED, {"m.0b3", "m.0b4"}),
 ])
-def test_counts_and_superlatives_are_chosen_lines(kg, bank, target, gold):
+def test_counts_and_superlatives_are_chosen_lines(kg, bank, question, target, gold):
     p = planner(kg, bank, target)
-    plan = p.plan("how many buildings have fewer than 9 floors?", {})
+    plan = p.plan(question, {})
     assert plan.raw == target
     answer = Pipeline(Config(planner="given"), bank=bank, kg=kg).answer("q?", {}, plan=plan)
     assert {i for i, _ in answer.answers} == gold
@@ -262,3 +265,8 @@ def test_a_numbered_variable_is_compared_only_when_the_question_compares(kg, ban
     if offered:
         answer = Pipeline(Config(planner="given"), bank=bank, kg=kg).answer(question, {}, plan=plan)
         assert {i for i, _ in answer.answers} == {"m.0b3", "m.0b4"}
+
+
+def test_a_superlative_is_offered_only_when_the_question_has_a_superlative_word(kg, bank):
+    assert planner(kg, bank, SORTED).plan("which building has 40 floors?", {}).raw != SORTED
+    assert planner(kg, bank, SORTED).plan("which building is the tallest?", {}).raw == SORTED
