@@ -84,3 +84,26 @@ def test_p95_is_a_nearest_rank_never_below_the_median():
     assert p95([0.4, 0.08]) == 0.4  # two values: the larger (an index into the lower end gave the smaller)
     assert p95(range(1, 101)) == 95
     assert p95([3.0]) == 3.0
+
+
+def test_ehr_reads_a_one_value_values_clause_as_that_constant():
+    """GrailQA's gold queries name their topic entity and a literal they check with ``VALUES ?v { c }``, inside a
+    subquery: the same edges as the constant written in place or fixed by a FILTER."""
+    gold = parse_query(NS + 'SELECT (?x0 AS ?value) WHERE { SELECT DISTINCT ?x0 WHERE { '
+                            '?x0 ns:type.object.type ns:spaceflight.rocket_engine . '
+                            'VALUES ?x1 { "1.519e+06"^^<http://www.w3.org/2001/XMLSchema#float> } '
+                            '?x0 ns:spaceflight.rocket_engine.thrust_sea_level ?x1 . VALUES ?x2 { ns:m.04x4gj } '
+                            '?x0 ns:spaceflight.rocket_engine.designed_by ?x2 . FILTER(?x0 != ?x1) } }')
+    equal = parse_query(NS + 'SELECT DISTINCT ?x0 WHERE { ?x0 ns:type.object.type ns:spaceflight.rocket_engine . '
+                             '?x0 ns:spaceflight.rocket_engine.thrust_sea_level ?x1 . '
+                             '?x0 ns:spaceflight.rocket_engine.designed_by ns:m.04x4gj . '
+                             'FILTER((str(?x1) = "1.519e+06") || (?x1 = "1.519e+06"^^'
+                             '<http://www.w3.org/2001/XMLSchema#double>)) }')
+    compared = parse_query(NS + 'SELECT DISTINCT ?x0 WHERE { ?x0 ns:type.object.type ns:spaceflight.rocket_engine . '
+                                '?x0 ns:spaceflight.rocket_engine.thrust_sea_level ?x1 . '
+                                '?x0 ns:spaceflight.rocket_engine.designed_by ns:m.04x4gj . '
+                                'FILTER(?x1 >= "1.519e+06"^^<http://www.w3.org/2001/XMLSchema#double>) }')
+    assert ehr(equal, gold) == 1.0
+    assert ehr(compared, gold) == pytest.approx(2 / 3)  # >= does not fix ?x1
+    two = parse_query(NS + 'SELECT ?x WHERE { VALUES ?y { ns:m.1 ns:m.2 } ?y ns:a.b.c ?x }')
+    assert ehr(parse_query(NS + 'SELECT ?x WHERE { ns:m.1 ns:a.b.c ?x }'), two) == 0.0  # two values fix nothing

@@ -14,7 +14,8 @@
   fixed by ``FILTER(?v = const)`` counts as that constant, and so does one
   fixed by its text, ``FILTER(str(?v) = "22")`` (WebQSP's idiom for numbers
   Freebase keeps as text), or by a disjunction of such tests that all name one
-  variable and one lexical value (``str(?v) = "22" || ?v = 22``).
+  variable and one lexical value (``str(?v) = "22" || ?v = 22``), or by a
+  ``VALUES ?v { const }`` of one value (GrailQA's gold queries).
 * **GED** (MemQ Table 2): graph edit distance between the two query graphs
   (nodes labelled by their constant or ``var``, edges by relation), exact via
   networkx with a time cap; unit costs.
@@ -142,13 +143,26 @@ def _lexical(term: Iri | Literal) -> str:
 
 
 def _equalities(query: Query) -> dict[Term, Term]:
-    fixed: dict[Term, Term] = {}
+    fixed: dict[Term, Term] = dict(_values_pins(query.where))
     _, _, filters = _flatten_safe(query)
     for f in filters:
         pin = _pin(f)
         if pin is not None:
             fixed[pin[0]] = pin[1]
     return fixed
+
+
+def _values_pins(group) -> list[tuple[Var, Term]]:
+    """(?v, const) for each ``VALUES ?v { const }`` of one variable and one value, in ``group`` or the groups and
+    subqueries inside it: GrailQA's gold queries name their topic entities and literal values so, where WebQSP's
+    write the constant or a FILTER."""
+    out = [(v.vars[0], v.rows[0][0]) for v in group.values
+           if len(v.vars) == 1 and len(v.rows) == 1 and v.rows[0][0] is not None]
+    for inner in [*group.optionals, *(alt for union in group.unions for alt in union)]:
+        out += _values_pins(inner)
+    for sub in group.subqueries:
+        out += _values_pins(sub.where)
+    return out
 
 
 def _flatten_safe(query: Query):
