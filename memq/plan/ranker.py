@@ -45,7 +45,9 @@ import numpy as np
 
 from memq.errors import MemQError
 
-__all__ = ["FORMAT", "RUNTIMES", "StatementRanker", "candidate_text", "default_ranker", "encode_pairs",
+from .ranker_onnx import QUERY_KEEP, fit_candidates
+
+__all__ = ["FORMAT", "QUERY_KEEP", "RUNTIMES", "StatementRanker", "candidate_text", "default_ranker", "encode_pairs",
            "fit_candidates", "load_ranker", "query_text",
            "rank_candidates", "ranker_choice"]
 
@@ -54,17 +56,6 @@ logger = logging.getLogger(__name__)
 FORMAT = 1
 MODEL_FILES = ("ranker.safetensors",)
 MAX_LENGTH = 96  # tokens of query + candidate; the query is cut first (the plan's oldest lines go)
-QUERY_KEEP = 16  # tokens of the query a pair keeps however long its candidate (see fit_candidates)
-
-
-def fit_candidates(candidates: Sequence[str], encode, decode, max_length: int) -> list[str]:
-    """``candidates`` with each one too long to leave :data:`QUERY_KEEP` query tokens in a pair of ``max_length``
-    cut to fit (the text of its first tokens); the others as they are. Pairs are cut from the query first
-    ("only_first"), which fails outright when a candidate alone is longer than the pair (a GrailQA description with
-    many long names). ``encode``: texts -> their token ids without special tokens; ``decode``: ids -> text."""
-    limit = max_length - 3 - QUERY_KEEP  # [CLS] query [SEP] candidate [SEP]
-    ids = encode(list(candidates))
-    return [decode(t[:limit]) if len(t) > limit else c for c, t in zip(candidates, ids, strict=True)]
 
 
 def encode_pairs(tokenizer, queries: Sequence[str], candidates: Sequence[str], max_length: int):

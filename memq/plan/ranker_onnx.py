@@ -33,7 +33,7 @@ from memq.errors import MemQError
 from memq.files import atomic_path, sha256_file
 from memq.memory.onnx_minilm import export_bert, open_graph
 
-__all__ = ["ONNX_RUNTIMES", "OnnxRanker", "cached_graph", "score_batches"]
+__all__ = ["ONNX_RUNTIMES", "QUERY_KEEP", "OnnxRanker", "cached_graph", "fit_candidates", "score_batches"]
 
 logger = logging.getLogger(__name__)
 
@@ -114,6 +114,19 @@ def _difference(onnx_ranker: OnnxRanker, ranker) -> float:
     return max(float(np.abs(onnx_ranker.score(q, [c, "?x"]) - ranker.score(q, [c, "?x"])).max()) for q, c in SAMPLES)
 
 
+QUERY_KEEP = 16  # tokens of the query a pair keeps however long its candidate (see fit_candidates)
+
+
+def fit_candidates(candidates: Sequence[str], encode, decode, max_length: int) -> list[str]:
+    """``candidates`` with each one too long to leave :data:`QUERY_KEEP` query tokens in a pair of ``max_length``
+    cut to fit (the text of its first tokens); the others as they are. Pairs are cut from the query first
+    ("only_first"), which fails outright when a candidate alone is longer than the pair (a GrailQA description with
+    many long names). ``encode``: texts -> their token ids without special tokens; ``decode``: ids -> text."""
+    limit = max_length - 3 - QUERY_KEEP  # [CLS] query [SEP] candidate [SEP]
+    ids = encode(list(candidates))
+    return [decode(t[:limit]) if len(t) > limit else c for c, t in zip(candidates, ids, strict=True)]
+
+
 class OnnxRanker:
     """A ranker's graph in an onnxruntime session; :meth:`score` is :meth:`memq.plan.ranker.StatementRanker.score`."""
 
@@ -132,8 +145,6 @@ class OnnxRanker:
 
     def encode(self, query: str, candidates: Sequence[str]) -> dict[str, np.ndarray]:
         """The model's inputs for (``query``, candidate) pairs, padded to the longest."""
-        from .ranker import fit_candidates
-
         def ids(texts: list[str]) -> list[list[int]]:  # unpadded (the tokenizer pads to the longest)
             return [e.ids[:sum(e.attention_mask)] for e in self.tokenizer.encode_batch(texts, add_special_tokens=False)]
 
