@@ -9,9 +9,9 @@ grounded --entities linked --per-question BASE.jsonl``). For each of its questio
 default ``Config`` with the ``--link`` settings of :class:`memq.link.linker.LinkConfig`) links the question, and
 so does the base pipeline: when both inputs make the same plan (:func:`memq.link.evaluate.same_input`: the same
 entities, optional ones and second readings its prompt leaves out) the base record stands, as the pipeline is
-deterministic; otherwise the question is answered again as ``memq.answer(question)`` answers it. Records are written as they finish (resumable); the
-summary (F1 of both, questions changed, up and down, the gold-entity F1 of the base run) is printed and, with
-``--json``, written.
+deterministic; otherwise the question is answered again as ``memq.answer(question)`` answers it. Records are
+written as they finish (resumable); the summary (F1 of both, questions changed, up and down, the gold-entity F1
+of the base run) is printed and, with ``--json``, written.
 """
 
 from __future__ import annotations

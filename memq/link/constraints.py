@@ -165,11 +165,12 @@ def linked_entities(linker: Linker, question: str, names: list[str] | None, trac
                     settings: LinkConfig | None = None, suggest=None
                     ) -> tuple[dict[str, str], dict[str, str], tuple[str, ...]]:
     """The topic entities of a question asked without ids (``names`` None: linked from the question) or with names
-    alone (checked by :func:`~memq.link.resolve.resolve`): ``(entities, optional, second)``. ``optional``: a span's second reading; when linked, the entities after
-    the best ``settings.required`` (:func:`~memq.link.constraints.split_required`); and what
-    ``suggest(question, ids)`` gives (the constraints the nearest training questions used), but for those with at
-    least ``settings.required_support``, which join ``entities``. ``settings``: the pipeline's (default: the
-    linker's). ``second``: the second readings, which the planner's prompt leaves out. Each step is traced."""
+    alone (checked by :func:`~memq.link.resolve.resolve`): ``(entities, optional, second)``. ``optional``: a
+    span's second reading; when linked, the entities after the best ``settings.required``
+    (:func:`~memq.link.constraints.split_required`); and what ``suggest(question, ids)`` gives (the constraints
+    the nearest training questions used), but for those with at least ``settings.required_support``, which join
+    ``entities``. ``settings``: the pipeline's (default: the linker's). ``second``: the second readings, which the
+    planner's prompt leaves out. Each step is traced."""
     from .resolve import resolve
 
     settings = settings or linker.config
