@@ -291,8 +291,8 @@ class Pipeline:
             t0 = time.perf_counter()
             if optional and getattr(self.planner, "plans_with_optional", False):
                 if second:
-                    trace.fallbacks.append("second readings left out of the planner's prompt (its lines may start "
-                                           "there): " + ", ".join(f"{entities[m]} ({m})" for m in second))
+                    left = ", ".join(f"{entities[m]} ({m})" for m in second)
+                    trace.fallbacks.append(f"second readings, unprompted links not in the planner's prompt: {left}")
                 plan = self.planner.plan(question, entities, optional=tuple(optional), unprompted=second)
             else:
                 plan = self.planner.plan(question, entities)

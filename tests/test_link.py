@@ -347,7 +347,7 @@ def test_a_second_reading_of_a_linked_span_is_an_optional_entity(pipe, index):
     assert planner.seen[-1] == ({"m.03_r3": "Jamaica", "m.01428y": "Jamaican English", "m.05zppz": "Male"},
                                 ("m.03_r3", "m.01428y", "m.05zppz"))
     assert planner.unprompted == ("m.01428y",)  # the second reading is not named in the prompt; Male is
-    assert "second readings left out of the planner's prompt (its lines may start there): Jamaican English " \
+    assert "second readings, unprompted links not in the planner's prompt: Jamaican English " \
            "(m.01428y)" in a.trace.fallbacks
     shown = show(a)  # what memq ask prints
     assert "Jamaican English (m.01428y)  from 'jamaican'" in shown and "(a second reading: optional)" in shown
@@ -409,8 +409,29 @@ def test_linked_entities_after_the_required_ones_are_optional_and_named_in_the_p
     a = none.answer(q)
     assert planner.seen[-1] == ({"m.03_r3": "Jamaica", "m.05zppz": "Male"}, ("m.03_r3", "m.05zppz"))
     assert any(f.startswith("linked entities (all of them) are optional") for f in a.trace.fallbacks)
-    with pytest.raises(ValueError, match="required must be >= 0, or -1"):
+    with pytest.raises(ValueError, match="required and prompted must be >= 0, or -1"):
         LinkConfig(required=-2)
+    with pytest.raises(ValueError, match="required and prompted must be >= 0, or -1"):
+        LinkConfig(prompted=-2)
+
+
+def test_linked_entities_after_the_prompted_ones_are_left_out_of_the_prompt(pipe):
+    planner = Recording(pipe.planner)
+    q = "what does jamaican people speak?"
+    one = Pipeline(replace(pipe.config, constraints=0.0, link=LinkConfig(required=0, prompted=1)), bank=pipe.bank,
+                   kg=pipe.kg, planner=planner, linker=TwoLinks())
+    a = one.answer(q)
+    assert planner.seen[-1] == ({"m.03_r3": "Jamaica", "m.05zppz": "Male"}, ("m.03_r3", "m.05zppz"))
+    assert planner.unprompted == ("m.05zppz",)  # the weaker one: optional, and not named in the prompt
+    assert "linked entities after the best 1 are left out of the planner's prompt (its lines may start there): " \
+           "Male (m.05zppz)" in a.trace.fallbacks
+    assert [x.get("unprompted") for x in a.trace.links] == [None, True]
+    one.answer(q, ["Jamaica", "Male"])  # names the caller gave are all named in the prompt
+    assert planner.unprompted == ()
+    required = Pipeline(replace(pipe.config, constraints=0.0, link=LinkConfig(required=-1, prompted=0)),
+                        bank=pipe.bank, kg=pipe.kg, planner=planner, linker=TwoLinks())
+    required.answer(q)
+    assert planner.unprompted == ()  # an entity the plan must name is always in the prompt
 
 
 def test_linker_settings_from_the_command_line_are_typed_and_checked():

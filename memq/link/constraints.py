@@ -169,8 +169,9 @@ def linked_entities(linker: Linker, question: str, names: list[str] | None, trac
     span's second reading; when linked, the entities after the best ``settings.required``
     (:func:`~memq.link.constraints.split_required`); and what ``suggest(question, ids)`` gives (the constraints
     the nearest training questions used), but for those with at least ``settings.required_support``, which join
-    ``entities``. ``settings``: the pipeline's (default: the linker's). ``second``: the second readings, which the
-    planner's prompt leaves out. Each step is traced."""
+    ``entities``. ``settings``: the pipeline's (default: the linker's). ``second``: what the planner's prompt leaves
+    out: the second readings, and the linked entities after the best ``settings.prompted`` (:func:`unprompted`).
+    Each step is traced."""
     from .resolve import resolve
 
     settings = settings or linker.config
@@ -188,4 +189,21 @@ def linked_entities(linker: Linker, question: str, names: list[str] | None, trac
         trace.fallbacks.append(f"suggested constraint entities with at least {floor:g} of the vote are ones the plan "
                                "must name: " + ", ".join(f"{n} ({m})" for m, n in strong.items()))
     optional = {m: n for m, n in {**extra, **other, **suggested}.items() if m not in strong}
-    return {**entities, **strong}, optional, tuple(other)
+    hidden = unprompted(entities, extra, settings.prompted, trace) if names is None else ()
+    return {**entities, **strong}, optional, (*other, *hidden)
+
+
+def unprompted(entities: dict[str, str], extra: dict[str, str], prompted: int, trace) -> tuple[str, ...]:
+    """The optional linked entities (``extra``) after the best ``prompted`` linked ones (``entities``, then
+    ``extra``: best first), which the planner's prompt leaves out as it does second readings (the grounded planner's
+    lines may still start there; traced, and marked ``unprompted`` in the trace's links). -1: none."""
+    if prompted < 0:
+        return ()
+    hidden = [m for m in [*entities, *extra][prompted:] if m in extra]
+    if hidden:
+        for link in trace.links:
+            if link["id"] in hidden:
+                link["unprompted"] = True
+        trace.fallbacks.append(f"linked entities after the best {prompted} are left out of the planner's prompt (its "
+                               "lines may start there): " + ", ".join(f"{extra[m]} ({m})" for m in hidden))
+    return tuple(hidden)

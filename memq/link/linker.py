@@ -69,6 +69,9 @@ class LinkConfig:
     # a constraint entity suggested by the nearest training questions (memq.link.constraints) with at least this
     # support is one the plan must name too; the others are optional. 0: all are optional
     required_support: float = 0.0
+    # how many linked entities (best first, second readings aside) the planner's prompt names; the optional ones
+    # after them are left out of it, as second readings are (a grounded plan may still start there). -1: all
+    prompted: int = -1
 
     def __post_init__(self) -> None:
         if self.max_tokens < 1 or self.candidates < 1 or self.max_entities < 1 or self.fit_candidates < 1 \
@@ -78,8 +81,9 @@ class LinkConfig:
                              f"{self.fit_candidates}, {self.fit_recall}")
         if not 0 <= self.required_support <= 1:
             raise ValueError(f"required_support is a share of the vote in [0, 1] (0: off), got {self.required_support}")
-        if self.required < -1:
-            raise ValueError(f"required must be >= 0, or -1 for every linked entity, got {self.required}")
+        if self.required < -1 or self.prompted < -1:
+            raise ValueError(f"required and prompted must be >= 0, or -1 for every linked entity, got "
+                             f"{self.required}, {self.prompted}")
         if self.fit_weight < 0:
             raise ValueError(f"fit_weight must be >= 0, got {self.fit_weight}")
         if not 0 <= self.fuzzy_cutoff <= 100:
