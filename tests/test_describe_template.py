@@ -136,3 +136,27 @@ def test_every_fixture_statement_is_described_without_fallback(describer):
         if s.structure in ("1", "2", "3"):
             assert d.descriptions[0].startswith(target) and "?entity1" in d.descriptions[0]
         assert "ns:" not in " ".join(d.descriptions)
+
+
+@pytest.mark.parametrize(("type_id", "name"), [
+    ("architecture.building", "building"),  # no other type of that name: as before
+    ("people.person", "person"),  # shared with base and user types only: the commons keeps it
+    ("film.film", "film"),  # the ranges' relation id film.content_rating.film is no type
+    ("film.producer", "film producer"),  # shared with music.producer and broadcast.producer
+    ("music.producer", "music producer"),
+    ("broadcast.radio_station", "radio station"),
+    ("base.lightweight.radio_station", "lightweight radio station"),
+    ("soccer.football_player", "soccer football player"),
+    ("common.topic", "topic"),
+])
+def test_class_names_tell_apart_types_of_one_name(type_id, name):
+    assert schema().class_name(type_id) == name
+
+
+def test_a_class_statement_is_described_by_its_told_apart_name(describer):
+    film = first(describer, "class", "?entity1 ns:type.object.type ns:film.producer .")
+    music = first(describer, "class", "?entity1 ns:type.object.type ns:music.producer .")
+    assert film == ("?entity1 is a film producer", "every film producer", "film producer")
+    assert music[1] == "every music producer"
+    from memq.plan.derive import class_name
+    assert class_name(st("class", "?entity1 ns:type.object.type ns:film.producer .")) == "film producer"

@@ -10,7 +10,10 @@ ranges, CVT types and ``reverse_properties.gz``), adding:
   ``start date``);
 * :meth:`FreebaseSchema.type_name`: types have no labels in these files, so a
   name is derived from the id (``government.government_position_held`` ->
-  ``government position held``; ``type.datetime`` -> ``date``).
+  ``government position held``; ``type.datetime`` -> ``date``);
+* :meth:`FreebaseSchema.class_name`: the name a class statement and a plan give a
+  type, told apart from the other types of that name (``film.producer`` ->
+  ``film producer`` beside ``music.producer``).
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ from __future__ import annotations
 import gzip
 import json
 import re
-from functools import lru_cache
+from collections import defaultdict
+from functools import cached_property, lru_cache
 
 from memq.datasets import data_path
 from memq.schema import Relation, freebase_schema
@@ -135,6 +139,56 @@ class FreebaseSchema:
         if type_id == "common.topic" or type_id == "type.object":
             return "topic"
         return _id_words(type_id.rpartition(".")[2]) or "entity"
+
+    def class_name(self, type_id: str) -> str:
+        """:meth:`type_name`, told apart from the schema's other types of that name: a commons type that shares it
+        with another commons type is named with its domain (``film.producer`` -> ``film producer``, beside
+        ``music.producer`` and ``broadcast.producer``); a user, base or freebase type that shares it with any type
+        is named with the segment before its own (``base.lightweight.radio_station`` -> ``lightweight radio
+        station``); a commons type that shares it only with those keeps it (``broadcast.radio_station`` -> ``radio
+        station``). Without this a plan's "Find every producer" named three classes and bound whichever came first."""
+        name = self.type_name(type_id)
+        others = [t for t in self._types_named.get(name, ()) if t != type_id]
+        if not others or not _type_id(type_id) or type_id == "common.topic":
+            return name
+        head = type_id.rpartition(".")[0]
+        if _commons(type_id):
+            if not any(_commons(t) for t in others):
+                return name
+            qualifier = type_id.partition(".")[0]
+        else:
+            qualifier = head.rpartition(".")[2]
+        return f"{_id_words(qualifier)} {name}"
+
+    @cached_property
+    def _types_named(self) -> dict[str, set[str]]:
+        """Each type name -> the types (domains, ranges and CVT types of the schema's relations) that have it."""
+        types = {t for r in self.relations.values() for t in (r.domain, r.range)} | set(self.cvt_types)
+        named: dict[str, set[str]] = defaultdict(set)
+        for t in types:
+            if _type_id(t):
+                named[self.type_name(t)].add(t)
+        return named
+
+
+#: The first segments of Freebase types outside its commons, and how many segments their types have
+#: (``base.lightweight.radio_station``, ``user.jamie.default_domain.invention``); freebase's own vary.
+NOT_COMMONS = {"user": 4, "base": 3, "freebase": 0}
+
+
+def _commons(type_id: str) -> bool:
+    return type_id.partition(".")[0] not in NOT_COMMONS
+
+
+def _type_id(t: str) -> bool:
+    """Whether ``t`` reads as a type's id (the schema files' ranges hold some relation ids: ``film.content_rating.film``):
+    two segments in the commons (``film.producer``), as many as :data:`NOT_COMMONS` says elsewhere."""
+    if not t or t in LITERAL_TYPES or t.startswith("type."):
+        return False
+    segments = t.count(".") + 1
+    if _commons(t):
+        return segments == 2
+    return NOT_COMMONS[t.partition(".")[0]] in (0, segments)
 
 
 def _roles() -> dict[str, tuple[str, str]]:

@@ -210,7 +210,7 @@ class TemplateDescriber:
     def _grail(self, statement: Statement) -> dict[str, str]:
         """Class, superlative and count statements (their fragments are fixed forms, see memq.types)."""
         if statement.structure == "class":
-            name = self.fb.type_name(statement.sparql.split()[-2].removeprefix("ns:"))
+            name = self.fb.class_name(statement.sparql.split()[-2].removeprefix("ns:"))
             article = "an" if name[:1] in "aeiou" else "a"
             return {"primary": f"?entity1 is {article} {name}", "alternate": f"every {name}", "short": name}
         if statement.structure == "count":

@@ -20,7 +20,7 @@ this query:
 * ``order``: ``Sort ?v in descending order and keep the first result.``
 * ``class`` (GrailQA): ``Make sure ?v is a building.``; the class that starts a
   query with no topic entity: ``Find every building, assign it to ?v.`` The
-  class is named by :meth:`memq.describe.schema.FreebaseSchema.type_name`.
+  class is named by :meth:`memq.describe.schema.FreebaseSchema.class_name`.
 * ``superlative``: ``Sort ?v in descending order and keep every result tied
   for first.``
 * ``count``: ``Count ?v, assign it to ?count.``, and ``?count`` is the answer.
@@ -293,10 +293,11 @@ def derive_steps(decomposition, names: dict[str, str], describe: Describe) -> tu
 
 
 def class_name(statement: Statement) -> str:
-    """How a plan names the class of a ``class`` statement: ``architecture.building`` -> ``building``."""
+    """How a plan names the class of a ``class`` statement: ``architecture.building`` -> ``building``, ``film.producer``
+    -> ``film producer`` (:meth:`memq.describe.schema.FreebaseSchema.class_name`)."""
     from memq.describe.schema import schema
 
-    return schema().type_name(statement.sparql.split()[-2].removeprefix("ns:"))
+    return schema().class_name(statement.sparql.split()[-2].removeprefix("ns:"))
 
 
 def _query_vars(query) -> set[Var]:
