@@ -137,3 +137,33 @@ def test_evaluation_breaks_down_by_level_and_function():
     out = breakdown(recs, qs)
     assert out["by_level"]["zero-shot"]["f1"] == 1.0 and out["by_level"]["i.i.d."]["f1"] == 0.0
     assert set(out["by_function"]) == {"superlative", "comparative"}
+
+
+def test_reverse_adds_each_triple_read_the_other_way_as_freebase_holds_it(tmp_path):
+    """``--reverse`` (GrailQA's KG): a plan that reads a relation through its reverse property finds the gold
+    answers, not only what was materialised in the gold query's direction; the gold queries stay exact."""
+    from memq.benchmark.builder_schema import reverse_relations
+    from memq.benchmark.graph import BenchmarkGraph
+    from memq.sparql.model import FB, Iri
+
+    assert reverse_relations()["architecture.structure.architect"] == "architecture.architect.structures_designed"
+    graph = BenchmarkGraph(reverse_relations())
+    key = (Iri(FB + "m.0s1"), Iri(FB + "architecture.structure.architect"), Iri(FB + "m.0arch"))
+    graph.add(key, owner="g5")
+    mirror = (Iri(FB + "m.0arch"), Iri(FB + "architecture.architect.structures_designed"), Iri(FB + "m.0s1"))
+    assert mirror in graph and graph.info[mirror].owners == {"g5"} and not graph.info[mirror].real
+    graph.remove(mirror)
+    assert key not in graph and mirror not in graph and graph.mirrors == 1
+
+    other_way = ("SELECT ?x WHERE { <http://rdf.freebase.com/ns/m.0arch> "
+                 "<http://rdf.freebase.com/ns/architecture.architect.structures_designed> ?x . "
+                 "?x <http://rdf.freebase.com/ns/type.object.type> <http://rdf.freebase.com/ns/architecture.structure> }")
+    results = {}
+    for reverse in (False, True):
+        build = build_graph(QUESTIONS, real_triples=False, fb15k237=False, density=False, reverse=reverse)
+        assert build.report_data["exact"] == len(QUESTIONS), build.report_data["failures"]
+        path = tmp_path / f"kg{reverse}.nq.gz"
+        build.write(path)
+        results[reverse] = {r["x"].local for r in build.graph.run(other_way)}
+        assert check_gold(OxigraphStore.from_file(path), QUESTIONS, timeout=None)["exact"] == len(QUESTIONS)
+    assert results == {False: set(), True: {"m.0s1", "m.0s2"}}

@@ -137,22 +137,23 @@ def benchmark_questions() -> list[GoldQuestion]:
 
 
 def build_graph(questions: Iterable[GoldQuestion], *, progress: bool = False, real_triples: bool = True,
-                fb15k237: bool | Path = True, density: bool = True) -> BenchmarkBuild:
+                fb15k237: bool | Path = True, density: bool = True, reverse: bool = False) -> BenchmarkBuild:
     """Build the benchmark graph of ``questions``; the build holds the graph and ``report_data``.
 
     ``real_triples=False`` leaves out the bundled real Freebase triples, ``fb15k237=False`` the
     FB15k-237 ones (or names another folder of them), ``density=False`` the schema-true
-    distractors (fast unit tests).
+    distractors (fast unit tests). ``reverse=True`` adds each triple of a relation with a Freebase
+    reverse property with its mirror, as Freebase holds both directions.
     """
     build = BenchmarkBuild(questions, progress=progress, real_triples=real_triples, fb15k237=fb15k237,
-                           density=density)
+                           density=density, reverse=reverse)
     build.run()
     return build
 
 
 def build_benchmark(out: Path = DEFAULT_OUT, *, progress: bool = True, questions: list[GoldQuestion] | None = None,
                     sources: str | None = None, real_triples: bool = True, fb15k237: bool = True,
-                    density: bool = True) -> dict:
+                    density: bool = True, reverse: bool = False) -> dict:
     """Build the benchmark KG and write it to ``out``; a report dict.
 
     By default from WebQSP train+test and CWQ test (``data/kg/benchmark.nq.gz``); ``questions``
@@ -162,7 +163,7 @@ def build_benchmark(out: Path = DEFAULT_OUT, *, progress: bool = True, questions
     """
     out = Path(out)
     build = BenchmarkBuild(benchmark_questions() if questions is None else questions, progress=progress,
-                           real_triples=real_triples, fb15k237=fb15k237, density=density)
+                           real_triples=real_triples, fb15k237=fb15k237, density=density, reverse=reverse)
     if sources is not None:
         build.marker = marker_text(sources)
     build.run()

@@ -50,3 +50,13 @@ def load_schema() -> BuilderSchema:
     for rel, rng in numeric_ranges().items():
         ranges.setdefault(rel, rng)
     return BuilderSchema(ranges, domains, base.cvt_types)
+
+
+@lru_cache(maxsize=1)
+def reverse_relations() -> dict[str, str]:
+    """Each relation with a Freebase reverse property -> that reverse (both ways; the bundled reverse maps, as the
+    describers read them), ``type.`` relations aside (``type.object.type`` is read one way only)."""
+    from memq.describe.schema import schema
+
+    return {r: rev for r, rev in schema().reverse_of.items()
+            if not r.startswith("type.") and not rev.startswith("type.")}

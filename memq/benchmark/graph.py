@@ -65,7 +65,11 @@ def answer_id(term: Iri | Literal) -> str:
 class BenchmarkGraph:
     """Triples + provenance + an Oxigraph mirror."""
 
-    def __init__(self) -> None:
+    def __init__(self, reverse: dict[str, str] | None = None) -> None:
+        """``reverse``: relation -> its Freebase reverse property; each triple of such a relation then goes in and
+        out with its mirror (``o reverse s``), as Freebase holds both directions (none: one direction only)."""
+        self.reverse = reverse or {}
+        self.mirrors = 0
         self.info: dict[TripleKey, TripleInfo] = {}
         self.sp: dict[tuple[Iri, Iri], set] = defaultdict(set)
         self.po: dict[tuple[Iri, object], set] = defaultdict(set)
@@ -80,6 +84,20 @@ class BenchmarkGraph:
 
     def add(self, key: TripleKey, *, real: bool = False, owner: str | None = None,
             distractor: str | None = None, source: str = "") -> TripleInfo:
+        mirror = self.mirror(key)
+        if mirror is not None:
+            self.mirrors += mirror not in self.info
+            self._add(mirror, False, owner, distractor, source)  # implied by Freebase, not in the sources: synthetic
+        return self._add(key, real, owner, distractor, source)
+
+    def mirror(self, key: TripleKey) -> TripleKey | None:
+        """``key`` read the other way (``o reverse s``) when its relation has a reverse, else None."""
+        s, p, o = key
+        rev = self.reverse.get(p.local) if self.reverse and isinstance(o, Iri) else None
+        return (o, Iri(FB + rev), s) if rev else None
+
+    def _add(self, key: TripleKey, real: bool, owner: str | None, distractor: str | None,
+             source: str) -> TripleInfo:
         info = self.info.get(key)
         if info is None:
             info = self.info[key] = TripleInfo(real=real, source=source)
@@ -102,6 +120,12 @@ class BenchmarkGraph:
         return ox.Quad(to_ox(s), to_ox(p), to_ox(o))
 
     def remove(self, key: TripleKey) -> None:
+        mirror = self.mirror(key)
+        if mirror is not None:
+            self._remove(mirror)
+        self._remove(key)
+
+    def _remove(self, key: TripleKey) -> None:
         info = self.info.pop(key, None)
         if info is None:
             return

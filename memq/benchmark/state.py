@@ -20,7 +20,7 @@ from memq.kg.dialect import virtuoso_dates
 from memq.sparql import parse_query, to_standard
 from memq.sparql.model import FB, Iri, Literal, Query
 
-from .builder_schema import load_schema
+from .builder_schema import load_schema, reverse_relations
 from .grail import builder_form
 from .graph import BenchmarkGraph, TripleKey
 from .order import OrderSpec, competitor_keys, gold_key, key_better
@@ -71,7 +71,8 @@ class Item:
 
 class BuildState:
     def __init__(self, questions: Iterable[GoldQuestion], *, progress: bool = False,
-                 real_triples: bool = True, fb15k237: bool | Path = True, density: bool = True) -> None:
+                 real_triples: bool = True, fb15k237: bool | Path = True, density: bool = True,
+                 reverse: bool = False) -> None:
         self.questions = list(questions)
         self.progress = progress
         self.real_triples = real_triples
@@ -80,7 +81,7 @@ class BuildState:
         self.density = density
         self.schema = load_schema()
         self.names = Names()
-        self.graph = BenchmarkGraph()
+        self.graph = BenchmarkGraph(reverse_relations() if reverse else None)  # reverse: both directions
         self.types = RelationTypes(self.schema)
         self.binder = Binder(self.graph, self.schema, self.types, swap=self.try_swap)
         self.items: list[Item] = []

@@ -122,7 +122,7 @@ def _build_benchmark(args: argparse.Namespace) -> int:
                                   "name it with --out FILE")
     report = build_benchmark(Path(args.out) if args.out else DEFAULT_OUT, progress=not args.no_progress,
                              questions=questions, sources=sources, real_triples=not args.no_real,
-                             fb15k237=not args.no_fb15k237, density=not args.no_density)
+                             fb15k237=not args.no_fb15k237, density=not args.no_density, reverse=args.reverse)
     print(json.dumps(report, indent=1, default=str))
     return 0
 
@@ -189,6 +189,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="leave out the bundled real Freebase triples (data/freebase_subgraph)")
     build.add_argument("--no-fb15k237", action="store_true", help="leave out FB15k-237's real triples")
     build.add_argument("--no-density", action="store_true", help="no schema-true distractors")
+    build.add_argument("--reverse", action="store_true",
+                       help="add each triple of a relation with a Freebase reverse property with its mirror, as "
+                            "Freebase holds both directions (GrailQA's KG is built so)")
     build.add_argument("--no-progress", action="store_true", help="no progress bar")
     build.set_defaults(handler=_build_benchmark)
 
