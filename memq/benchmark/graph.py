@@ -69,7 +69,7 @@ class BenchmarkGraph:
         """``reverse``: relation -> its Freebase reverse property; each triple of such a relation then goes in and
         out with its mirror (``o reverse s``), as Freebase holds both directions (none: one direction only)."""
         self.reverse = reverse or {}
-        self.mirrors = 0
+        self.mirrored: set[TripleKey] = set()  # the mirrors in the graph that no source gave by itself
         self.info: dict[TripleKey, TripleInfo] = {}
         self.sp: dict[tuple[Iri, Iri], set] = defaultdict(set)
         self.po: dict[tuple[Iri, object], set] = defaultdict(set)
@@ -86,7 +86,8 @@ class BenchmarkGraph:
             distractor: str | None = None, source: str = "") -> TripleInfo:
         mirror = self.mirror(key)
         if mirror is not None:
-            self.mirrors += mirror not in self.info
+            if mirror not in self.info:
+                self.mirrored.add(mirror)
             self._add(mirror, False, owner, distractor, source)  # implied by Freebase, not in the sources: synthetic
         return self._add(key, real, owner, distractor, source)
 
@@ -126,6 +127,7 @@ class BenchmarkGraph:
         self._remove(key)
 
     def _remove(self, key: TripleKey) -> None:
+        self.mirrored.discard(key)
         info = self.info.pop(key, None)
         if info is None:
             return

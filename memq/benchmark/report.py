@@ -51,7 +51,7 @@ def build_report(state: BuildState) -> dict:
         "failure_reasons": dict(reasons.most_common()),
         "failures": failures,
         "triples": len(state.graph.info) + 2,
-        "mirrored_triples": state.graph.mirrors,
+        "mirrored_triples": len(state.graph.mirrored),
         "triples_real": n_real,
         "triples_synthetic": len(state.graph.info) - n_real + 2,
         "real_dropped_total": sum(state.dropped_real.values()),
