@@ -168,3 +168,21 @@ def test_reverse_adds_each_triple_read_the_other_way_as_freebase_holds_it(tmp_pa
         results[reverse] = {r["x"].local for r in build.graph.run(other_way)}
         assert check_gold(OxigraphStore.from_file(path), QUESTIONS, timeout=None)["exact"] == len(QUESTIONS)
     assert results == {False: set(), True: {"m.0s1", "m.0s2"}}
+
+
+def test_dropping_half_of_a_cvt_path_with_mirrors_drops_the_rest_once():
+    """``drop_real`` takes an FB15k-237 CVT path's other half with it; with mirrors, removing one triple removes
+    its mirror too, which the loop must not look up again (a KeyError that stopped the first ``--reverse`` build of
+    the WebQSP/CWQ KG)."""
+    from memq.benchmark.state import BuildState
+    from memq.sparql.model import FB, Iri
+
+    state = BuildState([], real_triples=False, fb15k237=False, density=False, reverse=True)
+    cvt, team, player = Iri("http://memq.dev/fb15k237/cvt_0001"), Iri(FB + "m.0team"), Iri(FB + "m.0player")
+    roster = (team, Iri(FB + "sports.sports_team.roster"), cvt)
+    plays = (cvt, Iri(FB + "sports.sports_team_roster.player"), player)
+    for key in (roster, plays):
+        state.graph.add(key, real=True, source="fb15k237:sports.sports_team.roster./sports/player")
+    assert len(state.graph) == 4  # each with its mirror
+    state.drop_real(roster)
+    assert len(state.graph) == 0

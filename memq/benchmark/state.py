@@ -184,8 +184,8 @@ class BuildState:
             if not is_fb15k_cvt(node):
                 continue
             for other in self.graph.around(node):
-                other_info = self.graph.info[other]
-                if other_info.real and not other_info.owners:
+                other_info = self.graph.info.get(other)  # None: gone with a mirror removed just before
+                if other_info is not None and other_info.real and not other_info.owners:
                     self.graph.remove(other)
 
     def add_names(self) -> None:
