@@ -155,6 +155,10 @@ def test_reverse_adds_each_triple_read_the_other_way_as_freebase_holds_it(tmp_pa
     assert mirror in graph and graph.info[mirror].owners == {"g5"} and not graph.info[mirror].real
     graph.remove(mirror)
     assert key not in graph and mirror not in graph and not graph.mirrored
+    graph.add(key, owner="g5")
+    graph.add(mirror, real=True, source="real")  # a source gives the mirror too: no longer only a mirror
+    assert not graph.mirrored and graph.info[mirror].real and graph.info[mirror].source == "real"
+    assert not graph.info[key].real  # the first triple stays as it was given
 
     other_way = ("SELECT ?x WHERE { <http://rdf.freebase.com/ns/m.0arch> "
                  "<http://rdf.freebase.com/ns/architecture.architect.structures_designed> ?x . "

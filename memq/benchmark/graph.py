@@ -89,6 +89,9 @@ class BenchmarkGraph:
             if mirror not in self.info:
                 self.mirrored.add(mirror)
             self._add(mirror, False, owner, distractor, source)  # implied by Freebase, not in the sources: synthetic
+        if key in self.mirrored:  # a source gives a triple that was in only as a mirror: it is the source's now
+            self.mirrored.discard(key)
+            self.info[key].real, self.info[key].source = real, source
         return self._add(key, real, owner, distractor, source)
 
     def mirror(self, key: TripleKey) -> TripleKey | None:
