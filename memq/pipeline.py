@@ -168,7 +168,7 @@ class Pipeline:
             from .link.constraints import ConstraintSuggester
 
             self._suggester = self.config.constraints and ConstraintSuggester.from_bank(
-                self.bank, min_support=self.config.constraints)
+                self.bank, min_support=self.config.constraints, link=self.config.link)
         return self._suggester.suggest(question, given) if self._suggester else []
 
     @property

@@ -327,6 +327,8 @@ def test_no_constraint_is_suggested_when_the_config_says_0_or_the_bank_has_no_tr
     assert Pipeline(pipe.config, bank=pipe.bank).suggest("who is x's wife?", []) == []  # built from one question
     with pytest.raises(ValueError, match="constraints must be in"):
         Config(constraints=1.5)
+    with pytest.raises(ValueError, match="cue_share must be in"):
+        LinkConfig(cue_share=1.5)
 
 
 def test_a_second_reading_of_a_linked_span_is_an_optional_entity(pipe, index):

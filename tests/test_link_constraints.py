@@ -61,3 +61,45 @@ def test_traced_suggestions_list_each_entity_and_say_so():
     assert "Marriage (m.04ztj, support 0.75)" in trace.fallbacks[0]
     assert traced_suggestions([], trace) == {} and len(trace.fallbacks) == 1
 
+
+
+def test_cue_words_are_content_words_and_adjacent_pairs_with_one():
+    from memq.link.constraints import cue_words
+
+    assert cue_words("What states did Jefferson live in?") == {
+        "state", "jefferson", "live", "what state", "state did", "did jefferson", "jefferson live", "live in"}
+    assert cue_words("who is his father?") == {"father", "his father"}
+
+
+def test_a_cue_suggests_the_constraint_most_training_questions_with_it_used():
+    from memq.link.constraints import CueWords
+
+    state = ("m.04tnx", "US State")
+    questions = [("q1", "what state is boston in?"), ("q2", "what state did lincoln live in?"),
+                 ("q3", "which state is the alamo in?"), ("q4", "what is the state flower of texas?"),
+                 ("q5", "who is his father?"), ("q6", "who was obama's father?")]
+    constraints = {"q1": (state,), "q2": (state,), "q3": (state,), "q5": (MALE,), "q6": (MALE,)}
+    cues = CueWords(questions, constraints, min_share=0.6, min_count=2)
+    # "state": 3 of the 4 questions with it used US State; "father": 2 of 2 used Male; "boston": 1 question only
+    assert cues.suggest("is harvard in a state?")["m.04tnx"] == ("US State", 0.75, "state")
+    assert cues.suggest("what state is harvard in?")["m.04tnx"][:2] == ("US State", 1.0)  # "what state": 2 of 2
+    assert cues.suggest("who is kim's father?") == {"m.05zppz": ("Male", 1.0, "father")}
+    assert cues.suggest("where is boston?") == {}
+    assert CueWords(questions, constraints, min_share=0.8, min_count=2).suggest("is it a state?") == {}  # 0.75
+    with pytest.raises(ValueError, match="cue_share"):
+        CueWords(questions, constraints, min_share=0.0)
+
+
+def test_a_cue_joins_the_neighbours_vote_with_the_larger_support():
+    from memq.link.constraints import CueWords
+
+    questions = [("q1", "who is his father?"), ("q2", "who was obama's father?"), ("q3", "who is his wife?")]
+    constraints = {"q1": (MALE,), "q2": (MALE,), "q3": (MARRIAGE,)}
+    cues = CueWords(questions, constraints, min_share=0.6, min_count=2)
+    s = ConstraintSuggester(NearestPrior([("q3", 0.9), ("q1", 0.1)]), constraints, min_support=0.5, cues=cues)
+    male, marriage = s.suggest("who is kim's father?")  # best first
+    assert (marriage.id, marriage.cue, male.id, male.cue, male.support) == ("m.04ztj", "", "m.05zppz", "father", 1.0)
+    assert male.voters == ("q1",)  # a neighbour voted for it, below min_support on its own
+    assert male.to_json()["cue"] == "father" and "cue" not in marriage.to_json()
+    assert "cue 'father'" in male.why()
+    assert [x.id for x in s.suggest("who is kim's father?", given=["m.05zppz"])] == ["m.04ztj"]

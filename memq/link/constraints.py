@@ -14,7 +14,16 @@ similarity:
     support(e) = sum of sim(q, n) over neighbours n whose constraints hold e / sum of sim(q, n) over all
 
 and every entity with ``support >= min_support`` is suggested. Only training questions on the train side of
-:func:`memq.plan.data.split_of` vote, so a dev question never votes for itself. A suggested entity is
+:func:`memq.plan.data.split_of` vote, so a dev question never votes for itself.
+
+Some constraints are asked for in so many words: "what *state* did thomas jefferson live in?" (US State), "who is
+his *father*?" (Male), "what *college* did ...?" (College/University). :class:`CueWords` counts, over the same
+training questions, how often a question with a word (or a pair of adjacent words) used a constraint entity:
+
+    share(e | w) = training questions with the word w and the constraint e / training questions with w
+
+and suggests ``e`` for a question with ``w`` when that share is at least ``cue_share`` over at least
+``cue_count`` questions (:class:`~memq.link.linker.LinkConfig`). Its support is the larger of the two. A suggested entity is
 *optional*: the planner may name it but is not pushed to (the grounded planner's entity coverage does not count
 it), and ``Trace.links`` lists it with its support and the neighbours that voted.
 
@@ -25,7 +34,9 @@ second readings the prompt leaves out.
 
 from __future__ import annotations
 
+import re
 import time
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -42,10 +53,66 @@ class Suggestion:
     name: str
     support: float
     voters: tuple[str, ...]  # the training questions that used it, nearest first
+    cue: str = ""  # the question's words that training questions with it used (CueWords), if they suggested it
 
     def to_json(self) -> dict:
-        return {"id": self.id, "name": self.name, "suggested": "constraint", "support": round(self.support, 4),
-                "voters": list(self.voters[:3])}
+        out = {"id": self.id, "name": self.name, "suggested": "constraint", "support": round(self.support, 4),
+               "voters": list(self.voters[:3])}
+        return {**out, "cue": self.cue} if self.cue else out
+
+    def why(self) -> str:
+        return f"{self.name} ({self.id}, support {self.support:.2f}{f', cue {self.cue!r}' if self.cue else ''})"
+
+
+STOP_WORDS = frozenset(
+    "a an and are as at be by did do does for from had has have he her his how i in is it its me my of on or s "
+    "she that the their them there they this to too was were what when where which who whom whose why with you "
+    "your".split())
+
+
+def cue_words(text: str) -> set[str]:
+    """The cues of a question: its words but stop words (lower case; a plural's final s dropped), and its pairs of
+    adjacent words with at least one such word ("state did", "high school")."""
+    words = re.findall(r"[a-z0-9]+", text.lower())
+    plain = [w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") and w not in STOP_WORDS else w
+             for w in words]
+    out = {w for w in plain if w not in STOP_WORDS}
+    out.update(f"{a} {b}" for a, b in zip(plain, plain[1:], strict=False)
+               if a not in STOP_WORDS or b not in STOP_WORDS)
+    return out
+
+
+class CueWords:
+    """share(e | w): of the training questions with the cue ``w`` (:func:`cue_words`), the share whose gold parse
+    used the constraint entity ``e``; kept where at least ``min_count`` questions did and the share is at least
+    ``min_share``."""
+
+    def __init__(self, questions: Iterable[tuple[str, str]], constraints: dict[str, tuple[tuple[str, str], ...]], *,
+                 min_share: float = 0.6, min_count: int = 3) -> None:
+        if not 0 < min_share <= 1 or min_count < 1:
+            raise ValueError(f"cue_share must be in (0, 1] and cue_count >= 1, got {min_share!r}, {min_count!r}")
+        seen: Counter = Counter()
+        joint: Counter = Counter()
+        names = {}
+        for qid, text in questions:
+            cues = cue_words(text)
+            seen.update(cues)
+            for mid, name in constraints.get(qid, ()):
+                names[mid] = name
+                joint.update((cue, mid) for cue in cues)
+        self.cues: dict[str, list[tuple[str, str, float]]] = {}
+        for (cue, mid), n in sorted(joint.items()):
+            if n >= min_count and n / seen[cue] >= min_share:
+                self.cues.setdefault(cue, []).append((mid, names[mid], n / seen[cue]))
+
+    def suggest(self, question: str) -> dict[str, tuple[str, float, str]]:
+        """Entity id -> (name, share, cue) for the cues of ``question``, the cue with the highest share."""
+        out: dict[str, tuple[str, float, str]] = {}
+        for cue in sorted(cue_words(question)):
+            for mid, name, share in self.cues.get(cue, ()):
+                if mid not in out or share > out[mid][1]:
+                    out[mid] = (name, share, cue)
+        return out
 
 
 def constraint_entities(questions: Iterable) -> dict[str, tuple[tuple[str, str], ...]]:
@@ -66,18 +133,22 @@ class ConstraintSuggester:
     """Votes of the nearest training questions for the constraint entities they used."""
 
     def __init__(self, prior, constraints: dict[str, tuple[tuple[str, str], ...]], *,
-                 min_support: float = 0.5) -> None:
+                 min_support: float = 0.5, cues: CueWords | None = None) -> None:
         if not 0 < min_support <= 1:
             raise ValueError(f"min_support is a share of the neighbours' similarity in (0, 1], got {min_support!r}")
         self.prior = prior
         self.constraints = constraints
         self.min_support = min_support
+        self.cues = cues
 
     @classmethod
-    def from_bank(cls, bank, *, neighbours: int = 10, min_support: float = 0.5) -> ConstraintSuggester | None:
+    def from_bank(cls, bank, *, neighbours: int = 10, min_support: float = 0.5,
+                  link: LinkConfig | None = None) -> ConstraintSuggester | None:
         """The suggester of ``bank``'s training questions (their gold parses), or None when they use no
-        constraint entity (CWQ, GrailQA, a schema-only bank)."""
+        constraint entity (CWQ, GrailQA, a schema-only bank). ``link``: the cue words' settings (``cue_share`` 0:
+        none)."""
         from memq.memory.build import GOLD_SOURCES, gold_questions
+        from memq.plan.data import split_of
         from memq.plan.prior import QuestionPrior
 
         questions = [q for source in sorted(set().union(*bank.sources) & set(GOLD_SOURCES))
@@ -88,7 +159,10 @@ class ConstraintSuggester:
         prior = QuestionPrior.from_bank(bank, neighbours=neighbours)
         if prior is None:
             return None
-        return cls(prior, constraints, min_support=min_support)
+        link = link or LinkConfig()
+        cues = CueWords(((q.id, q.question) for q in questions if split_of(q.id) == "train"), constraints,
+                        min_share=link.cue_share, min_count=link.cue_count) if link.cue_share else None
+        return cls(prior, constraints, min_support=min_support, cues=cues)
 
     def suggest(self, question: str, given: Iterable[str] = ()) -> list[Suggestion]:
         """The constraint entities the neighbours of ``question`` support enough, best first; ``given`` ids are
@@ -103,19 +177,21 @@ class ConstraintSuggester:
                 entry = votes.setdefault(mid, [0.0, name, []])
                 entry[0] += w
                 entry[2].append(qid)
-        if total <= 0:
-            return []
-        out = [Suggestion(mid, name, weight / total, tuple(voters)) for mid, (weight, name, voters) in votes.items()
-               if mid not in given and weight / total >= self.min_support]
-        return sorted(out, key=lambda s: (-s.support, s.id))
+        found = {mid: Suggestion(mid, name, weight / total, tuple(voters))
+                 for mid, (weight, name, voters) in votes.items() if total > 0 and weight / total >= self.min_support}
+        for mid, (name, share, cue) in (self.cues.suggest(question) if self.cues else {}).items():
+            had = found.get(mid)
+            found[mid] = Suggestion(mid, name, max(share, had.support if had else 0.0),
+                                    had.voters if had else tuple(votes.get(mid, (0, 0, ()))[2]), cue)
+        return sorted((s for s in found.values() if s.id not in given), key=lambda s: (-s.support, s.id))
 
 
 def traced_suggestions(found: list[Suggestion], trace) -> dict[str, str]:
     """``found`` as optional entities (id -> name), each listed in ``trace.links`` and named in its fallbacks."""
     trace.links.extend(s.to_json() for s in found)
     if found:
-        trace.fallbacks.append("constraint entities suggested by the nearest training questions (the plan may name "
-                               "them): " + "; ".join(f"{s.name} ({s.id}, support {s.support:.2f})" for s in found))
+        trace.fallbacks.append("constraint entities suggested by the nearest training questions or the question's words "
+                               "(the plan may name them): " + "; ".join(s.why() for s in found))
     return {s.id: s.name for s in found}
 
 
