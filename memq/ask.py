@@ -61,6 +61,8 @@ def add_search_args(parser: argparse.ArgumentParser) -> None:
                                                           "taken")
     parser.add_argument("--coverage", type=float, help=f"{g} nats off a Finally line for each topic entity the plan "
                                                        "does not name (0: off)")
+    parser.add_argument("--asked-class", type=float, help=f"{g} nats off a Finally line while no step names the "
+                                                          "class the question asks for (GrailQA's lines; 0: off)")
     parser.add_argument("--ranker", help=f"{g} the statement ranker's directory, or 'none' for the model alone "
                                          "(default: the committed memory_bank/ranker when there is one)")
     parser.add_argument("--rank-top", type=int, help=f"{g} best-ranked candidates offered to the model per step")
@@ -187,8 +189,8 @@ def config_from(args: argparse.Namespace):
     if getattr(args, "no_repair", False):
         changes["repair"] = False
     search = {k: getattr(args, k) for k in ("beam", "lines", "norm", "max_candidates", "prune", "budget", "prior",
-                                             "neighbours", "prior_floor", "coverage", "rank_top", "rank_pool",
-                                             "rank_weight")
+                                             "neighbours", "prior_floor", "coverage", "asked_class", "rank_top",
+                                             "rank_pool", "rank_weight")
               if getattr(args, k, None) is not None}
     if search:
         changes["search"] = replace(config.search, **search)

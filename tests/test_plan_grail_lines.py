@@ -270,3 +270,76 @@ def test_a_numbered_variable_is_compared_only_when_the_question_compares(kg, ban
 def test_a_superlative_is_offered_only_when_the_question_has_a_superlative_word(kg, bank):
     assert planner(kg, bank, SORTED).plan("which building has 40 floors?", {}).raw != SORTED
     assert planner(kg, bank, SORTED).plan("which building is the tallest?", {}).raw == SORTED
+
+
+def test_the_class_a_question_asks_for_by_name(bank):
+    from memq.plan.lines import names_class
+
+    classes = ClassStatements(bank)
+    assert classes.asked("which buildings have less than 9 floors?") == "building"
+    assert classes.asked("What bridge is the longest?") == "bridge"
+    assert classes.asked("what is the tallest building?") is None  # not asked for right after which / what
+    assert classes.asked("which buildingsite is it?") is None
+    steps = parse_plan("Find every building, assign it to ?x0.\nFind the floors of the building ?x0, assign it to "
+                       "?x1.\nMake sure ?x1 < 9.", []).steps
+    assert names_class(steps, "building") and not names_class(steps, "bridge") and names_class(steps, None)
+    checked = parse_plan("Find the floors of the building Low House, assign it to ?x0.\nMake sure ?x0 is a bridge.",
+                         ["Low House"]).steps
+    assert names_class(checked, "bridge") and not names_class(checked, "building")
+    assert names_class(checked, "bridge", "?x0") and not names_class(checked, "bridge", "?x1")  # at the answer
+    counted = parse_plan("Find every building, assign it to ?x0.\nCount ?x0, assign it to ?count.", []).steps
+    assert names_class(counted, "building", "?count")  # a count's answer stands for what it counts
+
+
+def test_a_finally_line_costs_asked_class_while_no_step_names_the_class_asked_for(kg, bank):
+    target = "Find the floors of the building Low House, assign it to ?x0.\nFinally the answer is ?x0."
+    question, low = "which museum has the floors of low house?", {"m.0b1": "Low House"}
+    free = FineTunedPlanner(str(REPO_ADAPTER).format(dataset="webqsp"))
+
+    def plan(asked_class, question=question):
+        return GroundedPlanner(free, kg=kg, bank=bank, config=GroundedConfig(prior=0.0, asked_class=asked_class),
+                               lm=ScriptedLM(target)).plan(question, low)
+
+    off, on = plan(0.0), plan(30.0)
+    assert off.raw == on.raw == target  # no value is a museum: no line can name it
+    assert on.beam[0].score == pytest.approx(off.beam[0].score - 30.0)
+    assert "asked class: no step names the class the question asks for at the answer, museum" in on.notes
+    assert not [n for n in off.notes if n.startswith("asked class")]
+    plain = plan(30.0, "what are the floors of low house?")  # asks for no class
+    assert plain.beam[0].score == pytest.approx(off.beam[0].score) and not plain.notes
+    with pytest.raises(ValueError, match="asked_class must be >= 0"):
+        GroundedConfig(asked_class=-1.0)
+
+
+def test_a_class_name_followed_by_more_of_a_noun_phrase_is_not_asked_for(bank):
+    classes = ClassStatements(bank)
+    assert classes.asked("which building was built first?") == "building"
+    assert classes.asked("which building designed by wright is tallest") == "building"
+    assert classes.asked("which building company made it?") is None  # "building" only begins the noun phrase
+    assert classes.asked("what bridges, and where?") == "bridge"
+    assert classes.asked("what bridges span it?") is None  # a verb it does not know ends nothing: not asked
+
+
+def test_a_longer_plan_that_checks_the_class_asked_for_overtakes_the_short_one(tmp_path_factory):
+    near = f"<{NS}m.0b1> <{NS}architecture.building.nearby> <{NS}m.0c1> .\n"  # Low House is near Big Bridge
+    kg = store_of(tmp_path_factory, _triples() + near)
+    bank = bank_of([*STATEMENTS, ("nearby", "1", "?entity1 ns:architecture.building.nearby ?entity2 .",
+                                  "?entity2 is the nearby of the building ?entity1")])
+    short = "Find the nearby of the building Low House, assign it to ?x0.\nFinally the answer is ?x0."
+    checked = ("Find the nearby of the building Low House, assign it to ?x0.\nMake sure ?x0 is a bridge.\n"
+               "Finally the answer is ?x0.")
+    free = FineTunedPlanner(str(REPO_ADAPTER).format(dataset="webqsp"))
+
+    def plan(asked_class, beam=3, lines=2, question="which bridge is near low house?", max_steps=8):
+        config = GroundedConfig(prior=0.0, asked_class=asked_class, beam=beam, lines=lines, max_steps=max_steps)
+        return GroundedPlanner(free, kg=kg, bank=bank, config=config, lm=ScriptedLM(short, checked)).plan(
+            question, {"m.0b1": "Low House"})
+
+    assert plan(0.0).raw == short  # the model likes both; the shorter one has fewer tokens to pay for
+    on = plan(30.0)
+    assert on.raw == checked and not [n for n in on.notes if n.startswith("asked class")]
+    assert short not in [b.text for b in on.beam]  # 30 nats off: more than prune below the checked plan
+    assert plan(30.0, beam=1, lines=1).raw == checked  # GrailQA's search
+    # no plan that ends names a museum within two steps (the check beats the costed Finally line): planned again
+    again = plan(30.0, beam=1, lines=1, question="which museum is near low house?", max_steps=2)
+    assert again.raw == short and "asked class: no plan that ends names museum at the answer" in again.notes

@@ -35,13 +35,13 @@ the ``beam`` best partial plans (by ``norm``: the sum of their lines' log-probab
 its mean per token) go on until they end with *Finally*. The MiniLM similarity of a statement's description to the
 question only caps how many statements enter a step (``max_candidates``).
 
-**The question prior** (``prior``, :mod:`memq.plan.prior`). The statements
-that the ``neighbours`` training questions nearest to the question used vote,
-and each Find line's score gets ``prior * (log(prior_floor + support) - the
+**The question prior** (``prior``, :mod:`memq.plan.prior`). The statements that the ``neighbours`` training questions
+nearest to the question used vote, and each Find line's score gets ``prior * (log(prior_floor + support) - the
 best-supported line's)``, a bonus <= 0 that the line search adds exactly.
 
-**GrailQA's lines** (:mod:`memq.plan.lines`): with class statements in the bank, a
-class to start from, class checks, counts and superlatives are offered too.
+**GrailQA's lines** (:mod:`memq.plan.lines`): with class statements in the bank, a class to start from, class checks,
+counts and superlatives are offered too. A Finally line loses ``asked_class`` nats unless a step names the class the
+question asks for at the ?variable it answers with; when no plan then ends, it is planned again without that rule.
 
 **Entity coverage** (``coverage``). 99.6% of the WebQSP training plans name every
 topic entity (a Find step's source or second entity, or a check's constant). A
@@ -70,14 +70,13 @@ step names the statement it was chosen from (``PlanStep.statement``), and
 recall keeps that statement: two statements can render the same text, and
 only the chosen one was checked to bind.
 
-**Fallbacks, all traced** (``Plan.notes``): when no topic entity has a
-predicate that a memory statement starts with, when the beam ends with no
-complete plan, or when the KG fails (an endpoint timeout: the note names the
-KG and the query), the plan comes from free generation. When llama.cpp is not
-the backend (the transformers fallback), planning is free generation.
+**Fallbacks, all traced** (``Plan.notes``): when no topic entity has a predicate that a memory statement starts
+with, when the beam ends with no complete plan, or when the KG fails (an endpoint timeout: the note names the KG and
+the query), the plan comes from free generation. When llama.cpp is not the backend (the transformers fallback),
+planning is free generation.
 
-**Cost** (``Plan.cost``): forward passes, tokens scored, candidates (lines
-offered to the model, over all steps and partial plans), KG queries, seconds.
+**Cost** (``Plan.cost``): forward passes, tokens scored, candidates (lines offered to the model, over all steps and
+partial plans), KG queries, seconds.
 """
 
 from __future__ import annotations
@@ -96,7 +95,7 @@ from memq.types import BeamPlan, Plan, PlanStep
 from .base import Entities
 from .derive import DerivationError, find_step, fresh_variable
 from .format import VAR, parse_plan, parse_step
-from .lines import ClassStatements, Hyp, Line, grail_targets, has_classes, may_end, shape_lines, unnamed
+from .lines import ClassStatements, Hyp, Line, grail_targets, has_classes, may_end, names_class, shape_lines, unnamed
 from .linesearch import SearchCost, best_lines
 from .neighbourhood import Edge, Neighbourhood, bank_edges, first_edges, path_options, statement_edges
 from .prior import QuestionPrior, bonuses
@@ -222,11 +221,8 @@ class GroundedPlanner:
             except KnowledgeGraphError as exc:
                 where = getattr(self.kg, "url", None) or type(self.kg).__name__
                 plan = self._free(question, entities, f"the KG {where} failed while grounding ({exc})")
-            if before is not None:
-                after = lm.counters
-                passes, tokens = after[0] - before[0], after[1] - before[1]
-            else:
-                passes, tokens = cost.passes, cost.tokens
+            after = lm.counters if before is not None else None
+            passes, tokens = (after[0] - before[0], after[1] - before[1]) if after else (cost.passes, cost.tokens)
             plan.cost.update(forward_passes=passes, tokens_scored=tokens, kg_queries=neigh.queries,
                              kg_seconds=round(neigh.seconds, 4), llm_calls=self._lm_calls - calls)
         plan.cost["seconds"] = round(time.perf_counter() - t0, 4)
@@ -242,12 +238,13 @@ class GroundedPlanner:
         return plan
 
     def _search(self, question: str, entities: dict[str, str], lm, neigh: Neighbourhood, cost: SearchCost,
-                optional: frozenset[str] = frozenset(), unprompted: frozenset[str] = frozenset()) -> Plan:
+                optional: frozenset[str] = frozenset(), unprompted: frozenset[str] = frozenset(), ask=True) -> Plan:
         from memq.reconstruct import Draft, Reconstructor
 
         cfg = self.config
         names = entity_names(entities)
         covered = entity_names({mid: name for mid, name in entities.items() if mid not in optional})
+        asked = self.classes.asked(question) if ask and self.classes is not None and cfg.asked_class else None
         prefix = lm.prompt_ids(self.prompt(question, {m: n for m, n in entities.items() if m not in unprompted}))
         sims = self.bank.similarities(question)
         prior = self.prior
@@ -276,10 +273,9 @@ class GroundedPlanner:
                 bonus = bonuses(support, [line.statement.id if line.kind == "find" else None for line in lines],
                                 cfg.prior if prior is not None else 0.0, cfg.prior_floor)
                 bonus = [b + line.rank for b, line in zip(bonus, lines, strict=True)]
-                if cfg.coverage:
-                    missing = len(unnamed(h.steps, covered))
-                    bonus = [b - cfg.coverage * missing if line.kind == "answer" else b
-                             for b, line in zip(bonus, lines, strict=True)]
+                off = cfg.coverage * len(unnamed(h.steps, covered))
+                bonus = [b - off - (0.0 if names_class(h.steps, asked, line.step.target) else cfg.asked_class)
+                         if line.kind == "answer" else b for b, line in zip(bonus, lines, strict=True)]
                 found = best_lines(lm, prefix + h.ids, [list(line.ids) for line in lines], lines_each + opened,
                                    open_ends=[line.kind == "open" for line in lines], bonus=bonus, prune=cfg.prune,
                                    max_passes=cfg.max_passes, cost=cost)
@@ -299,13 +295,15 @@ class GroundedPlanner:
             complete.extend(h for h in grown if h.done)
             live = sorted((h for h in grown if not h.done), key=lambda h: -h.score(cfg.norm))[:width]
             complete.sort(key=lambda h: -h.score(cfg.norm))
-            if not live:
+            # sums of log-probabilities and bonuses only fall: no partial plan can overtake the best complete one
+            if not live or cfg.norm == "sum" and complete and live[0].score("sum") < complete[0].score("sum"):
                 break
-            if cfg.norm == "sum" and complete and live[0].score("sum") < complete[0].score("sum"):
-                break  # sums of log-probabilities and bonuses only fall: no partial plan can overtake the best complete one
             if len(complete) >= cfg.beam and live[0].score(cfg.norm) < complete[cfg.beam - 1].score(cfg.norm):
                 break  # a mean can rise again; stop once the beam's worth of complete plans leads every partial one
             beams = live
+        if not complete and asked:  # no plan that ends names it: planned again as if no class were asked for
+            plan = self._search(question, entities, lm, neigh, cost, optional, unprompted, ask=False)
+            return plan.notes.append(f"asked class: no plan that ends names {asked} at the answer") or plan
         if not complete:
             why = "the beam ended with no complete plan"
             if cfg.coverage and len(covered) > 1:
@@ -318,6 +316,8 @@ class GroundedPlanner:
         plan.notes.extend(best.notes)
         if cfg.coverage and (left := unnamed(best.steps, covered)):
             plan.notes.append(f"entity coverage: the plan names no step of {', '.join(left)}")
+        if not names_class(best.steps, asked, best.steps[-1].target):
+            plan.notes.append(f"asked class: no step names the class the question asks for at the answer, {asked}")
         if cfg.prior > 0 and prior is None:
             plan.notes.append("question prior off: the memory bank's sources name no training questions")
         plan.cost.update(candidates=offered, prior_weight=cfg.prior if prior is not None else 0.0)
