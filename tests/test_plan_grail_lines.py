@@ -343,3 +343,16 @@ def test_a_longer_plan_that_checks_the_class_asked_for_overtakes_the_short_one(t
     # no plan that ends names a museum within two steps (the check beats the costed Finally line): planned again
     again = plan(30.0, beam=1, lines=1, question="which museum is near low house?", max_steps=2)
     assert again.raw == short and "asked class: no plan that ends names museum at the answer" in again.notes
+
+
+def test_a_question_with_no_entity_starts_from_the_class_it_asks_for(kg, bank):
+    free = FineTunedPlanner(str(REPO_ADAPTER).format(dataset="webqsp"))
+    p = GroundedPlanner(free, kg=kg, bank=bank, config=GroundedConfig(prior=0.0, asked_class=25.0),
+                        lm=ScriptedLM(""))
+    root = Hyp(draft=Draft(), rec=Reconstructor({}))
+    ranks = {line.text: line.rank for line in p._lines(root, {}, [], p.lm, Neighbourhood(kg), {},
+                                                         "which bridge is the longest?")}
+    assert ranks == {"Find every bridge, assign it to ?x0.": 0.0, "Find every building, assign it to ?x0.": -25.0}
+    asks_none = {line.rank for line in p._lines(root, {}, [], p.lm, Neighbourhood(kg), {}, "what is the longest?")}
+    museum = {line.rank for line in p._lines(root, {}, [], p.lm, Neighbourhood(kg), {}, "which museum is it?")}
+    assert asks_none == museum == {0.0}  # no class asked for; or one with no member in the KG: no start is costed

@@ -393,8 +393,8 @@ class GroundedPlanner:
             del entry["logits"]
             ranked.append(entry)
         if self.classes is not None:
-            lines += [Line("shape", sl.text, tuple(lm.token_ids(sl.text + "\n")), sl.step, sl.statement)
-                      for sl in shape_lines(self.classes, h, neigh, sims, question, names)]
+            lines += [Line("shape", sl.text, tuple(lm.token_ids(sl.text + "\n")), sl.step, sl.statement, rank=sl.rank)
+                      for sl in shape_lines(self.classes, h, neigh, sims, question, names, self.config.asked_class)]
         for v in h.assigned if may_end(h.steps) else ():
             text = f"Finally the answer is {v}."
             lines.append(Line("answer", text, tuple(lm.token_ids(text)) + (lm.eos_id,),
