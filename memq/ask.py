@@ -61,8 +61,9 @@ def add_search_args(parser: argparse.ArgumentParser) -> None:
                                                           "taken")
     parser.add_argument("--coverage", type=float, help=f"{g} nats off a Finally line for each topic entity the plan "
                                                        "does not name (0: off)")
-    parser.add_argument("--asked-class", type=float, help=f"{g} nats off a Finally line while no step names the "
-                                                          "class the question asks for (GrailQA's lines; 0: off)")
+    parser.add_argument("--asked-class", type=float, help=f"{g} nats off a Finally line whose answer is not of the "
+                                                          "class the question asks for, and off a start from another "
+                                                          "class (GrailQA's lines; 0: off)")
     parser.add_argument("--ranker", help=f"{g} the statement ranker's directory, or 'none' for the model alone "
                                          "(default: the committed memory_bank/ranker when there is one)")
     parser.add_argument("--rank-top", type=int, help=f"{g} best-ranked candidates offered to the model per step")

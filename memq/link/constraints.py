@@ -23,9 +23,9 @@ training questions, how often a question with a word (or a pair of adjacent word
     share(e | w) = training questions with the word w and the constraint e / training questions with w
 
 and suggests ``e`` for a question with ``w`` when that share is at least ``cue_share`` over at least
-``cue_count`` questions (:class:`~memq.link.linker.LinkConfig`). Its support is the larger of the two. A suggested entity is
-*optional*: the planner may name it but is not pushed to (the grounded planner's entity coverage does not count
-it), and ``Trace.links`` lists it with its support and the neighbours that voted.
+``cue_count`` questions (:class:`~memq.link.linker.LinkConfig`; off by default). Its support is the larger of the
+two. A suggested entity is *optional*: the planner may name it but is not pushed to (the grounded planner's entity
+coverage does not count it), and ``Trace.links`` lists it with its support and the neighbours that voted.
 
 :func:`linked_entities` gathers what the pipeline gives the planner for a question asked without ids: the
 entities, the optional ones (second readings, linked entities after the ``required`` best, suggestions) and the
@@ -190,8 +190,8 @@ def traced_suggestions(found: list[Suggestion], trace) -> dict[str, str]:
     """``found`` as optional entities (id -> name), each listed in ``trace.links`` and named in its fallbacks."""
     trace.links.extend(s.to_json() for s in found)
     if found:
-        trace.fallbacks.append("constraint entities suggested by the nearest training questions or the question's words "
-                               "(the plan may name them): " + "; ".join(s.why() for s in found))
+        trace.fallbacks.append("constraint entities suggested by the nearest training questions or the question's "
+                               "words (the plan may name them): " + "; ".join(s.why() for s in found))
     return {s.id: s.name for s in found}
 
 

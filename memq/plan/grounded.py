@@ -183,9 +183,8 @@ class GroundedPlanner:
 
     def _statement_edges(self, statement) -> tuple[set[Edge], set[Edge]]:
         if statement.id not in self._edges:
-            self._edges[statement.id] = (statement_edges(statement, "entity1"),
-                                         statement_edges(statement, "entity2") if statement.structure == "3"
-                                         else set())
+            second = statement_edges(statement, "entity2") if statement.structure == "3" else set()
+            self._edges[statement.id] = (statement_edges(statement, "entity1"), second)
         return self._edges[statement.id]
 
     # ------------------------------------------------------------------ planning
@@ -303,7 +302,8 @@ class GroundedPlanner:
             beams = live
         if not complete and asked:  # no plan that ends names it: planned again as if no class were asked for
             plan = self._search(question, entities, lm, neigh, cost, optional, unprompted, ask=False)
-            return plan.notes.append(f"asked class: no plan that ends names {asked} at the answer") or plan
+            plan.notes.append(f"asked class: no plan that ends names {asked} at the answer")
+            return plan
         if not complete:
             why = "the beam ended with no complete plan"
             if cfg.coverage and len(covered) > 1:

@@ -49,9 +49,9 @@ from memq.types import PlanStep
 
 from .format import render_step
 
-__all__ = ["ClassStatements", "Hyp", "Line", "ShapeLine", "check_lines", "closed", "count_lines", "grail_targets", "has_classes",
-           "may_end", "names_class", "numeric_at", "question_values", "related_classes", "shape_lines", "starts_from_class",
-           "superlative_lines", "unnamed"]
+__all__ = ["ClassStatements", "Hyp", "Line", "ShapeLine", "check_lines", "closed", "count_lines", "grail_targets",
+           "has_classes", "may_end", "names_class", "numeric_at", "question_values", "related_classes", "shape_lines",
+           "starts_from_class", "superlative_lines", "unnamed"]
 
 STARTS = 12  # class statements offered as a start
 RELATED = 6  # of them at most: the classes where the path statements most similar to the question start

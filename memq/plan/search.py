@@ -26,7 +26,8 @@ class GroundedConfig:
     prior_floor: float = 0.1  # added to a statement's support before its log is taken
     coverage: float = 10.0  # nats off a Finally line for each topic entity that no step names; 0: off
     # nats off a Finally line when the question asks for a class by name ("which computer scientists") that no step
-    # starts from or checks (GrailQA's class lines, memq.plan.lines.ClassStatements.asked); 0: off
+    # starts from or checks at its answer, and off a class start other than it (GrailQA's class lines,
+    # memq.plan.lines.ClassStatements.asked); 0: off
     asked_class: float = 0.0
     # with a statement ranker (chosen on the first 100 WebQSP dev questions: top 5 and weight 2 beat top 10 and
     # weight 1; a pool of 160 holds every candidate of 98.6% of dev steps where 64 held 98.1%)
