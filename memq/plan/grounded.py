@@ -300,7 +300,7 @@ class GroundedPlanner:
             if len(complete) >= cfg.beam and live[0].score(cfg.norm) < complete[cfg.beam - 1].score(cfg.norm):
                 break  # a mean can rise again; stop once the beam's worth of complete plans leads every partial one
             beams = live
-        if not complete and asked:  # no plan that ends names it: planned again as if no class were asked for
+        if not complete and asked:  # no plan that ends names it: planned again without the Finally rule
             plan = self._search(question, entities, lm, neigh, cost, optional, unprompted, ask=False)
             plan.notes.append(f"asked class: no plan that ends names {asked} at the answer")
             return plan

@@ -138,6 +138,7 @@ class ClassStatements:
         self.by_class: dict[str, object] = {}
         self.names: dict[str, str] = {}
         self._asked: re.Pattern | None = None
+        self._named: dict[str, str] = {}  # a class name in lower case -> the name (the first, sorted, of those alike)
         for record in bank.records:
             st = record.statement
             if st.structure == "class" and class_id(st) not in self.by_class:
@@ -185,13 +186,13 @@ class ClassStatements:
         None. The train plans of 360 of the 380 GrailQA train questions that ask so start from that class or check
         it."""
         if self._asked is None:
-            names = sorted({n.lower() for n in self.names.values() if len(n) >= 3}, key=lambda n: (-len(n), n))
+            for name in sorted(self.names.values()):
+                self._named.setdefault(name.lower(), name)
+            names = sorted((n for n in self._named if len(n) >= 3), key=lambda n: (-len(n), n))
             alternatives = "|".join(map(re.escape, names))
             self._asked = re.compile(r"\b(?:which|what)\s+(" + alternatives + r")(?:e?s)?" + ASKED_END)
         found = self._asked.search(question.lower()) if self.names else None
-        if found is None:
-            return None
-        return next(n for n in sorted(self.names.values()) if n.lower() == found.group(1))
+        return None if found is None else self._named[found.group(1)]
 
 
 ASKED_END = (r"(?=\s*$|\s*[?.,!;:]|\s+(?:is|are|was|were|has|have|had|does|do|did|can|could|will|would|that|which|"
@@ -242,7 +243,8 @@ def shape_lines(classes: ClassStatements, h: Hyp, neigh, sims: dict[str, float],
             return []
         first = related_classes(classes.bank.records, sims, classes.edges_of) if classes.edges_of else []
         asked = classes.asked(question) if asked_class else None
-        first = [c for c, st in classes.by_class.items() if classes.names[st.id] == asked] + first
+        if asked:
+            first = [c for c, st in classes.by_class.items() if classes.names[st.id] == asked] + first
         starts = classes.starts(sims, neigh.has_members, first=first)
         if not any(line.step.value == asked for line in starts):
             return starts
