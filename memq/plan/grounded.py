@@ -1,29 +1,21 @@
 """The grounded planner (``--planner grounded``): each Find step is chosen among memory statements that bind in the KG.
 
-Free generation (``--planner finetuned``) writes near-miss wording: "Find the
-actor of the performance with film Coronation Street" for a TV programme, a
-relation the entity does not have. Choosing is easier than writing, so this
-planner lets the same fine-tuned model (the committed adapter) choose, one
-plan line at a time, among lines that exist:
+Free generation (``--planner finetuned``) writes near-miss wording: "Find the actor of the performance with film
+Coronation Street" for a TV programme, a relation the entity does not have. Choosing is easier than writing, so this
+planner lets the same fine-tuned model (the committed adapter) choose, one plan line at a time, among lines that exist:
 
-* **Find steps.** The candidates are the memory's path statements (structures
-  1-3) whose edge from a known node exists in the KG. The known nodes are the
-  topic entities and the ``?variables`` the plan assigned. The predicates at a
-  node come from one KG query per node (both directions; cached per question);
-  a ``?variable``'s are those of the values the plan so far binds to it. A
-  structure-3 statement also needs its second known node to carry its edge to
-  the CVT. Every candidate that passes is probed once: instantiated as the
-  pipeline would (:meth:`memq.reconstruct.Reconstructor.find`) after the plan so
-  far, it must return a row, which checks the CVT's second edge. Each candidate
-  is rendered as plan derivation writes it (:func:`memq.plan.derive.find_step`,
-  from its primary description), with each target variable the training plans
-  use: ``?x``, ``?y`` and the relation-named one (``?gender``).
+* **Find steps.** The candidates are the memory's path statements (structures 1-3) whose edge from a known node exists
+  in the KG. The known nodes are the topic entities and the ``?variables`` the plan assigned. The predicates at a node
+  come from one KG query per node (both directions; cached per question); a ``?variable``'s are those of the values the
+  plan so far binds to it. A structure-3 statement also needs its second known node to carry its edge to the CVT. Every
+  candidate that passes is probed once: instantiated as the pipeline would (:meth:`memq.reconstruct.Reconstructor.find`)
+  after the plan so far, it must return a row, which checks the CVT's second edge. Each candidate is rendered as plan
+  derivation writes it (:func:`memq.plan.derive.find_step`, from its primary description), with each target variable the
+  training plans use: ``?x``, ``?y`` and the relation-named one (``?gender``).
 * **Finally** ``the answer is ?v`` for each assigned ``?v`` (then EOS).
-* **Make sure / Sort** lines are *open*: the line start is a candidate, and
-  when the search reaches it the model writes the rest greedily. A line that
-  does not parse, or checks or sorts a variable the plan has not assigned, is
-  dropped. A check's constant is traced as *copied* (it occurs in the question)
-  or *generated*.
+* **Make sure / Sort** lines are *open*: the line start is a candidate, and when the search reaches it the model writes
+  the rest greedily. A line that does not parse, or checks or sorts a variable the plan has not assigned, is dropped. A
+  check's constant is traced as *copied* (it occurs in the question) or *generated*.
 
 **How the lines are scored (measured, then chosen).** Scoring every candidate in full with llama.cpp took 10.2 s for
 20 candidates (317 tokens, one forward pass each) on one thread of the 2-core CPU; free generation of a whole plan
@@ -41,34 +33,31 @@ best-supported line's)``, a bonus <= 0 that the line search adds exactly.
 
 **GrailQA's lines** (:mod:`memq.plan.lines`): with class statements in the bank, a class to start from, class checks,
 counts and superlatives are offered too. A Finally line loses ``asked_class`` nats unless a step names the class the
-question asks for at the ?variable it answers with; when no plan then ends, it is planned again without that rule.
+question asks for at the ?variable it answers with; when no plan then ends, it is searched again with a beam of
+``asked_beam`` (and two lines a plan), and when none ends there either, planned without that rule (all in the notes).
+A check of a number, a date or a topic entity is offered only where some value of the plan so far passes it; so when
+entity coverage leaves no plan to end, the question is planned again without coverage (traced), not freely.
 
-**Entity coverage** (``coverage``). 99.6% of the WebQSP training plans name every
-topic entity (a Find step's source or second entity, or a check's constant). A
-*Finally* line loses ``coverage`` nats for each topic entity that no step of the
-plan so far names, so the search goes on to a line that names it (a check on
-"Country", the CVT statement with both entities) unless the model strongly
-prefers to stop. The plan's notes name an entity the chosen plan still leaves
-out. With one topic entity it never applies: the first Find line starts there.
+**Entity coverage** (``coverage``). 99.6% of the WebQSP training plans name every topic entity (a Find step's source or
+second entity, or a check's constant). A *Finally* line loses ``coverage`` nats for each topic entity that no step of
+the plan so far names, so the search goes on to a line that names it (a check on "Country", the CVT statement with both
+entities) unless the model strongly prefers to stop. The plan's notes name an entity the chosen plan still leaves out.
+With one topic entity it never applies: the first Find line starts there.
 
-**The statement ranker** (``ranker``, :mod:`memq.plan.ranker`). When the planner
-has one, a cross-encoder scores the ``rank_pool`` candidates of a step most
-similar to the question, and only its ``rank_top`` best that bind are probed
-and offered; each Find line's score gets ``rank_weight`` times its logit minus
-the best one's (<= 0, added exactly). ``Plan.ranked`` lists every step's ranked
-candidates with the ranker's and the model's scores.
+**The statement ranker** (``ranker``, :mod:`memq.plan.ranker`). When the planner has one, a cross-encoder scores the
+``rank_pool`` candidates of a step most similar to the question, and only its ``rank_top`` best that bind are probed and
+offered; each Find line's score gets ``rank_weight`` times its logit minus the best one's (<= 0, added exactly).
+``Plan.ranked`` lists every step's ranked candidates with the ranker's and the model's scores.
 
-**Pass budget.** Past ``budget`` forward passes a question (60, chosen on dev) the search goes on with a beam of 1
+**Pass budget.** Past ``budget`` forward passes a search (60, chosen on dev) the search goes on with a beam of 1
 and one line per step (in the plan's notes). It counts a pass per token an open line writes, as greedy decoding
 would, though drafted tokens are checked several a pass (:meth:`memq.llm.llamacpp.LlamaCppLLM.greedy`).
 
-**Execution-guided choice.** :class:`~memq.types.Plan` carries the complete
-plans (``Plan.beam``, best first: text, score and the planner's own steps);
-the pipeline runs them in order and keeps the first whose query returns rows
-(``Trace.plans`` lists each one tried with its score and row count). Each Find
-step names the statement it was chosen from (``PlanStep.statement``), and
-recall keeps that statement: two statements can render the same text, and
-only the chosen one was checked to bind.
+**Execution-guided choice.** :class:`~memq.types.Plan` carries the complete plans (``Plan.beam``, best first: text,
+score and the planner's own steps); the pipeline runs them in order and keeps the first whose query returns rows
+(``Trace.plans`` lists each one tried with its score and row count). Each Find step names the statement it was chosen
+from (``PlanStep.statement``), and recall keeps that statement: two statements can render the same text, and only the
+chosen one was checked to bind.
 
 **Fallbacks, all traced** (``Plan.notes``): when no topic entity has a predicate that a memory statement starts
 with, when the beam ends with no complete plan, or when the KG fails (an endpoint timeout: the note names the KG and
@@ -237,12 +226,13 @@ class GroundedPlanner:
         return plan
 
     def _search(self, question: str, entities: dict[str, str], lm, neigh: Neighbourhood, cost: SearchCost,
-                optional: frozenset[str] = frozenset(), unprompted: frozenset[str] = frozenset(), ask=True) -> Plan:
+                optional: frozenset = frozenset(), unprompted: frozenset = frozenset(), ask=True, wide=False,
+                cover=True) -> Plan:
         from memq.reconstruct import Draft, Reconstructor
 
         cfg = self.config
         names = entity_names(entities)
-        covered = entity_names({mid: name for mid, name in entities.items() if mid not in optional})
+        covered = entity_names({mid: name for mid, name in entities.items() if mid not in optional}) if cover else []
         asked = self.classes.asked(question) if ask and self.classes is not None and cfg.asked_class else None
         prefix = lm.prompt_ids(self.prompt(question, {m: n for m, n in entities.items() if m not in unprompted}))
         sims = self.bank.similarities(question)
@@ -253,9 +243,10 @@ class GroundedPlanner:
         beams, complete = [root], []
         offered = 0
         first = True
-        width, lines_each = cfg.beam, cfg.lines
+        width, lines_each = (max(cfg.beam, cfg.asked_beam), max(cfg.lines, 2)) if wide else (cfg.beam, cfg.lines)
+        beam, before = width, cost.passes
         for step in range(cfg.max_steps):
-            spent = cost.passes  # a greedily written token counts one, drafted or not: the budget as chosen
+            spent = cost.passes - before  # a greedily written token counts one, drafted or not: the budget as chosen
             if cfg.budget and spent >= cfg.budget and width > 1:
                 width, lines_each, beams = 1, 1, beams[:1]
                 beams[0].notes.append(f"pass budget: {spent} forward passes after {step} step(s) reached the budget "
@@ -297,19 +288,25 @@ class GroundedPlanner:
             # sums of log-probabilities and bonuses only fall: no partial plan can overtake the best complete one
             if not live or cfg.norm == "sum" and complete and live[0].score("sum") < complete[0].score("sum"):
                 break
-            if len(complete) >= cfg.beam and live[0].score(cfg.norm) < complete[cfg.beam - 1].score(cfg.norm):
+            if len(complete) >= beam and live[0].score(cfg.norm) < complete[beam - 1].score(cfg.norm):
                 break  # a mean can rise again; stop once the beam's worth of complete plans leads every partial one
             beams = live
-        if not complete and asked:  # no plan that ends names it: planned again without the Finally rule
-            plan = self._search(question, entities, lm, neigh, cost, optional, unprompted, ask=False)
-            plan.notes.append(f"asked class: no plan that ends names {asked} at the answer")
+        if not complete and asked:  # no plan that ends names it: a wider search, then none without the Finally rule
+            widen = not wide and cfg.asked_beam > cfg.beam
+            plan = self._search(question, entities, lm, neigh, cost, optional, unprompted, ask=widen, wide=widen)
+            plan.notes.append(f"asked class: no plan that ends names {asked} at the answer with a beam of {beam}")
+            return plan
+        if not complete and cfg.coverage and len(covered) > 1 and self.classes is not None:
+            # GrailQA's lines name an entity only where the KG has it, so coverage may leave no plan to end
+            plan = self._search(question, entities, lm, neigh, cost, optional, unprompted, ask=False, cover=False)
+            plan.notes.append("entity coverage: no plan that ends names every topic entity; planned again without it")
             return plan
         if not complete:
             why = "the beam ended with no complete plan"
             if cfg.coverage and len(covered) > 1:
                 why += f" (entity coverage: {cfg.coverage:g} nats off each Finally line per topic entity left out)"
             return self._free(question, entities, why)
-        complete = complete[:cfg.beam]
+        complete = complete[:beam]
         best = complete[0]
         plan = Plan(steps=list(best.steps), raw="\n".join(best.lines))
         plan.beam = [BeamPlan("\n".join(h.lines), round(h.score(cfg.norm), 4), tuple(h.steps)) for h in complete]

@@ -29,6 +29,9 @@ class GroundedConfig:
     # starts from or checks at its answer, and off a class start other than it (GrailQA's class lines,
     # memq.plan.lines.ClassStatements.asked); 0: off
     asked_class: float = 0.0
+    # when no plan of the search ends naming the class asked for, the same search again with this beam (and two
+    # lines a plan) before the class is given up; 0: given up at once
+    asked_beam: int = 0
     # with a statement ranker (chosen on the first 100 WebQSP dev questions: top 5 and weight 2 beat top 10 and
     # weight 1; a pool of 160 holds every candidate of 98.6% of dev steps where 64 held 98.1%)
     rank_top: int = 5  # the best-ranked candidates probed and offered per step
@@ -40,8 +43,9 @@ class GroundedConfig:
                      "rank_pool"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {getattr(self, name)!r}")
-        if not isinstance(self.budget, int) or self.budget < 0:
-            raise ValueError(f"budget must be an int >= 0 (0: no budget), got {self.budget!r}")
+        for name in ("budget", "asked_beam"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
+                raise ValueError(f"{name} must be an int >= 0 (0: off), got {getattr(self, name)!r}")
         if self.norm not in NORMS:
             raise ValueError(f"unknown norm {self.norm!r}; expected one of {', '.join(NORMS)}")
         for name in ("prune", "prior_floor"):
