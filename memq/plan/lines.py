@@ -237,7 +237,7 @@ def shape_lines(classes: ClassStatements, h: Hyp, neigh, sims: dict[str, float],
     """GrailQA's lines after the partial plan ``h``: a class to start from (before any step, when the question names no
     entity: ``names`` is empty), or class checks of the ``?variables`` not checked yet, checks of the last one
     against the ``question``'s values (:func:`question_values`) and the topic entity ``names`` no step names
-    (each only when some value of the plan so far passes it, :meth:`Neighbourhood.passes`), counts, and
+    (each only when some value of the plan so far passes it, :meth:`Neighbourhood.passing`), counts, and
     superlatives (one a plan). With ``asked_class``, the class the question asks for
     (:meth:`ClassStatements.asked`) is offered first as a start, and the other starts lose that many nats (63 of
     the 65 GrailQA train questions with no entity that ask for a class start from it)."""
@@ -265,7 +265,8 @@ def shape_lines(classes: ClassStatements, h: Hyp, neigh, sims: dict[str, float],
         compares = numbered and COMPARES.search(question) is not None  # else = (a question that compares says so)
         checks = check_lines(last.target, question_values(question), [] if numbered else unnamed(h.steps, names),
                              ops=COMPARE if compares else ("=",))
-        out += [line for line in checks if neigh.passes(h.draft, h.rec, line.step)]  # one no value passes: none
+        passed = neigh.passing(h.draft, h.rec, [line.step for line in checks])  # one no value passes: no line
+        out += [line for line, ok in zip(checks, passed, strict=True) if ok]
     if ASKS_COUNT.search(question):
         out += count_lines(h.assigned)
     if not any(st.kind == "superlative" for st in h.steps) and SUPERLATIVE.search(question):

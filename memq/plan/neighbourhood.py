@@ -158,20 +158,26 @@ class Neighbourhood:
         probe.add_alternatives([group])
         return bool(self._select(to_standard(probe.probe(target))))
 
-    def passes(self, draft, rec, step) -> bool:
-        """Whether some row of ``draft`` (the plan so far) passes the check ``step`` (a Make sure line), written
-        by the plan's reconstructor ``rec`` as it would write the query's FILTER (``rec`` is not changed)."""
+    def passing(self, draft, rec, steps) -> list[bool]:
+        """For each check in ``steps`` (Make sure lines), whether some row of ``draft`` (the plan so far) passes it,
+        written by the plan's reconstructor ``rec`` as it would write the query's FILTER (``rec`` is copied once and
+        not changed)."""
         import copy
 
         from memq.errors import ReconstructionError
 
-        try:
-            expr = copy.deepcopy(rec).check(step)
-        except ReconstructionError:
-            return False
-        probe = draft.copy()
-        probe.filters.append(expr)
-        return bool(self._select(to_standard(probe.probe(rec.var(step.target)))))
+        rec = copy.deepcopy(rec)
+        out: list[bool] = []
+        for step in steps:
+            try:
+                expr = rec.check(step)
+            except ReconstructionError:
+                out.append(False)
+                continue
+            probe = draft.copy()
+            probe.filters.append(expr)
+            out.append(bool(self._select(to_standard(probe.probe(rec.var(step.target))))))
+        return out
 
     def has_members(self, class_id: str) -> bool:
         """Whether some node of the KG has the class ``class_id`` (``type.object.type``)."""
