@@ -82,6 +82,12 @@ CONFIGS: dict[str, tuple[str, str, dict]] = {
     # GrailQA: the CWQ planner continued on GrailQA train + the synthetic programs (the CPU run did 1 epoch of 8)
     "grailqa-r8": ("planner", "grailqa+grailqa-synthetic",
                    dict(epochs=3.0, batch_size=16, lr=2e-4, lora_r=8, lora_alpha=16, init_adapter="init/cwq-planner")),
+    # the committed GrailQA planner's recipe (memory_bank/grailqa/planner: 1 epoch of 8 on the CPU), on plans derived
+    # with today's class names (that adapter's data had 24 train and 48 synthetic plans with older ones)
+    "grailqa-e1": ("planner", "grailqa+grailqa-synthetic",
+                   dict(epochs=1.0, batch_size=8, lr=2e-4, lora_r=8, lora_alpha=16, init_adapter="init/cwq-planner")),
+    "grailqa-e2": ("planner", "grailqa+grailqa-synthetic",
+                   dict(epochs=2.0, batch_size=8, lr=2e-4, lora_r=8, lora_alpha=16, init_adapter="init/cwq-planner")),
 }
 # name -> memq.plan.rank_train.train keywords; the data are the group files `memq planner ranker data` writes
 RANKERS: dict[str, dict] = {
