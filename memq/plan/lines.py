@@ -206,9 +206,9 @@ ASKED_END = (r"(?=\s*$|\s*[?.,!;:]|\s+(?:is|are|was|were|has|have|had|does|do|di
 
 
 def names_class(steps, name: str | None, target: str | None = None) -> bool:
-    """Whether a plan starts from the class ``name`` or checks it, or a class named more narrowly
-    (:func:`narrower`), (true when there is none to name), at the ``?variable`` ``target`` when one is given (the
-    answer's; a count's answer stands for what it counts)."""
+    """Whether a plan starts from the class ``name`` or a narrower one (:func:`narrower`) or checks it, at the
+    ``?variable`` ``target`` when one is given (the answer's; a count's answer stands for what it counts); true when
+    there is none to name."""
     target = next((st.source for st in steps if st.kind == "count" and st.target == target), target)
     return name is None or any(st.kind == "class" and narrower(st.value or "", name)
                                and target in (None, st.target) for st in steps)
@@ -289,11 +289,11 @@ def shape_lines(classes: ClassStatements, h: Hyp, neigh, sims: dict[str, float],
 
 
 # 45 of GrailQA's 46 train questions that count say so (and 5 of the 954 others)
+ASKS_COUNT = re.compile(r"\b(?:how many|number of|count)\b", re.I)
 # All 40 GrailQA train questions that say it count. Of the 81 synthetic programs' questions that say it, 50 count
 # and 11 read a number ("how many employees does audi have?"); of the other 20, half read a list that a count
 # would answer ("how many seasons does army wives have?"), half a number inside a CVT ("a dated integer")
 HOW_MANY = re.compile(r"\bhow many\b", re.I)
-ASKS_COUNT = re.compile(r"\b(?:how many|number of|count)\b", re.I)
 # 67 of GrailQA's 68 train questions whose plan has a superlative say so with one of these (906 of the 932 others
 # none): "most", "earliest", "first", "smallest", ...
 SUPERLATIVE = re.compile(r"\b(?:most|least|fewest|maximum|minimum|max|min|first|last|top|\w{2,}est)\b", re.I)
