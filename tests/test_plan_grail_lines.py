@@ -360,6 +360,19 @@ def test_a_class_name_followed_by_more_of_a_noun_phrase_is_not_asked_for(bank):
     assert classes.asked("what bridges span it?") is None  # a verb it does not know ends nothing: not asked
 
 
+def test_a_class_asked_for_the_other_way_round():
+    bank = bank_of([*STATEMENTS, ("type", "class", "?entity1 ns:type.object.type ns:architecture.building_type .",
+                                  "?entity1 is a building type")])
+    classes = ClassStatements(bank)
+    assert classes.asked("what type of building is low house?") == "building type"
+    assert classes.asked("which types of building have 40 floors?") == "building type"
+    assert classes.asked("what is the name of the type of building that low house is?") == "building type"
+    assert classes.asked("which building type is it?") == "building type"  # as the class is named
+    assert classes.asked("what type of bridge is it?") is None  # no class "bridge type"
+    assert classes.asked("what is the floors of low house?") is None  # "low house floor" names no class
+    assert classes.asked("which building of the type is it?") == "building"  # the class as named comes first
+
+
 def test_a_longer_plan_that_checks_the_class_asked_for_overtakes_the_short_one(tmp_path_factory):
     near = f"<{NS}m.0b1> <{NS}architecture.building.nearby> <{NS}m.0c1> .\n"  # Low House is near Big Bridge
     kg = store_of(tmp_path_factory, _triples() + near)
@@ -428,6 +441,35 @@ def test_a_wider_search_finds_the_class_asked_for_that_a_beam_of_one_misses(tmp_
                             "asked class: no plan that ends names museum at the answer with a beam of 1"]
     with pytest.raises(ValueError, match="asked_beam must be an int >= 0"):
         GroundedConfig(asked_beam=-1)
+
+
+def test_the_wider_search_takes_a_class_that_the_name_asked_for_shortens(tmp_path_factory):
+    from memq.plan.lines import shortens
+
+    assert shortens("radio program", "radio program episode") and shortens("Sports League", "sports league season")
+    assert not shortens("radio program", "radio program") and not shortens("program", "radio program")
+    assert not shortens("bridge", "bridges tower") and not shortens("", "bridge")
+    near = (f"<{NS}m.0b1> <{NS}architecture.building.nearby> <{NS}m.0t1> .\n"  # Low House is near a bridge tower
+            f'<{NS}m.0t1> <{NS}type.object.name> "Old Tower"@en .\n'
+            f"<{NS}m.0t1> <{NS}type.object.type> <{NS}transportation.bridge_tower> .\n")
+    kg = store_of(tmp_path_factory, _triples() + near)
+    bank = bank_of([*STATEMENTS, ("nearby", "1", "?entity1 ns:architecture.building.nearby ?entity2 .",
+                                  "?entity2 is the nearby structure of the building ?entity1"),
+                    ("tower", "class", "?entity1 ns:type.object.type ns:transportation.bridge_tower .",
+                     "?entity1 is a bridge tower")])
+    late = ("Find the floors of the building Low House, assign it to ?x0.\nFind the nearby structure of the building "
+            "Low House, assign it to ?x1.\nMake sure ?x1 is a bridge tower.\nFinally the answer is ?x1.")
+    checked = ("Find the nearby structure of the building Low House, assign it to ?x0.\nMake sure ?x0 is a bridge "
+               "tower.\nFinally the answer is ?x0.")
+    free = FineTunedPlanner(str(REPO_ADAPTER).format(dataset="webqsp"))
+    config = GroundedConfig(prior=0.0, asked_class=30.0, beam=1, lines=1, max_steps=3, asked_beam=3)
+    plan = GroundedPlanner(free, kg=kg, bank=bank, config=config, lm=ScriptedLM(late, checked)).plan(
+        "which bridge is near low house?", {"m.0b1": "Low House"})
+    # "bridge" is asked for, the KG has a bridge tower: no plan of the first search names a bridge; the wider one
+    # takes the bridge tower at no cost (before, its plan lost the 30 nats and said that no step names a bridge)
+    assert plan.raw == checked
+    assert plan.notes == ["asked class: no plan that ends names bridge at the answer with a beam of 1"]
+    assert plan.beam[0].score > -30.0
 
 
 def test_when_coverage_leaves_no_plan_to_end_it_is_planned_again_without_it(kg, bank):

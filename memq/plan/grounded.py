@@ -34,9 +34,10 @@ best-supported line's)``, a bonus <= 0 that the line search adds exactly.
 **GrailQA's lines** (:mod:`memq.plan.lines`): with class statements in the bank, a class to start from, class checks,
 counts and superlatives are offered too. A Finally line loses ``asked_class`` nats unless a step names the class the
 question asks for at the ?variable it answers with; when no plan then ends, it is searched again with a beam of
-``asked_beam`` (and two lines a plan), and when none ends there either, planned without that rule (all in the notes).
-A check of a number, a date or a topic entity is offered only where some value of the plan so far passes it; so when
-entity coverage leaves no plan to end, the question is planned again without coverage (traced), not freely.
+``asked_beam`` (and two lines a plan), which also takes a class whose name the asked one begins (``shortens``), and
+when none ends there either, planned without that rule (all in the notes). A check of a number, a date or a topic
+entity is offered only where some value of the plan so far passes it; so when entity coverage leaves no plan to end,
+the question is planned again without coverage (traced), not freely.
 
 **Entity coverage** (``coverage``). 99.6% of the WebQSP training plans name every topic entity (a Find step's source or
 second entity, or a check's constant). A *Finally* line loses ``coverage`` nats for each topic entity that no step of
@@ -254,7 +255,7 @@ class GroundedPlanner:
             grown: list[Hyp] = []
             for h in beams:
                 entries = len(ranked)
-                lines = self._lines(h, entities, names, lm, neigh, sims, question, ranked)
+                lines = self._lines(h, entities, names, lm, neigh, sims, question, ranked, wide)
                 if first and not any(line.kind in ("find", "shape") for line in lines):
                     return self._free(question, entities, "no memory statement starts from an edge of the "
                                                           f"topic entities {', '.join(entities) or '(none)'} in the KG")
@@ -264,7 +265,7 @@ class GroundedPlanner:
                                 cfg.prior if prior is not None else 0.0, cfg.prior_floor)
                 bonus = [b + line.rank for b, line in zip(bonus, lines, strict=True)]
                 off = cfg.coverage * len(unnamed(h.steps, covered))
-                bonus = [b - off - (0.0 if names_class(h.steps, asked, line.step.target) else cfg.asked_class)
+                bonus = [b - off - (0.0 if names_class(h.steps, asked, line.step.target, wide) else cfg.asked_class)
                          if line.kind == "answer" else b for b, line in zip(bonus, lines, strict=True)]
                 found = best_lines(lm, prefix + h.ids, [list(line.ids) for line in lines], lines_each + opened,
                                    open_ends=[line.kind == "open" for line in lines], bonus=bonus, prune=cfg.prune,
@@ -313,7 +314,7 @@ class GroundedPlanner:
         plan.notes.extend(best.notes)
         if cfg.coverage and (left := unnamed(best.steps, covered)):
             plan.notes.append(f"entity coverage: the plan names no step of {', '.join(left)}")
-        if not names_class(best.steps, asked, best.steps[-1].target):
+        if not names_class(best.steps, asked, best.steps[-1].target, wide):
             plan.notes.append(f"asked class: no step names the class the question asks for at the answer, {asked}")
         if cfg.prior > 0 and prior is None:
             plan.notes.append("question prior off: the memory bank's sources name no training questions")
@@ -337,7 +338,7 @@ class GroundedPlanner:
         return first_edges(self.bank.records, self._statement_edges)
 
     def _lines(self, h: Hyp, entities: dict[str, str], names, lm, neigh: Neighbourhood, sims, question: str = "",
-               ranked: list[dict] | None = None) -> list[Line]:
+               ranked: list[dict] | None = None, wide: bool = False) -> list[Line]:
         """Every line the partial plan ``h`` may continue with. With a ranker, the Find lines are its ``rank_top``
         best candidates that bind, each with its bonus, and ``ranked`` gets this step's entry for the trace."""
         cfg = self.config
@@ -392,7 +393,7 @@ class GroundedPlanner:
             ranked.append(entry)
         if self.classes is not None:
             lines += [Line("shape", sl.text, tuple(lm.token_ids(sl.text + "\n")), sl.step, sl.statement, rank=sl.rank)
-                      for sl in shape_lines(self.classes, h, neigh, sims, question, names, self.config.asked_class)]
+                      for sl in shape_lines(self.classes, h, neigh, sims, question, names, cfg.asked_class, wide)]
         for v in [v for v in h.assigned if may_end(h.steps, question if self.classes else "", v, self.bank)]:
             text = f"Finally the answer is {v}."
             lines.append(Line("answer", text, tuple(lm.token_ids(text)) + (lm.eos_id,),
