@@ -362,8 +362,11 @@ def test_a_class_name_followed_by_more_of_a_noun_phrase_is_not_asked_for(bank):
 
 def test_a_class_asked_for_the_other_way_round():
     bank = bank_of([*STATEMENTS, ("type", "class", "?entity1 ns:type.object.type ns:architecture.building_type .",
-                                  "?entity1 is a building type")])
+                                  "?entity1 is a building type"),
+                    ("tall", "class", "?entity1 ns:type.object.type ns:architecture.very_tall_building_type .",
+                     "?entity1 is a very tall building type")])
     classes = ClassStatements(bank)
+    assert classes.asked("what type of very tall building is it?") == "very tall building type"  # the longest name
     assert classes.asked("what type of building is low house?") == "building type"
     assert classes.asked("which types of building have 40 floors?") == "building type"
     assert classes.asked("what is the name of the type of building that low house is?") == "building type"

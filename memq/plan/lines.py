@@ -201,18 +201,19 @@ class ClassStatements:
         found = self._asked.search(question.lower()) if self.names else None
         if found is not None:
             return self._named[found.group(1)]
-        for word, first, second in ASKED_OF.findall(question.lower()) if self.names else ():
+        for word, after in ASKED_OF.findall(question.lower()) if self.names else ():
+            words = after.split()
             for head in dict.fromkeys((word, word.removesuffix("s"), word.removesuffix("es"))):
-                for name in (f"{first} {second} {head}", f"{first} {head}") if second else (f"{first} {head}",):
-                    if name in self._named:
+                for n in range(len(words), 0, -1):  # the longest class name first
+                    if (name := " ".join(words[:n]) + " " + head) in self._named:
                         return self._named[name]
         return None
 
 
 # "what is the name of the <class> ...", "which is a <class> ...": a copula and an article may come between
 ASKED_COPULA = r"(?:(?:'s|\s+is|\s+are|\s+was|\s+were)\s+(?:the|a|an)(?:\s+names?\s+of\s+(?:the|a|an))?)?"
-# "what type of accommodation", "what is the unit of energy": the class named the other way round
-ASKED_OF = re.compile(r"\b(?:which|what)" + ASKED_COPULA + r"\s+(\w+)\s+of\s+(?:the\s+)?(\w+)(?:\s+(\w+))?")
+# "what type of accommodation", "what is the unit of energy": the class named the other way round (up to three words)
+ASKED_OF = re.compile(r"\b(?:which|what)" + ASKED_COPULA + r"\s+(\w+)\s+of\s+(?:the\s+)?(\w+(?:\s+\w+){0,2})")
 ASKED_END = (r"(?=\s*$|\s*[?.,!;:]|\s+(?:is|are|was|were|has|have|had|does|do|did|can|could|will|would|that|which|"
              r"who|whose|with|in|on|of|at|by|for|from|to|and|or|the|a|an|as|not|also|\w+ed)\b)")
 
