@@ -415,16 +415,22 @@ def test_a_question_with_no_entity_starts_from_the_class_it_asks_for(kg, bank):
     assert asks_none == museum == {0.0}  # no class asked for; or one with no member in the KG: no start is costed
 
 
+def wider_plans(cls: str) -> tuple[str, str]:
+    """The model's two plans in the wider-search tests: its first line is the floors, so that plan reaches the
+    nearby ``cls`` a step too late for max_steps=3; the other checks the nearby structure is a ``cls`` at once."""
+    late = ("Find the floors of the building Low House, assign it to ?x0.\nFind the nearby structure of the building "
+            f"Low House, assign it to ?x1.\nMake sure ?x1 is a {cls}.\nFinally the answer is ?x1.")
+    checked = (f"Find the nearby structure of the building Low House, assign it to ?x0.\nMake sure ?x0 is a {cls}.\n"
+               "Finally the answer is ?x0.")
+    return late, checked
+
+
 def test_a_wider_search_finds_the_class_asked_for_that_a_beam_of_one_misses(tmp_path_factory):
     near = f"<{NS}m.0b1> <{NS}architecture.building.nearby> <{NS}m.0c1> .\n"  # Low House is near Big Bridge
     kg = store_of(tmp_path_factory, _triples() + near)
     bank = bank_of([*STATEMENTS, ("nearby", "1", "?entity1 ns:architecture.building.nearby ?entity2 .",
                                   "?entity2 is the nearby structure of the building ?entity1")])
-    # the model's first line is the floors; its plan reaches the bridge a step too late for max_steps=3
-    late = ("Find the floors of the building Low House, assign it to ?x0.\nFind the nearby structure of the building "
-            "Low House, assign it to ?x1.\nMake sure ?x1 is a bridge.\nFinally the answer is ?x1.")
-    checked = ("Find the nearby structure of the building Low House, assign it to ?x0.\nMake sure ?x0 is a bridge.\n"
-               "Finally the answer is ?x0.")
+    late, checked = wider_plans("bridge")
     free = FineTunedPlanner(str(REPO_ADAPTER).format(dataset="webqsp"))
 
     def plan(asked_beam, question="which bridge is near low house?"):
@@ -460,10 +466,7 @@ def test_the_wider_search_takes_a_class_that_the_name_asked_for_shortens(tmp_pat
                                   "?entity2 is the nearby structure of the building ?entity1"),
                     ("tower", "class", "?entity1 ns:type.object.type ns:transportation.bridge_tower .",
                      "?entity1 is a bridge tower")])
-    late = ("Find the floors of the building Low House, assign it to ?x0.\nFind the nearby structure of the building "
-            "Low House, assign it to ?x1.\nMake sure ?x1 is a bridge tower.\nFinally the answer is ?x1.")
-    checked = ("Find the nearby structure of the building Low House, assign it to ?x0.\nMake sure ?x0 is a bridge "
-               "tower.\nFinally the answer is ?x0.")
+    late, checked = wider_plans("bridge tower")
     free = FineTunedPlanner(str(REPO_ADAPTER).format(dataset="webqsp"))
     config = GroundedConfig(prior=0.0, asked_class=30.0, beam=1, lines=1, max_steps=3, asked_beam=3)
     plan = GroundedPlanner(free, kg=kg, bank=bank, config=config, lm=ScriptedLM(late, checked)).plan(
