@@ -286,6 +286,7 @@ def shape_lines(classes: ClassStatements, h: Hyp, neigh, sims: dict[str, float],
             return []
         first = related_classes(classes.bank.records, sims, classes.edges_of) if classes.edges_of else []
         asked = classes.asked(question) if asked_class else None
+
         def fits(name: str | None) -> bool:
             return name == asked or shortened and shortens(asked or "", name or "")
 
