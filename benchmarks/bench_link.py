@@ -12,7 +12,7 @@ entities among all gold topic entities (memq.link.evaluate).
 The fit through the memory (memq.link.fit) reads the default KG and ``--memory`` (default: the committed bank of
 ``--dataset``, memory_bank/DATASET, with the banks it includes); its load is timed apart. ``--no-fit`` links
 without it. ``--split dev`` (carved from train, memq.plan.data.split_of) holds dev out of both priors learnt from
-train: the mention prior is counted on the rest of train, and the memory loses every statement that only dev
+train: the mention prior is counted on the rest of train (of each ``--mentions`` dataset), and the memory loses every statement that only dev
 questions gave it (as benchmarks/memory_heldout.py does).
 """
 
@@ -37,15 +37,24 @@ def main() -> int:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--no-fit", action="store_true", help="link without the fit through the memory")
     parser.add_argument("--memory", help="memory bank of the fit (default: memory_bank/DATASET)")
+    parser.add_argument("--mentions", default=None, metavar="DATASET,...",
+                        help="count the mention prior on these datasets' training questions (default: "
+                             "memq.link.linker.MENTION_DATASETS)")
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args()
 
     from memq.evaluate.run import questions_for
     from memq.link.evaluate import link_record, summarise_links
     from memq.link.fit import MemoryFit
-    from memq.link.gold import gold_entities
     from memq.link.index import EntityIndex, build_index, kg_source
-    from memq.link.linker import LinkConfig, Linker, add_training_mentions, mention_counts, with_settings
+    from memq.link.linker import (
+        MENTION_DATASETS,
+        LinkConfig,
+        Linker,
+        add_training_mentions,
+        training_mentions,
+        with_settings,
+    )
     from memq.link.resolve import cached_index
     from memq.memory.bank import MemoryBank
     from memq.pipeline import Config, open_kg
@@ -69,12 +78,9 @@ def main() -> int:
         index = cached_index(kg_file)
         out["load_s"] = round(time.perf_counter() - t0, 2)
     out["entities"] = len(index)
-    if args.split == "dev":  # the mention prior without the dev questions
-        from memq import datasets
-
-        train = [q for q in datasets.load(args.dataset, "train") if split_of(q.id) == "train"]
-        index.mentions = mention_counts(index, [(q.question, gold_entities(q)[0]) for q in train])
-        out["mentions_from"] = f"{args.dataset} train less dev ({len(train)} questions)"
+    mention_sets = tuple(args.mentions.split(",")) if args.mentions else MENTION_DATASETS
+    if args.split == "dev" or mention_sets != MENTION_DATASETS:  # the mention prior without the dev questions
+        index.mentions, out["mentions_from"] = training_mentions(index, mention_sets, hold_out_dev=args.split == "dev")
     fit = None
     if not args.no_fit:
         t0 = time.perf_counter()

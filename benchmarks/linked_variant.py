@@ -2,7 +2,16 @@
 the questions whose planner input the setting changes.
 
     .venv/bin/python benchmarks/linked_variant.py BASE.jsonl --link required=1 --out VARIANT.jsonl [--limit N]
-        [--base-link required=-1]
+        [--base-link required=-1] [--mentions webqsp,cwq] [--base-mentions webqsp] [--fresh-base] [--rebase]
+        [--shard K/N]
+
+``--mentions`` counts the variant's mention prior on these datasets' training questions (without the dev questions
+when ``--split`` is dev); ``--base-mentions``, the base's, on the whole of their training questions, as the cached
+entity index counted it when the base ran (memq.link.linker.training_mentions). ``--rebase``: a changed question
+is answered with the base settings again too, so that code changed since the base run is not counted for the
+setting. ``--fresh-base``: BASE.jsonl need not exist; a question whose input the variant changes is answered with
+the base settings too, into BASE.jsonl, and the summary compares the two on those questions only (``f1`` and
+``base_f1`` are then over the changed questions).
 
 ``BASE.jsonl`` is the per-question file of a linked run (``memq evaluate --dataset webqsp --split dev --planner
 grounded --entities linked --per-question BASE.jsonl``). For each of its questions the variant pipeline (the
@@ -17,6 +26,8 @@ of the base run) is printed and, with ``--json``, written.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import copy
 import json
 import sys
 from dataclasses import replace
@@ -29,25 +40,37 @@ def main() -> int:
     from memq.evaluate.run import evaluate_question, questions_for
     from memq.evaluate.saved import load_records
     from memq.link.evaluate import same_input
-    from memq.link.linker import with_settings
+    from memq.link.linker import training_mentions, with_settings
     from memq.pipeline import Config, Pipeline
     from memq.types import Trace
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("base", help="per-question file of `memq evaluate --entities linked`")
-    ap.add_argument("--link", action="append", required=True, metavar="KEY=VALUE")
+    ap.add_argument("--link", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--mentions", metavar="DATASET,...", help="the variant's mention prior (default: the index's)")
+    ap.add_argument("--base-mentions", metavar="DATASET,...", help="the base run's mention prior")
+    ap.add_argument("--fresh-base", action="store_true", help="answer the changed questions with the base too")
+    ap.add_argument("--rebase", action="store_true",
+                    help="answer the changed questions with the base settings again, with today's code, and compare "
+                         "with that (the recorded base F1 is kept as base_f1_recorded)")
     ap.add_argument("--base-link", action="append", default=[], metavar="KEY=VALUE",
                     help="the linker settings BASE.jsonl was run with, where they are not today's defaults")
     ap.add_argument("--dataset", default="webqsp")
     ap.add_argument("--split", default="dev")
     ap.add_argument("--planner", default="grounded")
     ap.add_argument("--limit", type=int)
+    ap.add_argument("--shard", metavar="K/N", help="answer every N-th of the questions, from the K-th (1-based)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--json")
     args = ap.parse_args()
 
-    base = load_records(args.base)
-    questions = [q for q in questions_for(args.dataset, args.split) if q.id in base][: args.limit]
+    base = load_records(args.base) if Path(args.base).exists() else {}
+    questions = [q for q in questions_for(args.dataset, args.split) if args.fresh_base or q.id in base][: args.limit]
+    if args.shard:
+        k, n = (int(x) for x in args.shard.split("/"))
+        if not 1 <= k <= n:
+            raise SystemExit(f"--shard is K/N with 1 <= K <= N, got {args.shard}")
+        questions = questions[k - 1::n]
     out = Path(args.out)
     done = load_records(out) if out.exists() else {}
     config = replace(Config(), planner_dataset=args.dataset, planner=args.planner)
@@ -55,6 +78,10 @@ def main() -> int:
     pipe = Pipeline(config)
     variant = Pipeline(replace(config, link=with_settings(config.link, args.link)), bank=pipe.bank, kg=pipe.kg,
                        planner=pipe.planner)
+    for p, sets, hold_out in ((pipe, args.base_mentions, False), (variant, args.mentions, args.split == "dev")):
+        if sets:  # a copy of the index with its own mention prior: the two pipelines read one cached index
+            p.linker.index = copy.copy(p.linker.index)
+            p.linker.index.mentions = training_mentions(p.linker.index, sets.split(","), hold_out_dev=hold_out)[0]
 
     def planner_input(p, question):
         try:
@@ -62,32 +89,47 @@ def main() -> int:
         except Exception as exc:  # noqa: BLE001 - a question that links nothing is an input too
             return str(exc)
 
-    with out.open("a", encoding="utf-8") as fh:
+    base_file = open(args.base, "a", encoding="utf-8") if args.fresh_base else contextlib.nullcontext()
+    with out.open("a", encoding="utf-8") as fh, base_file as base_fh:
         for q in questions:
             if q.id in done:
                 continue
             base_input, variant_input = planner_input(pipe, q.question), planner_input(variant, q.question)
             same = base_input == variant_input or (isinstance(base_input, tuple) and isinstance(variant_input, tuple)
                                                    and same_input(base_input, variant_input))
-            record = dict(base[q.id]) if same else evaluate_question(variant, q, args.planner, linked=True)
+            if not same and q.id not in base:  # --fresh-base
+                base[q.id] = evaluate_question(pipe, q, args.planner, linked=True)
+                base_fh.write(json.dumps(base[q.id]) + "\n")
+                base_fh.flush()
+            was = base.get(q.id, {})
+            recorded = was.get("f1") or 0.0
+            if not same and args.rebase:
+                was = {**evaluate_question(pipe, q, args.planner, linked=True), "gold_entities": was.get("gold_entities")}
+            record = dict(was) if same else evaluate_question(variant, q, args.planner, linked=True)
             done[q.id] = {"id": q.id, "changed": not same, "f1": record.get("f1") or 0.0,
-                          "base_f1": base[q.id].get("f1") or 0.0,
-                          "gold_f1": (base[q.id].get("gold_entities") or {}).get("f1") or 0.0,
+                          "base_f1": was.get("f1") or 0.0, "base_f1_recorded": recorded, "gold_f1": (was.get("gold_entities") or {}).get("f1"),
                           "plan": record.get("plan"), "links": record.get("links"),
-                          "exception": record.get("exception")}
+                          "base_links": None if same else was.get("links"), "exception": record.get("exception")}
             fh.write(json.dumps(done[q.id]) + "\n")
             fh.flush()
     rows = [done[q.id] for q in questions if q.id in done]
-    n = len(rows) or 1
     changed = [r for r in rows if r["changed"]]
+    scored = changed if args.fresh_base else rows
+    n = len(scored) or 1
     summary = {"dataset": args.dataset, "split": args.split, "planner": args.planner, "link": args.link,
-               "base_link": args.base_link,
+               "base_link": args.base_link, "mentions": args.mentions, "base_mentions": args.base_mentions,
                "base": Path(args.base).name, "questions": len(rows), "changed": len(changed),
-               "f1": round(sum(r["f1"] for r in rows) / n, 4),
-               "base_f1": round(sum(r["base_f1"] for r in rows) / n, 4),
-               "f1_gold_entities": round(sum(r["gold_f1"] for r in rows) / n, 4),
+               "scored": "the changed questions" if args.fresh_base else "every question",
+               "f1": round(sum(r["f1"] for r in scored) / n, 4),
+               "base_f1": round(sum(r["base_f1"] for r in scored) / n, 4),
+               "f1_change_over_all": round(sum(r["f1"] - r["base_f1"] for r in changed) / (len(rows) or 1), 4),
                "up": sum(r["f1"] > r["base_f1"] + 1e-9 for r in changed),
                "down": sum(r["f1"] < r["base_f1"] - 1e-9 for r in changed)}
+    if args.rebase:
+        summary["base_f1_recorded"] = round(sum(r["base_f1_recorded"] for r in scored) / n, 4)
+        summary["rebased"] = "the changed questions' base F1 is today's code's answer with the base settings"
+    if not args.fresh_base:
+        summary["f1_gold_entities"] = round(sum(r["gold_f1"] or 0.0 for r in rows) / n, 4)
     print(json.dumps(summary, indent=2))
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")

@@ -131,6 +131,58 @@ def test_the_mention_prior_counts_training_questions_and_silences_a_generic_span
         index.mentions = {}
 
 
+def test_the_mention_prior_counts_every_training_set_and_can_hold_dev_out(index, monkeypatch):
+    from memq import datasets
+    from memq.datasets import GoldParse, GoldQuestion
+    from memq.link.linker import training_mentions
+
+    def question(qid, text, dataset, ids):
+        parse = GoldParse("p", "SELECT ?x WHERE {}", tuple((i, i) for i in ids), None)
+        return GoldQuestion(qid, text, dataset, "train", (parse,))
+
+    bundled = {  # TestQ-7 falls in dev (memq.plan.data.split_of), TestQ-0 and TestQ-1 in train
+        "webqsp": [question("TestQ-0", "where is jamaica?", "webqsp", ["m.03_r3"])],
+        "cwq": [question("TestQ-7_c1", "is male a gender in jamaica?", "cwq", ["m.03_r3"]),
+                question("TestQ-1_c2", "what male is from jamaica?", "cwq", ["m.03_r3"])],
+    }
+    monkeypatch.setattr(datasets, "load", lambda dataset, split: bundled[dataset])
+    counts, source = training_mentions(index)
+    assert counts["jamaica"] == (3, 3) and counts["male"] == (2, 0)
+    assert source.startswith("webqsp train (1 questions), cwq train (2 questions); named as")
+    held, source = training_mentions(index, hold_out_dev=True)
+    assert held["jamaica"] == (2, 2) and held["male"] == (1, 0)
+    assert source.startswith("webqsp train less dev (1 questions), cwq train less dev (1 questions);")
+    assert training_mentions(index, ["webqsp"])[0]["jamaica"] == (1, 1) and "male" not in training_mentions(
+        index, ["webqsp"])[0]
+
+
+def test_a_cached_index_counted_on_older_rules_counts_its_mention_prior_again(tmp_path, monkeypatch):
+    from memq.link import resolve
+    from memq.link.linker import MENTION_DATASETS, MENTIONS_RULE
+
+    kg_file = tmp_path / "kg.nt"
+    kg_file.write_text(TRIPLES + EXTRA, encoding="utf-8")
+    calls = []
+
+    def counted(index, rule=MENTIONS_RULE):
+        calls.append(rule)
+        index.mentions = {"jamaica": (len(calls), 1)}
+        index.info["mentions_from"] = ", ".join(f"{d} train (1 questions)" for d in MENTION_DATASETS) + f"; {rule}"
+
+    monkeypatch.setattr(resolve, "add_training_mentions", counted)
+    first = resolve.cached_index(kg_file, tmp_path / "cache")
+    assert calls == [MENTIONS_RULE] and first.mentions == {"jamaica": (1, 1)}
+    assert resolve.cached_index(kg_file, tmp_path / "cache").mentions == {"jamaica": (1, 1)} and len(calls) == 1
+    monkeypatch.setattr(resolve, "add_training_mentions", lambda index: counted(index, "an older rule"))
+    (target,) = (tmp_path / "cache" / "entity_index").iterdir()
+    resolve.add_training_mentions(first)  # what an older memq saved
+    first.save(target)
+    monkeypatch.setattr(resolve, "add_training_mentions", counted)
+    again = resolve.cached_index(kg_file, tmp_path / "cache")
+    assert again.mentions == {"jamaica": (3, 1)} and MENTIONS_RULE in again.info["mentions_from"]
+    assert EntityIndex.load(target).mentions == {"jamaica": (3, 1)}  # saved
+
+
 def test_link_config_refuses_bad_values():
     with pytest.raises(ValueError, match="fuzzy_cutoff is a rapidfuzz ratio in 0-100, got 120"):
         LinkConfig(fuzzy_cutoff=120)
@@ -282,6 +334,18 @@ def test_gold_entities_named_is_webqsps_topic_entity_and_all_adds_the_constraint
     q = _question("webqsp", "test", "WebQTest-9")  # who was richard nixon married to? (a Marriage constraint)
     named, every = gold_entities(q)
     assert named == {"m.06c97"} and every == {"m.06c97", "m.04ztj"}
+
+
+def test_a_cwq_question_names_for_the_mention_prior_what_it_added_not_the_constraints_it_kept():
+    from memq.link.gold import prior_entities
+
+    # "Name the brother of a celebrity that had legal entanglement in Miami.?": CWQ put Miami where WebQSP's
+    # "who is justin bieber's brother?" named Justin Bieber, and kept its Male constraint, which no span names
+    q = _question("cwq", "train", "WebQTrn-0_02ed5ce4f0d0e6c1b8d15752a1be80ad")
+    assert {m for m, _ in q.parses[0].topic_entities} == {"m.0f2v0", "m.05zppz"}
+    assert prior_entities(q) == {"m.0f2v0"}
+    webqsp = _question("webqsp", "test", "WebQTest-9")
+    assert prior_entities(webqsp) == {"m.06c97"}  # WebQSP: the annotated topic entity, as gold_entities names it
 
 
 class Recording:

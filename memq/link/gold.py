@@ -5,6 +5,9 @@ linking against both; memq.link.index counts the mention prior on the named ones
   ToG release (``data/cwq/cwq_test_tog.json.gz``), else every entity constant of the gold query.
 * ``all``: every topic entity of the first parse (WebQSP adds the constraint entities, such as Country or
   Marriage, and the other constants of the gold query).
+
+:func:`prior_entities` gives the mention prior the named ones of a training question, which for CWQ are not
+annotated.
 """
 
 from __future__ import annotations
@@ -39,3 +42,25 @@ def gold_entities(question) -> tuple[set[str], set[str]]:
     every = {m for m, _ in question.parses[0].topic_entities} if question.parses else set()
     named = _named_topics(question.dataset, question.split).get(question.id)
     return (set(named) if named is not None else set(every)), every
+
+
+@lru_cache(maxsize=1)
+def _webqsp_train() -> dict[str, tuple[tuple[str, ...], set[str]]]:
+    named = _named_topics("webqsp", "train")
+    return {q.id: (named.get(q.id, ()), {m for m, _ in q.parses[0].topic_entities} if q.parses else set())
+            for q in datasets.load("webqsp", "train")}
+
+
+def prior_entities(question) -> set[str]:
+    """The topic entities a training question names, as the mention prior counts them (memq.link.linker). A CWQ
+    question is a WebQSP question made longer: it names the WebQSP question's topic entity and the constants it
+    added (those the WebQSP parse does not hold), not the constraint entities it kept from the WebQSP parse
+    (College/University, Country), which no span of it names. Other questions: :func:`gold_entities`' named ones."""
+    if question.dataset != "cwq" or not question.parses:
+        return gold_entities(question)[0]
+    every = {m for m, _ in question.parses[0].topic_entities}
+    base = _webqsp_train().get(question.id.split("_")[0]) if question.id.startswith("WebQTrn-") else None
+    if base is None:
+        return every
+    named, kept = base
+    return (set(named) & every) | (every - kept)

@@ -290,12 +290,33 @@ def mention_counts(index: EntityIndex, questions: Iterable[tuple[str, Iterable[s
     return {k: (a, b) for k, (a, b) in counts.items()}
 
 
-def add_training_mentions(index: EntityIndex, dataset: str = "webqsp") -> None:
-    """Fill ``index.mentions`` from the bundled training questions of ``dataset`` (train split only; the test split
-    is never read) and the topic entities they name."""
-    from memq import datasets
-    from memq.link.gold import gold_entities
+# the training questions the mention prior is counted on: WebQSP's, and CWQ's, whose longer questions name
+# many more classes and roles ("national anthem", "sports team") that seldom name a topic entity
+MENTION_DATASETS = ("webqsp", "cwq")
+# how the counts are made, in the index's mentions_from: a cached index whose counts lack it counts them again
+MENTIONS_RULE = "named as memq.link.gold.prior_entities has them"
 
-    train = datasets.load(dataset, "train")
-    index.mentions = mention_counts(index, [(q.question, gold_entities(q)[0]) for q in train])
-    index.info["mentions_from"] = f"{dataset} train ({len(train)} questions)"
+
+def training_mentions(index: EntityIndex, datasets: Iterable[str] = MENTION_DATASETS,
+                      hold_out_dev: bool = False) -> tuple[dict[str, tuple[int, int]], str]:
+    """Keyphraseness counts (:func:`mention_counts`) over the bundled training questions of ``datasets`` (train
+    split only; the test split is never read) and the topic entities they name (memq.link.gold.prior_entities),
+    with a line saying what they were counted on. CWQ's questions built from WebQSP test questions (``WebQTest-N_``)
+    are left out, as the planner and the memory leave them out. ``hold_out_dev``: without the dev questions carved from train (memq.plan.data.split_of), so that a
+    dev evaluation does not read its own questions' mentions."""
+    from memq import datasets as bundled
+    from memq.link.gold import prior_entities
+    from memq.plan.data import WEBQSP_TEST_PREFIX, split_of
+
+    pairs, parts = [], []
+    for dataset in datasets:
+        train = [q for q in bundled.load(dataset, "train") if not q.id.startswith(WEBQSP_TEST_PREFIX)
+                 and (not hold_out_dev or split_of(q.id) == "train")]
+        pairs += [(q.question, prior_entities(q)) for q in train]
+        parts.append(f"{dataset} train{' less dev' if hold_out_dev else ''} ({len(train)} questions)")
+    return mention_counts(index, pairs), f"{', '.join(parts)}; {MENTIONS_RULE}"
+
+
+def add_training_mentions(index: EntityIndex, datasets: Iterable[str] = MENTION_DATASETS) -> None:
+    """Fill ``index.mentions`` from the bundled training questions of ``datasets`` (:func:`training_mentions`)."""
+    index.mentions, index.info["mentions_from"] = training_mentions(index, datasets)

@@ -17,7 +17,7 @@ from pathlib import Path
 from ..errors import EntityIndexError, LinkingError
 from ..types import Trace
 from .index import MANIFEST, EntityIndex, build_index, kg_source
-from .linker import Link, Linker, add_training_mentions
+from .linker import MENTION_DATASETS, MENTIONS_RULE, Link, Linker, add_training_mentions
 
 log = logging.getLogger(__name__)
 
@@ -208,4 +208,11 @@ def cached_index(kg_file: str | Path, cache_dir: str | Path | None = None) -> En
     index = EntityIndex.load(target)
     if index.info.get("source", {}).get("kg_sha256") != source["kg_sha256"]:
         raise EntityIndexError(f"{target / MANIFEST}: built from another KG than {path.name}")
+    counted = index.info.get("mentions_from") or ""
+    if MENTIONS_RULE not in counted or any(f"{dataset} train (" not in counted for dataset in MENTION_DATASETS):
+        log.warning("the cached entity index of %s counted its mention prior on %s; counting it again on the "
+                    "training questions of %s", path.name, counted or "nothing", ", ".join(MENTION_DATASETS))
+        add_training_mentions(index)
+        index.info["build_s"] = index.info["manifest"].get("build_s")
+        index.save(target)
     return index
