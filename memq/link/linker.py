@@ -293,7 +293,7 @@ def mention_counts(index: EntityIndex, questions: Iterable[tuple[str, Iterable[s
 # the training questions the mention prior is counted on: WebQSP's, and CWQ's, whose longer questions name
 # many more classes and roles ("national anthem", "sports team") that seldom name a topic entity
 MENTION_DATASETS = ("webqsp", "cwq")
-# how the counts are made, in the index's mentions_from: a cached index whose counts lack it counts them again
+# how the counts are made, at the end of the index's mentions_from: a cached index counted otherwise counts again
 MENTIONS_RULE = "named as memq.link.gold.prior_entities has them"
 
 
@@ -301,9 +301,10 @@ def training_mentions(index: EntityIndex, datasets: Iterable[str] = MENTION_DATA
                       hold_out_dev: bool = False) -> tuple[dict[str, tuple[int, int]], str]:
     """Keyphraseness counts (:func:`mention_counts`) over the bundled training questions of ``datasets`` (train
     split only; the test split is never read) and the topic entities they name (memq.link.gold.prior_entities),
-    with a line saying what they were counted on. CWQ's questions built from WebQSP test questions (``WebQTest-N_``)
-    are left out, as the planner and the memory leave them out. ``hold_out_dev``: without the dev questions carved from train (memq.plan.data.split_of), so that a
-    dev evaluation does not read its own questions' mentions."""
+    with a line saying what they were counted on. CWQ's questions built from WebQSP test questions
+    (``WebQTest-N_``) are left out, as the planner and the memory leave them out. ``hold_out_dev``: without the
+    dev questions carved from train (memq.plan.data.split_of), so that a dev evaluation does not read its own
+    questions' mentions."""
     from memq import datasets as bundled
     from memq.link.gold import prior_entities
     from memq.plan.data import WEBQSP_TEST_PREFIX, split_of

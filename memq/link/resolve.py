@@ -209,7 +209,8 @@ def cached_index(kg_file: str | Path, cache_dir: str | Path | None = None) -> En
     if index.info.get("source", {}).get("kg_sha256") != source["kg_sha256"]:
         raise EntityIndexError(f"{target / MANIFEST}: built from another KG than {path.name}")
     counted = index.info.get("mentions_from") or ""
-    if MENTIONS_RULE not in counted or any(f"{dataset} train (" not in counted for dataset in MENTION_DATASETS):
+    if not counted.endswith(f"; {MENTIONS_RULE}") or any(f"{dataset} train (" not in counted
+                                                          for dataset in MENTION_DATASETS):
         log.warning("the cached entity index of %s counted its mention prior on %s; counting it again on the "
                     "training questions of %s", path.name, counted or "nothing", ", ".join(MENTION_DATASETS))
         add_training_mentions(index)
