@@ -356,6 +356,9 @@ def test_a_class_name_followed_by_more_of_a_noun_phrase_is_not_asked_for(bank):
     assert classes.asked("which building was built first?") == "building"
     assert classes.asked("which building designed by wright is tallest") == "building"
     assert classes.asked("which building company made it?") is None  # "building" only begins the noun phrase
+    assert classes.asked("which building made the news?") == "building"  # an irregular past ends it, as "-ed" does
+    assert classes.asked("which building began in 1990?") == "building"
+    assert classes.asked("which building madeleine likes?") is None  # a word that only begins like one does not
     assert classes.asked("what bridges, and where?") == "bridge"
     assert classes.asked("what bridges span it?") is None  # a verb it does not know ends nothing: not asked
 

@@ -214,8 +214,13 @@ class ClassStatements:
 ASKED_COPULA = r"(?:(?:'s|\s+is|\s+are|\s+was|\s+were)\s+(?:the|a|an)(?:\s+names?\s+of\s+(?:the|a|an))?)?"
 # "what type of accommodation", "what is the unit of energy": the class named the other way round (up to three words)
 ASKED_OF = re.compile(r"\b(?:which|what)" + ASKED_COPULA + r"\s+(\w+)\s+of\s+(?:the\s+)?(\w+(?:\s+\w+){0,2})")
+# irregular past forms that end a noun phrase as "\w+ed" does ("which tv channel began on ...")
+IRREGULAR_PAST = ("began became brought built came chose drew drove fell flew fought found gave got grew held kept "
+                  "led left lost made met ran rose said sang saw sold spoke stood took taught told went won wore "
+                  "wrote written")
 ASKED_END = (r"(?=\s*$|\s*[?.,!;:]|\s+(?:is|are|was|were|has|have|had|does|do|did|can|could|will|would|that|which|"
-             r"who|whose|with|in|on|of|at|by|for|from|to|and|or|the|a|an|as|not|also|\w+ed)\b)")
+             r"who|whose|with|in|on|of|at|by|for|from|to|and|or|the|a|an|as|not|also|\w+ed|"
+             + IRREGULAR_PAST.replace(" ", "|") + r")\b)")
 
 
 def names_class(steps, name: str | None, target: str | None = None, shortened: bool = False) -> bool:
