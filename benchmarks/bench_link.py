@@ -78,6 +78,7 @@ def main() -> int:
         index = cached_index(kg_file)
         out["load_s"] = round(time.perf_counter() - t0, 2)
     out["entities"] = len(index)
+    out["mentions_from"] = index.info.get("mentions_from")
     mention_sets = tuple(args.mentions.split(",")) if args.mentions else MENTION_DATASETS
     if args.split == "dev" or mention_sets != MENTION_DATASETS:  # the mention prior without the dev questions
         index.mentions, out["mentions_from"] = training_mentions(index, mention_sets, hold_out_dev=args.split == "dev")
