@@ -12,8 +12,8 @@ entities among all gold topic entities (memq.link.evaluate).
 The fit through the memory (memq.link.fit) reads the default KG and ``--memory`` (default: the committed bank of
 ``--dataset``, memory_bank/DATASET, with the banks it includes); its load is timed apart. ``--no-fit`` links
 without it. ``--split dev`` (carved from train, memq.plan.data.split_of) holds dev out of both priors learnt from
-train: the mention prior is counted on the rest of train (of each ``--mentions`` dataset), and the memory loses every statement that only dev
-questions gave it (as benchmarks/memory_heldout.py does).
+train: the mention prior is counted on the rest of train (of each ``--mentions`` dataset), and the memory loses
+every statement that only dev questions gave it (as benchmarks/memory_heldout.py does).
 """
 
 from __future__ import annotations
