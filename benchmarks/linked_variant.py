@@ -7,7 +7,8 @@ the questions whose planner input the setting changes.
 
 ``--mentions`` counts the variant's mention prior on these datasets' training questions (without the dev questions
 when ``--split`` is dev); ``--base-mentions``, the base's, on the whole of their training questions, as the cached
-entity index counted it when the base ran (memq.link.linker.training_mentions). ``--rebase``: a changed question
+entity index counted it when the base ran (memq.link.linker.training_mentions), or without the dev questions
+with ``--base-held-out`` (a base that is itself a linked_variant run on dev). ``--rebase``: a changed question
 is answered with the base settings again too, so that code changed since the base run is not counted for the
 setting. ``--fresh-base``: BASE.jsonl need not exist; a question whose input the variant changes is answered with
 the base settings too, into BASE.jsonl, and the summary compares the two on those questions only (``f1`` and
@@ -49,6 +50,8 @@ def main() -> int:
     ap.add_argument("--link", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--mentions", metavar="DATASET,...", help="the variant's mention prior (default: the index's)")
     ap.add_argument("--base-mentions", metavar="DATASET,...", help="the base run's mention prior")
+    ap.add_argument("--base-held-out", action="store_true",
+                    help="the base's mention prior was counted without the dev questions (a linked_variant run's)")
     ap.add_argument("--fresh-base", action="store_true", help="answer the changed questions with the base too")
     ap.add_argument("--rebase", action="store_true",
                     help="answer the changed questions with the base settings again, with today's code, and compare "
@@ -78,7 +81,8 @@ def main() -> int:
     pipe = Pipeline(config)
     variant = Pipeline(replace(config, link=with_settings(config.link, args.link)), bank=pipe.bank, kg=pipe.kg,
                        planner=pipe.planner)
-    for p, sets, hold_out in ((pipe, args.base_mentions, False), (variant, args.mentions, args.split == "dev")):
+    base_hold_out = args.base_held_out and args.split == "dev"
+    for p, sets, hold_out in ((pipe, args.base_mentions, base_hold_out), (variant, args.mentions, args.split == "dev")):
         if sets:  # a copy of the index with its own mention prior: the two pipelines read one cached index
             p.linker.index = copy.copy(p.linker.index)
             p.linker.index.mentions = training_mentions(p.linker.index, sets.split(","), hold_out_dev=hold_out)[0]
@@ -109,7 +113,7 @@ def main() -> int:
             record = dict(was) if same else evaluate_question(variant, q, args.planner, linked=True)
             done[q.id] = {"id": q.id, "changed": not same, "f1": record.get("f1") or 0.0,
                           "base_f1": was.get("f1") or 0.0, "base_f1_recorded": recorded,
-                          "gold_f1": (was.get("gold_entities") or {}).get("f1"),
+                          "gold_f1": (was.get("gold_entities") or {}).get("f1", was.get("gold_f1")),
                           "plan": record.get("plan"), "links": record.get("links"),
                           "base_links": None if same else was.get("links"), "exception": record.get("exception")}
             fh.write(json.dumps(done[q.id]) + "\n")
