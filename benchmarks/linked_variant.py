@@ -101,13 +101,14 @@ def main() -> int:
             base_input, variant_input = planner_input(pipe, q.question), planner_input(variant, q.question)
             same = base_input == variant_input or (isinstance(base_input, tuple) and isinstance(variant_input, tuple)
                                                    and same_input(base_input, variant_input))
-            if not same and q.id not in base:  # --fresh-base
+            fresh = not same and q.id not in base  # --fresh-base: answered with today's code below, once
+            if fresh:
                 base[q.id] = evaluate_question(pipe, q, args.planner, linked=True)
                 base_fh.write(json.dumps(base[q.id]) + "\n")
                 base_fh.flush()
             was = base.get(q.id, {})
             recorded = was.get("f1") or 0.0
-            if not same and args.rebase:
+            if not same and args.rebase and not fresh:
                 was = {**evaluate_question(pipe, q, args.planner, linked=True),
                        "gold_entities": was.get("gold_entities")}
             record = dict(was) if same else evaluate_question(variant, q, args.planner, linked=True)
