@@ -66,6 +66,10 @@ def add_search_args(parser: argparse.ArgumentParser) -> None:
                                                           "class (GrailQA's lines; 0: off)")
     parser.add_argument("--asked-beam", type=int, help=f"{g} when no plan ends naming the class asked for, the beam "
                                                        "of a second search before the class is given up (0: none)")
+    parser.add_argument("--asked-directed", action=argparse.BooleanOptionalAction,
+                        help=f"{g} when no plan ends naming the class asked for, a search whose Find lines lose "
+                             "--asked-class nats where another's values have that class and theirs do not, before "
+                             "it is given up")
     parser.add_argument("--ranker", help=f"{g} the statement ranker's directory, or 'none' for the model alone "
                                          "(default: the committed memory_bank/ranker when there is one)")
     parser.add_argument("--rank-top", type=int, help=f"{g} best-ranked candidates offered to the model per step")
@@ -193,7 +197,7 @@ def config_from(args: argparse.Namespace):
         changes["repair"] = False
     search = {k: getattr(args, k) for k in ("beam", "lines", "norm", "max_candidates", "prune", "budget", "prior",
                                              "neighbours", "prior_floor", "coverage", "asked_class", "asked_beam",
-                                             "rank_top", "rank_pool", "rank_weight")
+                                             "asked_directed", "rank_top", "rank_pool", "rank_weight")
               if getattr(args, k, None) is not None}
     if search:
         changes["search"] = replace(config.search, **search)

@@ -180,11 +180,14 @@ def test_grailqa_is_evaluated_on_its_own_kg_with_its_own_search_unless_told_othe
     assert Path(plain.memory).name in ("grailqa", "grailqa+schema")  # the schema bank is built on demand
     search = plain.search
     assert (search.beam, search.lines, search.coverage, search.asked_class, search.asked_beam) == (1, 1, 25.0, 25.0, 3)
+    assert search.asked_directed is False  # tried on the tuning part: no plan changed
     told = evaluation_config(parser.parse_args(["evaluate", "--dataset", "grailqa", "--split", "dev", "--planner",
                                                 "grounded", "--kg", "mine.nt", "--memory", "bank", "--beam", "3",
-                                                "--coverage", "10", "--asked-class", "0", "--asked-beam", "0"]))
+                                                "--coverage", "10", "--asked-class", "0", "--asked-beam", "0",
+                                                "--asked-directed"]))
     assert (told.kg, told.memory, told.search.beam, told.search.lines) == ("mine.nt", "bank", 3, 1)
     assert told.search.coverage == 10.0 and told.search.asked_class == 0.0 and told.search.asked_beam == 0
+    assert told.search.asked_directed is True
     webqsp = evaluation_config(parser.parse_args(["evaluate", "--dataset", "webqsp", "--split", "dev",
                                                   "--planner", "grounded"]))
     assert Path(webqsp.kg).name == "benchmark.nq.gz" and webqsp.search.beam == 3 and webqsp.search.coverage == 10.0

@@ -34,10 +34,11 @@ best-supported line's)``, a bonus <= 0 that the line search adds exactly.
 **GrailQA's lines** (:mod:`memq.plan.lines`): with class statements in the bank, a class to start from, class checks,
 counts and superlatives are offered too. A Finally line loses ``asked_class`` nats unless a step names the class the
 question asks for at the ?variable it answers with; when no plan then ends, it is searched again with a beam of
-``asked_beam`` (and two lines a plan), which also takes a class whose name the asked one begins (``shortens``), and
-when none ends there either, planned without that rule (all in the notes). A check of a number, a date or a topic
-entity is offered only where some value of the plan so far passes it; so when entity coverage leaves no plan to end,
-the question is planned again without coverage (traced), not freely.
+``asked_beam`` (and two lines a plan), which also takes a class whose name the asked one begins (``shortens``), then
+(``asked_directed``) with ``asked_class`` nats off each Find line whose values have no such class where another's
+have, and when none ends there either, planned without that rule (all in the notes; :mod:`memq.plan.asked`). A
+check of a number, a date or a topic entity is offered only where some value of the plan so far passes it; so when
+entity coverage leaves no plan to end, the question is planned again without coverage (traced), not freely.
 
 **Entity coverage** (``coverage``). 99.6% of the WebQSP training plans name every topic entity (a Find step's source or
 second entity, or a check's constant). A *Finally* line loses ``coverage`` nats for each topic entity that no step of
@@ -79,13 +80,14 @@ from dataclasses import replace
 from functools import cached_property
 
 from memq.errors import KnowledgeGraphError, MemQError, ReconstructionError
-from memq.sparql.model import Group, Var
+from memq.sparql.model import Var
 from memq.types import BeamPlan, Plan, PlanStep
 
+from .asked import names_class, reaches
 from .base import Entities
 from .derive import DerivationError, find_step, fresh_variable
-from .format import VAR, parse_plan, parse_step
-from .lines import ClassStatements, Hyp, Line, grail_targets, has_classes, may_end, names_class, shape_lines, unnamed
+from .format import parse_plan
+from .lines import ClassStatements, Hyp, Line, extend, grail_targets, has_classes, may_end, shape_lines, unnamed
 from .linesearch import SearchCost, best_lines
 from .neighbourhood import Edge, Neighbourhood, bank_edges, first_edges, path_options, statement_edges
 from .prior import QuestionPrior, bonuses
@@ -98,6 +100,9 @@ __all__ = ["GroundedConfig", "GroundedPlanner", "NORMS", "Neighbourhood"]
 logger = logging.getLogger(__name__)
 
 OPEN_STARTS = ("Make sure", "Sort")
+# a search's stages for the class a question asks for: as it is, wider (asked_beam), with Find lines directed to
+# it (asked_directed), given up
+STAGES = ("first", "wide", "directed", "off")
 
 
 class GroundedPlanner:
@@ -227,14 +232,16 @@ class GroundedPlanner:
         return plan
 
     def _search(self, question: str, entities: dict[str, str], lm, neigh: Neighbourhood, cost: SearchCost,
-                optional: frozenset = frozenset(), unprompted: frozenset = frozenset(), ask=True, wide=False,
+                optional: frozenset = frozenset(), unprompted: frozenset = frozenset(), stage: str = "first",
                 cover=True) -> Plan:
+        """One search; ``stage`` (:data:`STAGES`): how it reads the class the question asks for."""
         from memq.reconstruct import Draft, Reconstructor
 
         cfg = self.config
         names = entity_names(entities)
         covered = entity_names({mid: name for mid, name in entities.items() if mid not in optional}) if cover else []
-        asked = self.classes.asked(question) if ask and self.classes is not None and cfg.asked_class else None
+        ask, wide, directed = stage != "off", stage == "wide", stage == "directed"
+        asked = self.classes.asked(question, names) if ask and self.classes is not None and cfg.asked_class else None
         prefix = lm.prompt_ids(self.prompt(question, {m: n for m, n in entities.items() if m not in unprompted}))
         sims = self.bank.similarities(question)
         prior = self.prior
@@ -255,7 +262,8 @@ class GroundedPlanner:
             grown: list[Hyp] = []
             for h in beams:
                 entries = len(ranked)
-                lines = self._lines(h, entities, names, lm, neigh, sims, question, ranked, wide)
+                lines = self._lines(h, entities, names, lm, neigh, sims, question, ranked, wide,
+                                    asked if directed else None)
                 if first and not any(line.kind in ("find", "shape") for line in lines):
                     return self._free(question, entities, "no memory statement starts from an edge of the "
                                                           f"topic entities {', '.join(entities) or '(none)'} in the KG")
@@ -278,7 +286,7 @@ class GroundedPlanner:
                         c["llm"] = round(llm[i], 4) if i in llm else None
                 kept = 0
                 for scored in found:
-                    new = self._extend(h, lines[scored.index], scored, lm, question, names)
+                    new = extend(h, lines[scored.index], scored, lm, question, names)
                     if new is not None and kept < lines_each:
                         grown.append(new)
                         kept += 1
@@ -292,14 +300,16 @@ class GroundedPlanner:
             if len(complete) >= beam and live[0].score(cfg.norm) < complete[beam - 1].score(cfg.norm):
                 break  # a mean can rise again; stop once the beam's worth of complete plans leads every partial one
             beams = live
-        if not complete and asked:  # no plan that ends names it: a wider search, then none without the Finally rule
-            widen = not wide and cfg.asked_beam > cfg.beam
-            plan = self._search(question, entities, lm, neigh, cost, optional, unprompted, ask=widen, wide=widen)
-            plan.notes.append(f"asked class: no plan that ends names {asked} at the answer with a beam of {beam}")
+        if not complete and asked:  # no plan that ends names it: wider, then directed to it, then without the rule
+            later = [s for s in STAGES[STAGES.index(stage) + 1:]
+                     if s == "wide" and cfg.asked_beam > cfg.beam or s == "directed" and cfg.asked_directed]
+            plan = self._search(question, entities, lm, neigh, cost, optional, unprompted, (later or ["off"])[0])
+            how = " and Find lines directed to it" if directed else ""
+            plan.notes.append(f"asked class: no plan that ends names {asked} at the answer with a beam of {beam}{how}")
             return plan
         if not complete and cfg.coverage and len(covered) > 1 and self.classes is not None:
             # GrailQA's lines name an entity only where the KG has it, so coverage may leave no plan to end
-            plan = self._search(question, entities, lm, neigh, cost, optional, unprompted, ask=False, cover=False)
+            plan = self._search(question, entities, lm, neigh, cost, optional, unprompted, "off", cover=False)
             plan.notes.append("entity coverage: no plan that ends names every topic entity; planned again without it")
             return plan
         if not complete:
@@ -338,9 +348,11 @@ class GroundedPlanner:
         return first_edges(self.bank.records, self._statement_edges)
 
     def _lines(self, h: Hyp, entities: dict[str, str], names, lm, neigh: Neighbourhood, sims, question: str = "",
-               ranked: list[dict] | None = None, wide: bool = False) -> list[Line]:
+               ranked: list[dict] | None = None, wide: bool = False, directed: str | None = None) -> list[Line]:
         """Every line the partial plan ``h`` may continue with. With a ranker, the Find lines are its ``rank_top``
-        best candidates that bind, each with its bonus, and ``ranked`` gets this step's entry for the trace."""
+        best candidates that bind, each with its bonus, and ``ranked`` gets this step's entry for the trace. When
+        some Find line's values have a class that names ``directed`` (the class asked for), the other Find lines
+        lose ``asked_class`` nats."""
         cfg = self.config
         counted = [st.target for st in h.steps if st.kind == "count"]
         if counted:  # a count ends the plan
@@ -363,6 +375,8 @@ class GroundedPlanner:
         lines: list[Line] = []
         probe_rec = copy.deepcopy(h.rec)
         offered = 0  # GrailQA's 2,298 train plans never find a statement twice from one node: nor do these
+        reach: list[int] = []  # with ``directed``, the Find lines whose values have the class, and the others
+        astray: list[int] = []
         found = {(s.statement, s.source) for s in h.steps if s.kind == "find"} if self.classes is not None else ()
         for record, mentions, rank in kept:
             if entry is not None and offered >= cfg.rank_top:
@@ -375,6 +389,7 @@ class GroundedPlanner:
                 continue
             if (st.id, probe.source) in found or not neigh.binds(h.draft, group, Var("memq_t")):
                 continue
+            off = directed and not reaches(self.classes.values_named(neigh, h.draft, group), directed, wide)
             offered += 1
             used = set(h.assigned)
             targets = grail_targets(used) if self.classes else [v for v in ("?x", "?y") if v not in used]
@@ -387,7 +402,13 @@ class GroundedPlanner:
                     entry["candidates"].append({"line": step.text, "statement": st.id,
                                                 "ranker": entry["logits"][(st.id, step.relation)],
                                                 "bonus": round(rank, 4), "index": len(lines)})
+                (astray if off else reach).append(len(lines))
                 lines.append(Line("find", step.text, tuple(lm.token_ids(step.text + "\n")), step, st, rank=rank))
+        if reach and astray:  # directed to the class asked for, and some Find line reaches it: the others lose
+            for i in astray:
+                lines[i] = replace(lines[i], rank=lines[i].rank - cfg.asked_class)
+            for c in entry["candidates"] if entry is not None else ():
+                c["bonus"] = round(lines[c["index"]].rank, 4)
         if entry is not None:
             del entry["logits"]
             ranked.append(entry)
@@ -402,48 +423,3 @@ class GroundedPlanner:
             for start in OPEN_STARTS:
                 lines.append(Line("open", start, tuple(lm.token_ids(start))))
         return lines
-
-    def _extend(self, h: Hyp, line: Line, scored, lm, question: str, names) -> Hyp | None:
-        """``h`` continued with one scored line, or None when the line cannot be used."""
-        new = Hyp(list(h.lines), list(h.steps), h.ids + list(scored.ids), h.total + scored.score,
-                  h.tokens + len(scored.ids), h.draft.copy(), copy.deepcopy(h.rec), list(h.assigned),
-                  False, list(h.notes))
-        if line.kind == "find":
-            try:
-                group = new.rec.find(line.step, line.statement)
-            except ReconstructionError:
-                return None
-            new.draft.add_alternatives([group])
-            new.assigned.append(line.step.target)
-            new.lines.append(line.text)
-            new.steps.append(replace(line.step, statement=line.statement.id))
-        elif line.kind == "shape":  # GrailQA's lines (memq.plan.lines)
-            if line.step.kind == "class":
-                try:
-                    new.draft.add_alternatives([Group(triples=(new.rec.class_triple(line.step, line.statement),))])
-                except ReconstructionError:
-                    return None
-            if line.step.kind == "count" or line.step.op == "find":
-                new.assigned.append(line.step.target)
-            new.lines.append(line.text)
-            new.steps.append(line.step)
-        elif line.kind == "answer":
-            new.lines.append(line.text)
-            new.steps.append(line.step)
-            new.done = True
-        else:  # an open line the model completed
-            text = " ".join(lm.decode(list(scored.ids)).split())
-            try:
-                step = parse_step(text, names)
-            except MemQError:
-                return None
-            if step.kind not in ("check", "sort") or not set(VAR.findall(text)) <= set(new.assigned) \
-                    or not VAR.findall(text):
-                return None
-            if step.kind == "check" and step.value:
-                origin = "copied from the question" if step.value.lower() in question.lower() else "generated"
-                new.notes.append(f"step {len(new.lines) + 1}: constant {step.value!r} {origin}")
-            new.lines.append(text)
-            new.steps.append(step)
-            new.done = scored.ids[-1] == lm.eos_id
-        return new

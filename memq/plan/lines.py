@@ -43,17 +43,20 @@ most questions) and the relation-named one, instead of WebQSP's ``?x`` and ``?y`
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass, field, replace
 
-from memq.sparql.model import Group
+from memq.errors import MemQError, ReconstructionError
+from memq.sparql.model import Group, Var
 from memq.types import PlanStep
 
-from .format import render_step
+from .asked import asked_class, asked_patterns, shortens
+from .format import VAR, parse_step, render_step
 
-__all__ = ["ClassStatements", "Hyp", "Line", "ShapeLine", "check_lines", "closed", "count_lines", "grail_targets",
-           "has_classes", "may_end", "names_class", "narrower", "numeric_at", "question_values", "related_classes",
-           "shape_lines", "shortens", "starts_from_class", "superlative_lines", "unchecked_values", "unnamed"]
+__all__ = ["ClassStatements", "Hyp", "Line", "ShapeLine", "check_lines", "closed", "count_lines", "extend",
+           "grail_targets", "has_classes", "may_end", "numeric_at", "question_values", "related_classes",
+           "shape_lines", "starts_from_class", "superlative_lines", "unchecked_values", "unnamed"]
 
 STARTS = 12  # class statements offered as a start
 RELATED = 6  # of them at most: the classes where the path statements most similar to the question start
@@ -139,7 +142,7 @@ class ClassStatements:
         self.bank, self.edges_of = bank, edges_of
         self.by_class: dict[str, object] = {}
         self.names: dict[str, str] = {}
-        self._asked: re.Pattern | None = None
+        self._asked: tuple[re.Pattern, re.Pattern] | None = None
         self._named: dict[str, str] = {}  # a class name in lower case -> the name (the first, sorted, of those alike)
         for record in bank.records:
             st = record.statement
@@ -181,76 +184,21 @@ class ClassStatements:
                 break
         return out
 
-    def asked(self, question: str) -> str | None:
-        """The class a question asks for by name, right after "which" or "what" (or "what is the", "what's the name
-        of the", ``ASKED_COPULA``) and before the end, a punctuation mark or a word that ends a noun phrase
-        (``ASKED_END``): "which computer scientists?", "what routed drug is ...", "what is the name of the unit
-        profile that ..." ("what video game" asks for no class "video"); the longest class name, a plural's s or es
-        aside; or None. The train plans of 435 of the 462 GrailQA train questions that ask so start from that class
-        or check it (73 of the 82 that ask only after a copula). Else a class named the other way round, "what
-        type of accommodation" or "what is the unit of energy" (``ASKED_OF``: "accommodation type", "energy unit"),
-        as the train plans of 19 of the 22 GrailQA train questions that ask only so name at the answer (the tuning
-        part's: 10 of 12; the other two ask "what class of locomotive" for a wheel configuration)."""
+    def values_named(self, neigh, draft, group: Group) -> set[str]:
+        """The class names of the values that ``group`` (a Find line's probe, its target ``?memq_t``) binds after
+        ``draft`` (the plan so far), those the bank holds."""
+        probe = draft.copy()
+        probe.add_alternatives([group])
+        return {self.names[self.by_class[t].id] for t in neigh.types(Var("memq_t"), probe) if t in self.by_class}
+
+    def asked(self, question: str, entities=()) -> str | None:
+        """The class ``question`` about the topic ``entities`` (names) asks for by name
+        (:func:`memq.plan.asked.asked_class`), or None."""
         if self._asked is None:
             for name in sorted(self.names.values()):
                 self._named.setdefault(name.lower(), name)
-            names = sorted((n for n in self._named if len(n) >= 3), key=lambda n: (-len(n), n))
-            alternatives = "|".join(map(re.escape, names))
-            self._asked = re.compile(r"\b(?:which|what)" + ASKED_COPULA + r"\s+(" + alternatives + r")(?:e?s)?"
-                                     + ASKED_END)
-        found = self._asked.search(question.lower()) if self.names else None
-        if found is not None:
-            return self._named[found.group(1)]
-        for word, after in ASKED_OF.findall(question.lower()) if self.names else ():
-            words = after.split()
-            for head in dict.fromkeys((word, word.removesuffix("s"), word.removesuffix("es"))):
-                for n in range(len(words), 0, -1):  # the longest class name first
-                    if (name := " ".join(words[:n]) + " " + head) in self._named:
-                        return self._named[name]
-        return None
-
-
-# "what is the name of the <class> ...", "which is a <class> ...": a copula and an article may come between
-ASKED_COPULA = r"(?:(?:'s|\s+is|\s+are|\s+was|\s+were)\s+(?:the|a|an)(?:\s+names?\s+of\s+(?:the|a|an))?)?"
-# "what type of accommodation", "what is the unit of energy": the class named the other way round (up to three words)
-ASKED_OF = re.compile(r"\b(?:which|what)" + ASKED_COPULA + r"\s+(\w+)\s+of\s+(?:the\s+)?(\w+(?:\s+\w+){0,2})")
-# irregular past forms that end a noun phrase as "\w+ed" does ("which tv channel began on ...")
-IRREGULAR_PAST = ("began became brought built came chose drew drove fell flew fought found gave got grew held kept "
-                  "led left lost made met ran rose said sang saw sold spoke stood took taught told went won wore "
-                  "wrote written")
-ASKED_END = (r"(?=\s*$|\s*[?.,!;:]|\s+(?:is|are|was|were|has|have|had|does|do|did|can|could|will|would|that|which|"
-             r"who|whose|with|in|on|of|at|by|for|from|to|and|or|the|a|an|as|not|also|\w+ed|"
-             + IRREGULAR_PAST.replace(" ", "|") + r")\b)")
-
-
-def names_class(steps, name: str | None, target: str | None = None, shortened: bool = False) -> bool:
-    """Whether a plan starts from the class ``name`` or a narrower one (:func:`narrower`), or one that ``name``
-    shortens when ``shortened`` (:func:`shortens`), or checks it, at the ``?variable`` ``target`` when one is given
-    (the answer's; a count's answer stands for what it counts); true when there is none to name."""
-    target = next((st.source for st in steps if st.kind == "count" and st.target == target), target)
-    return name is None or any(st.kind == "class" and (narrower(st.value or "", name) or shortened
-                                                       and shortens(name, st.value or ""))
-                               and target in (None, st.target) for st in steps)
-
-
-def shortens(name: str, value: str) -> bool:
-    """Whether the class name ``name`` is the start of the longer class name ``value`` ("radio program" of "radio
-    program episode", "sports league" of "sports league season"). GrailQA's crowd workers shortened so 7 of the 16
-    classes asked for by name that its train plans name neither as asked nor more narrowly (at the answer), so the
-    wider search for the class asked for (``asked_beam``) takes such a class too; the first search does not (the
-    tuning part asks for 36 classes that start longer names: "rocket engine" starts "rocket engine fuel")."""
-    words, asked = value.lower().split(), name.lower().split()
-    return len(words) > len(asked) > 0 and words[:len(asked)] == asked
-
-
-def narrower(value: str, name: str) -> bool:
-    """Whether the class name ``value`` is ``name`` or names a kind of it: its last word ends with the last word of
-    ``name``, and it has the other words of ``name`` ("tv actor" and "actor", "olympic sport" and "sport",
-    "computer videogame" and "game"). Of the 462 GrailQA train questions that ask for a class by name
-    (:meth:`ClassStatements.asked`), the train plans of 432 name that class at the answer, and of 446 it or a
-    narrower one."""
-    words, asked = value.lower().split(), name.lower().split()
-    return bool(words and asked) and words[-1].endswith(asked[-1]) and all(w in words for w in asked[:-1])
+            self._asked = asked_patterns(self._named)
+        return asked_class(question, self._asked, self._named, entities)
 
 
 def count_lines(assigned: list[str]) -> list[ShapeLine]:
@@ -283,14 +231,14 @@ def shape_lines(classes: ClassStatements, h: Hyp, neigh, sims: dict[str, float],
     superlatives (one a plan). With ``asked_class``, the class the question asks for
     (:meth:`ClassStatements.asked`) is offered first as a start, and the other starts lose that many nats (63 of
     the 65 GrailQA train questions with no entity that ask for a class start from it), and so do the classes it
-    shortens when ``shortened`` (:func:`shortens`)."""
+    shortens when ``shortened`` (:func:`~memq.plan.asked.shortens`)."""
     from memq.sparql.model import Var
 
     if not h.assigned:
         if names:
             return []
         first = related_classes(classes.bank.records, sims, classes.edges_of) if classes.edges_of else []
-        asked = classes.asked(question) if asked_class else None
+        asked = classes.asked(question, names) if asked_class else None
 
         def fits(name: str | None) -> bool:
             return name == asked or shortened and shortens(asked or "", name or "")
@@ -446,3 +394,49 @@ def may_end(steps, question: str = "", target: str | None = None, bank=None) -> 
 
 def starts_from_class(steps) -> bool:
     return bool(steps) and steps[0].kind == "class" and steps[0].op == "find"
+
+
+def extend(h: Hyp, line: Line, scored, lm, question: str, names) -> Hyp | None:
+    """``h`` continued with one scored line, or None when the line cannot be used."""
+    new = Hyp(list(h.lines), list(h.steps), h.ids + list(scored.ids), h.total + scored.score,
+              h.tokens + len(scored.ids), h.draft.copy(), copy.deepcopy(h.rec), list(h.assigned),
+              False, list(h.notes))
+    if line.kind == "find":
+        try:
+            group = new.rec.find(line.step, line.statement)
+        except ReconstructionError:
+            return None
+        new.draft.add_alternatives([group])
+        new.assigned.append(line.step.target)
+        new.lines.append(line.text)
+        new.steps.append(replace(line.step, statement=line.statement.id))
+    elif line.kind == "shape":  # GrailQA's lines (memq.plan.lines)
+        if line.step.kind == "class":
+            try:
+                new.draft.add_alternatives([Group(triples=(new.rec.class_triple(line.step, line.statement),))])
+            except ReconstructionError:
+                return None
+        if line.step.kind == "count" or line.step.op == "find":
+            new.assigned.append(line.step.target)
+        new.lines.append(line.text)
+        new.steps.append(line.step)
+    elif line.kind == "answer":
+        new.lines.append(line.text)
+        new.steps.append(line.step)
+        new.done = True
+    else:  # an open line the model completed
+        text = " ".join(lm.decode(list(scored.ids)).split())
+        try:
+            step = parse_step(text, names)
+        except MemQError:
+            return None
+        if step.kind not in ("check", "sort") or not set(VAR.findall(text)) <= set(new.assigned) \
+                or not VAR.findall(text):
+            return None
+        if step.kind == "check" and step.value:
+            origin = "copied from the question" if step.value.lower() in question.lower() else "generated"
+            new.notes.append(f"step {len(new.lines) + 1}: constant {step.value!r} {origin}")
+        new.lines.append(text)
+        new.steps.append(step)
+        new.done = scored.ids[-1] == lm.eos_id
+    return new

@@ -195,11 +195,11 @@ class Neighbourhood:
         """The classes (``type.object.type``) of the values ``draft`` (the plan so far) binds to ``var``."""
         from memq.sparql.model import FB
 
-        t = Var("memq_t")
+        t = Var("memq_class")  # not the probes' memq_t, whose classes these may be
         where = Group(triples=tuple(draft.triples) + (Triple(var, Iri(FB + "type.object.type"), t),),
                       unions=tuple(draft.unions), filters=tuple(draft.filters))
         key = to_standard(Query(where=where, projection=(Projection(t),), distinct=True, limit=limit))
         if key not in self._classes:
             self._classes[key] = {term.local for row in self._select(key)
-                                  if isinstance(term := row.get("memq_t"), Iri) and term.is_freebase}
+                                  if isinstance(term := row.get(t.name), Iri) and term.is_freebase}
         return self._classes[key]

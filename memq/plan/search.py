@@ -32,6 +32,10 @@ class GroundedConfig:
     # when no plan of the search ends naming the class asked for, the same search again with this beam (and two
     # lines a plan) before the class is given up; 0: given up at once
     asked_beam: int = 0
+    # when that search ends no plan naming the class either, the same search again with ``asked_class`` nats off
+    # each Find line whose values have no class that names it where another Find line's have
+    # (memq.plan.asked.reaches), before the class is given up
+    asked_directed: bool = False
     # with a statement ranker (chosen on the first 100 WebQSP dev questions: top 5 and weight 2 beat top 10 and
     # weight 1; a pool of 160 holds every candidate of 98.6% of dev steps where 64 held 98.1%)
     rank_top: int = 5  # the best-ranked candidates probed and offered per step
