@@ -402,7 +402,8 @@ class GroundedPlanner:
                     entry["candidates"].append({"line": step.text, "statement": st.id,
                                                 "ranker": entry["logits"][(st.id, step.relation)],
                                                 "bonus": round(rank, 4), "index": len(lines)})
-                (astray if off else reach).append(len(lines))
+                if directed:
+                    (astray if off else reach).append(len(lines))
                 lines.append(Line("find", step.text, tuple(lm.token_ids(step.text + "\n")), step, st, rank=rank))
         if reach and astray:  # directed to the class asked for, and some Find line reaches it: the others lose
             for i in astray:
