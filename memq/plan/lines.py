@@ -1,6 +1,7 @@
 """The grounded planner's partial plans and candidate lines, and GrailQA's lines among them.
 
-:class:`Hyp` is a partial plan of the search (:mod:`memq.plan.grounded`), :class:`Line` a candidate line.
+:class:`Hyp` is a partial plan of the search (:mod:`memq.plan.grounded`), :class:`Line` a candidate line, and
+:func:`extend` continues a partial plan with a scored line.
 
 **GrailQA's lines**: a class to start from, class checks, counts and superlatives.
 
@@ -410,7 +411,7 @@ def extend(h: Hyp, line: Line, scored, lm, question: str, names) -> Hyp | None:
         new.assigned.append(line.step.target)
         new.lines.append(line.text)
         new.steps.append(replace(line.step, statement=line.statement.id))
-    elif line.kind == "shape":  # GrailQA's lines (memq.plan.lines)
+    elif line.kind == "shape":  # GrailQA's lines (ShapeLine)
         if line.step.kind == "class":
             try:
                 new.draft.add_alternatives([Group(triples=(new.rec.class_triple(line.step, line.statement),))])
