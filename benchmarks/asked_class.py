@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
 
@@ -36,13 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rebuild", action="store_true", help="derive the plans again (not from the cache)")
     args = ap.parse_args(argv)
 
-    classes = ClassStatements(MemoryBank.load(args.memory))
-    classes.asked("")  # builds the class names read
-    named = classes._named
-    names = sorted((n for n in named if len(n) >= 3), key=lambda n: (-len(n), n))
-    before = re.compile(r"\b(?:which|what)" + A.ASKED_COPULA + r"\s+(" + "|".join(map(re.escape, names))
-                        + r")(?:e?s)?" + A.ASKED_END)
-    readings = {"now": classes._asked, "before": (before, re.compile(r"(?!)"))}
+    named = ClassStatements(MemoryBank.load(args.memory)).named
+    readings = {"now": A.asked_patterns(named), "before": A.asked_patterns(named, verbs=False)}
     out: dict = {"memory": Path(args.memory).name, "classes": len(named)}
     for label, dataset, split in SPLITS:
         plans = load_split(dataset, split, rebuild=args.rebuild)

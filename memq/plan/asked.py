@@ -49,12 +49,16 @@ def verb_ending(names) -> str:
     return r"(?!(?:" + "|".join(sorted(map(re.escape, plurals), key=lambda p: (-len(p), p))) + r")\b)\w+s"
 
 
-def asked_patterns(named) -> tuple[re.Pattern, re.Pattern]:
+def asked_patterns(named, verbs: bool = True) -> tuple[re.Pattern, re.Pattern]:
     """The patterns that read the class asked for among the class ``named`` (lower-case names, 3 letters or more),
     the name in their first group: the class before ``ASKED_END`` or a present form (:func:`verb_ending`), and the
-    class before any word that ends in s (then the second group) and the rest of the question (the third)."""
+    class before any word that ends in s (then the second group) and the rest of the question (the third). Without
+    ``verbs``, the reading before present forms ended a class (``benchmarks/asked_class.py`` compares the two): the
+    class before ``ASKED_END`` only, and a second pattern that matches nothing."""
     names = sorted((n for n in named if len(n) >= 3), key=lambda n: (-len(n), n))
     asking = r"\b(?:which|what)" + ASKED_COPULA + r"\s+(" + "|".join(map(re.escape, names)) + r")(?:e?s)?"
+    if not verbs:
+        return re.compile(asking + ASKED_END), re.compile(r"(?!)")
     ending = r"(?=\s*$|\s*[?.,!;:]|\s+(?:" + END_WORDS + "|" + verb_ending(names) + r")\b)"
     return re.compile(asking + ending), re.compile(asking + r"\s+(\w+s)\s+(.*)")
 

@@ -47,6 +47,7 @@ from __future__ import annotations
 import copy
 import re
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from memq.errors import MemQError, ReconstructionError
 from memq.sparql.model import Group, Var
@@ -144,7 +145,6 @@ class ClassStatements:
         self.by_class: dict[str, object] = {}
         self.names: dict[str, str] = {}
         self._asked: tuple[re.Pattern, re.Pattern] | None = None
-        self._named: dict[str, str] = {}  # a class name in lower case -> the name (the first, sorted, of those alike)
         for record in bank.records:
             st = record.statement
             if st.structure == "class" and class_id(st) not in self.by_class:
@@ -196,10 +196,16 @@ class ClassStatements:
         """The class ``question`` about the topic ``entities`` (names) asks for by name
         (:func:`memq.plan.asked.asked_class`), or None."""
         if self._asked is None:
-            for name in sorted(self.names.values()):
-                self._named.setdefault(name.lower(), name)
-            self._asked = asked_patterns(self._named)
-        return asked_class(question, self._asked, self._named, entities)
+            self._asked = asked_patterns(self.named)
+        return asked_class(question, self._asked, self.named, entities)
+
+    @cached_property
+    def named(self) -> dict[str, str]:
+        """Each class name in lower case -> the name (the first, sorted, of those alike)."""
+        named: dict[str, str] = {}
+        for name in sorted(self.names.values()):
+            named.setdefault(name.lower(), name)
+        return named
 
 
 def count_lines(assigned: list[str]) -> list[ShapeLine]:
