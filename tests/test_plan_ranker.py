@@ -156,8 +156,10 @@ def test_a_tiny_training_run_stops_resumes_and_loads(kg, bank, tmp_path):  # noq
     train([data], out, epochs=8, batch_groups=2, negatives=3, lr=3e-4, stop_after=1e-9, log=lambda m: None)
     state = json.loads((out / "checkpoint" / "state.json").read_text())
     assert state["step"] == 1 and not (out / "manifest.json").exists()
-    train([data], out, epochs=8, batch_groups=2, negatives=3, lr=3e-4, resume=True, dev=[data], log=lambda m: None)
+    train([data], out, epochs=8, batch_groups=2, negatives=3, lr=3e-4, resume=True, dev=[data], dev_pool=50,
+          log=lambda m: None)
     manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["dev_metrics"]["g.jsonl"]["ranker"]["pool"] == 50
     assert manifest["training"]["steps"] == 8 and not (out / "checkpoint").exists()
     assert manifest["dev_metrics"]["g.jsonl"]["ranker"]["recall@1"] == 1.0
     ranker = StatementRanker.load(out)

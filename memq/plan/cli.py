@@ -92,6 +92,8 @@ def _register_ranker(psub) -> None:
     train.add_argument("--bound-only", action="store_true",
                        help="train only on steps whose gold statement is among the KG's candidates")
     train.add_argument("--dev", nargs="*", default=[], help="group files whose recall goes into the manifest")
+    train.add_argument("--dev-pool", type=int, default=64,
+                       help="candidates the ranker scores per dev step (the grounded planner's rank_pool is 160)")
     train.add_argument("--out", required=True)
     train.add_argument("--epochs", type=int, default=1)
     train.add_argument("--batch-groups", type=int, default=8, help="steps (groups) per batch")
@@ -162,7 +164,8 @@ def _ranker_train(args) -> int:
     out = train(data, args.out, base=args.init, epochs=args.epochs, batch_groups=args.batch_groups,
                 negatives=args.negatives, hard=args.hard, lr=args.lr, bootstrap=args.bootstrap,
                 bound_only=args.bound_only, freeze_layers=args.freeze_layers, threads=args.threads,
-                stop_after=args.stop_after, resume=args.resume, device=args.device, dev=args.dev, log=log)
+                stop_after=args.stop_after, resume=args.resume, device=args.device, dev=args.dev,
+                dev_pool=args.dev_pool, log=log)
     manifest = json.loads((Path(out) / "manifest.json").read_text()) if (Path(out) / "manifest.json").is_file() \
         else {"stopped": "checkpoint written; --resume goes on"}
     print(json.dumps(manifest.get("dev_metrics", manifest), indent=2))

