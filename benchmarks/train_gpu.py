@@ -100,7 +100,8 @@ RANKERS: dict[str, dict] = {
                         bound_only=True, freeze_layers=1, seed=1),
     # the same groups made again with today's candidates: the banks now include the schema bank, whose statements
     # bind too, so a step has more candidates than the groups ranker-gpu4 was trained on (WebQSP dev recall@1 at pool
-    # 160: 0.832 on the old groups, 0.706 on today's); dev recall at the planner's pool
+    # 160: 0.832 on the old groups, 0.706 on today's); dev recall at the planner's pool. None of the three beat the
+    # default end to end on WebQSP dev (docs/planner.md, "The ranker on today's candidates")
     "ranker-gpu5": dict(data=["rank/webqsp-train.jsonl.gz", "rank/cwq-train.jsonl.gz"], dev=["rank/webqsp-dev.jsonl.gz"],
                         epochs=4, batch_groups=8, negatives=15, hard=8, lr=5e-5, bootstrap=2000, bootstrap_pool=48,
                         bound_only=True, freeze_layers=1, seed=1, dev_pool=160),

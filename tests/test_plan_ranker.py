@@ -159,7 +159,7 @@ def test_a_tiny_training_run_stops_resumes_and_loads(kg, bank, tmp_path):  # noq
     train([data], out, epochs=8, batch_groups=2, negatives=3, lr=3e-4, resume=True, dev=[data], dev_pool=50,
           log=lambda m: None)
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["dev_metrics"]["g.jsonl"]["ranker"]["pool"] == 50
+    assert manifest["dev_metrics"]["g.jsonl"]["ranker"]["pool"] == manifest["training"]["dev_pool"] == 50
     assert manifest["training"]["steps"] == 8 and not (out / "checkpoint").exists()
     assert manifest["dev_metrics"]["g.jsonl"]["ranker"]["recall@1"] == 1.0
     ranker = StatementRanker.load(out)
