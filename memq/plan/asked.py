@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 
 __all__ = ["ASKED_COPULA", "ASKED_END", "ASKED_OF", "END_WORDS", "IRREGULAR_PAST", "asked_class", "asked_patterns",
-           "fits", "names_class", "narrower", "reaches", "shortens", "verb_ending"]
+           "ends_before", "fits", "names_class", "narrower", "reaches", "shortens", "verb_ending"]
 
 # "what is the name of the <class> ...", "which is a <class> ...": a copula and an article may come between
 ASKED_COPULA = r"(?:(?:'s|\s+is|\s+are|\s+was|\s+were)\s+(?:the|a|an)(?:\s+names?\s+of\s+(?:the|a|an))?)?"
@@ -35,8 +35,15 @@ IRREGULAR_PAST = ("began became brought built came chose drew drove fell flew fo
                   "wrote written")
 END_WORDS = (r"is|are|was|were|has|have|had|does|do|did|can|could|will|would|that|which|who|whose|with|in|on|of|at|"
              r"by|for|from|to|and|or|the|a|an|as|not|also|\w+ed|" + IRREGULAR_PAST.replace(" ", "|"))
-# what ends a noun phrase after a class name: the end, a punctuation mark, or one of END_WORDS
-ASKED_END = r"(?=\s*$|\s*[?.,!;:]|\s+(?:" + END_WORDS + r")\b)"
+
+
+def ends_before(words: str) -> str:
+    """A lookahead for what ends a noun phrase after a class name: the end, a punctuation mark, or one of
+    ``words`` (alternatives of a pattern)."""
+    return r"(?=\s*$|\s*[?.,!;:]|\s+(?:" + words + r")\b)"
+
+
+ASKED_END = ends_before(END_WORDS)
 
 
 def verb_ending(names) -> str:
@@ -59,8 +66,8 @@ def asked_patterns(named, verbs: bool = True) -> tuple[re.Pattern, re.Pattern]:
     asking = r"\b(?:which|what)" + ASKED_COPULA + r"\s+(" + "|".join(map(re.escape, names)) + r")(?:e?s)?"
     if not verbs:
         return re.compile(asking + ASKED_END), re.compile(r"(?!)")
-    ending = r"(?=\s*$|\s*[?.,!;:]|\s+(?:" + END_WORDS + "|" + verb_ending(names) + r")\b)"
-    return re.compile(asking + ending), re.compile(asking + r"\s+(\w+s)\s+(.*)")
+    strict = re.compile(asking + ends_before(END_WORDS + "|" + verb_ending(names)))
+    return strict, re.compile(asking + r"\s+(\w+s)\s+(.*)")
 
 
 def asked_class(question: str, patterns: tuple[re.Pattern, re.Pattern], named: dict[str, str],

@@ -144,7 +144,6 @@ class ClassStatements:
         self.bank, self.edges_of = bank, edges_of
         self.by_class: dict[str, object] = {}
         self.names: dict[str, str] = {}
-        self._asked: tuple[re.Pattern, re.Pattern] | None = None
         for record in bank.records:
             st = record.statement
             if st.structure == "class" and class_id(st) not in self.by_class:
@@ -195,17 +194,17 @@ class ClassStatements:
     def asked(self, question: str, entities=()) -> str | None:
         """The class ``question`` about the topic ``entities`` (names) asks for by name
         (:func:`memq.plan.asked.asked_class`), or None."""
-        if self._asked is None:
-            self._asked = asked_patterns(self.named)
-        return asked_class(question, self._asked, self.named, entities)
+        return asked_class(question, self.patterns, self.named, entities)
+
+    @cached_property
+    def patterns(self) -> tuple[re.Pattern, re.Pattern]:
+        """The patterns that read the class asked for (:func:`memq.plan.asked.asked_patterns`)."""
+        return asked_patterns(self.named)
 
     @cached_property
     def named(self) -> dict[str, str]:
-        """Each class name in lower case -> the name (the first, sorted, of those alike)."""
-        named: dict[str, str] = {}
-        for name in sorted(self.names.values()):
-            named.setdefault(name.lower(), name)
-        return named
+        """Each class name in lower case -> the name (the first, sorted, of those alike: it is written last)."""
+        return {name.lower(): name for name in sorted(self.names.values(), reverse=True)}
 
 
 def count_lines(assigned: list[str]) -> list[ShapeLine]:
