@@ -89,6 +89,9 @@ CONFIGS: dict[str, tuple[str, str, dict]] = {
     "grailqa-e2": ("planner", "grailqa+grailqa-synthetic",
                    dict(epochs=2.0, batch_size=8, lr=2e-4, lora_r=8, lora_alpha=16, init_adapter="init/cwq-planner")),
 }
+# what the rankers trained on today's groups share (below)
+TODAY = dict(data=["rank/webqsp-train.jsonl.gz", "rank/cwq-train.jsonl.gz"], dev=["rank/webqsp-dev.jsonl.gz"],
+             batch_groups=8, negatives=15, hard=8, bound_only=True, freeze_layers=1, seed=1, dev_pool=160)
 # name -> memq.plan.rank_train.train keywords; the data are the group files `memq planner ranker data` writes
 RANKERS: dict[str, dict] = {
     # the CPU ranker (memory_bank/ranker-cpu1): 1 epoch, WebQSP train + the first 1,400 CWQ questions, 3 layers frozen
@@ -102,17 +105,9 @@ RANKERS: dict[str, dict] = {
     # bind too, so a step has more candidates than the groups ranker-gpu4 was trained on (WebQSP dev recall@1 at pool
     # 160: 0.832 on the old groups, 0.706 on today's); dev recall at the planner's pool. None of the three beat the
     # default end to end on WebQSP dev (docs/planner.md, "The ranker on today's candidates")
-    "ranker-gpu5": dict(data=["rank/webqsp-train.jsonl.gz", "rank/cwq-train.jsonl.gz"], dev=["rank/webqsp-dev.jsonl.gz"],
-                        epochs=4, batch_groups=8, negatives=15, hard=8, lr=5e-5, bootstrap=2000, bootstrap_pool=48,
-                        bound_only=True, freeze_layers=1, seed=1, dev_pool=160),
-    "ranker-gpu5-cont": dict(data=["rank/webqsp-train.jsonl.gz", "rank/cwq-train.jsonl.gz"],
-                             dev=["rank/webqsp-dev.jsonl.gz"], base="init/ranker", epochs=2, batch_groups=8,
-                             negatives=15, hard=8, lr=3e-5, bootstrap=2000, bootstrap_pool=48, bound_only=True,
-                             freeze_layers=1, seed=1, dev_pool=160),
-    "ranker-gpu5-wide": dict(data=["rank/webqsp-train.jsonl.gz", "rank/cwq-train.jsonl.gz"],
-                             dev=["rank/webqsp-dev.jsonl.gz"], epochs=3, batch_groups=8, negatives=23, hard=12,
-                             lr=5e-5, bootstrap=4000, bootstrap_pool=160, bound_only=True, freeze_layers=1, seed=1,
-                             dev_pool=160),
+    "ranker-gpu5": dict(TODAY, epochs=4, lr=5e-5, bootstrap=2000, bootstrap_pool=48),
+    "ranker-gpu5-cont": dict(TODAY, base="init/ranker", epochs=2, lr=3e-5, bootstrap=2000, bootstrap_pool=48),
+    "ranker-gpu5-wide": dict(TODAY, epochs=3, negatives=23, hard=12, lr=5e-5, bootstrap=4000, bootstrap_pool=160),
     # GrailQA's own ranker (memory_bank/grailqa/ranker): GrailQA train's gold plans replayed on data/kg/grailqa.nq.gz
     # with memory_bank/grailqa+schema, dev = the tuning part's groups; chosen among these by its recall there
     "grailqa-cont": dict(data=["rank/grailqa-train.jsonl.gz"], dev=["rank/grailqa-dev.jsonl.gz"],
