@@ -76,6 +76,9 @@ def add_search_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rank-pool", type=int, help=f"{g} candidates the ranker scores per step")
     parser.add_argument("--rank-weight", type=float, help=f"{g} weight of the ranker's score on Find lines "
                                                           "(0: it only cuts the candidates)")
+    parser.add_argument("--unseen-top", type=int, help=f"{g} Find statements no training question gave (the "
+                                                       "schema's): -1 compete with the others, 0 only where none "
+                                                       "that one gave binds, K the ranker's K best of them besides")
 
 
 def parse_entities(items: list[str]) -> dict[str, str] | list[str] | None:
@@ -197,7 +200,8 @@ def config_from(args: argparse.Namespace):
         changes["repair"] = False
     search = {k: getattr(args, k) for k in ("beam", "lines", "norm", "max_candidates", "prune", "budget", "prior",
                                              "neighbours", "prior_floor", "coverage", "asked_class", "asked_beam",
-                                             "asked_directed", "rank_top", "rank_pool", "rank_weight")
+                                             "asked_directed", "rank_top", "rank_pool", "rank_weight",
+                                             "unseen_top")
               if getattr(args, k, None) is not None}
     if search:
         changes["search"] = replace(config.search, **search)

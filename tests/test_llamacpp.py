@@ -181,6 +181,7 @@ def test_grailqa_is_evaluated_on_its_own_kg_with_its_own_search_unless_told_othe
     search = plain.search
     assert (search.beam, search.lines, search.coverage, search.asked_class, search.asked_beam) == (1, 1, 25.0, 25.0, 3)
     assert search.asked_directed is False  # tried on the tuning part: no plan changed
+    assert search.unseen_top == -1  # zero-shot questions need the ontology's unseen statements beside the others
     told = evaluation_config(parser.parse_args(["evaluate", "--dataset", "grailqa", "--split", "dev", "--planner",
                                                 "grounded", "--kg", "mine.nt", "--memory", "bank", "--beam", "3",
                                                 "--coverage", "10", "--asked-class", "0", "--asked-beam", "0",
@@ -191,7 +192,7 @@ def test_grailqa_is_evaluated_on_its_own_kg_with_its_own_search_unless_told_othe
     webqsp = evaluation_config(parser.parse_args(["evaluate", "--dataset", "webqsp", "--split", "dev",
                                                   "--planner", "grounded"]))
     assert Path(webqsp.kg).name == "benchmark.nq.gz" and webqsp.search.beam == 3 and webqsp.search.coverage == 10.0
-    assert webqsp.search.asked_class == 0.0 and webqsp.search.asked_beam == 0
+    assert webqsp.search.asked_class == 0.0 and webqsp.search.asked_beam == 0 and webqsp.search.unseen_top == 0
 
 
 def test_a_memory_bank_brings_its_own_planner_to_ask_serve_and_answer(tmp_path):

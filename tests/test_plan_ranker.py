@@ -4,6 +4,7 @@ real (tiny) training run that stops and resumes."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -14,8 +15,10 @@ from memq.errors import MemQError
 from memq.plan.derive import DerivedPlan
 from memq.plan.format import parse_plan
 from memq.plan.grounded import GroundedConfig, GroundedPlanner, Neighbourhood
+from memq.plan.lines import Hyp
 from memq.plan.rank_train import evaluate, read_groups, step_groups, train, training_groups, write_groups
 from memq.plan.ranker import StatementRanker, candidate_text, query_text
+from memq.reconstruct import Draft, Reconstructor
 
 SPOKEN = "Find the languages spoken of the country Jamaica, assign it to ?x.\nFinally the answer is ?x."
 OFFICIAL = "Find the official language of the country Jamaica, assign it to ?x.\nFinally the answer is ?x."
@@ -77,6 +80,56 @@ def test_the_ranker_reads_the_question_and_the_plan_so_far(kg, bank):  # noqa: F
                      "the sibling of the siblings of the person Justin Bieber"]
     offered = {c["statement"] for c in plan.ranked[0]["candidates"]}
     assert offered == {"sibling"}  # scored before the probe; "pet" has no second edge, so it is not offered
+
+
+def test_statements_no_training_question_gave_are_offered_only_where_none_that_one_gave_binds(kg, bank):  # noqa: F811
+    """With unseen_top 0, the schema's statements (no question ids) wait until no statement a training question
+    gave binds at the step: Jamaica's "official" (seen) is offered alone; Bieber's siblings, where no seen
+    statement binds, come from the unseen ones, and the trace says so."""
+    from test_plan_grounded import STATEMENTS
+
+    from memq.memory.bank import MemoryBank
+    from memq.memory.embed import HashingEmbedder
+    from memq.types import MemoryRecord, Statement
+
+    seen = {"official", "gender"}
+    mixed = MemoryBank.build([MemoryRecord(Statement(i, s, q, tuple(re.findall(r"ns:(\S+)", q)),
+                                                     ("WebQTrn-1",) if i in seen else ()), (d,), "template")
+                              for i, s, q, d in STATEMENTS], HashingEmbedder())
+    start = Hyp(draft=Draft(), rec=Reconstructor(JAMAICA))
+    both = ranked(kg, mixed, "", KeywordRanker("spoken"), unseen_top=-1)
+    finds = {line.statement.id for line in both._lines(start, JAMAICA, ["Jamaica"], both.lm, Neighbourhood(kg), {},
+                                                       "jamaica's language?", []) if line.kind == "find"}
+    assert finds == {"spoken", "official"}
+    first = ranked(kg, mixed, "", KeywordRanker("spoken"), unseen_top=0)
+    trace: list[dict] = []
+    finds = {line.statement.id for line in first._lines(start, JAMAICA, ["Jamaica"], first.lm, Neighbourhood(kg), {},
+                                                        "jamaica's language?", trace) if line.kind == "find"}
+    assert finds == {"official"} and len(trace) == 1 and "unseen" not in trace[-1]
+    plan = ranked(kg, mixed, BROTHER, KeywordRanker("sibling"), unseen_top=0).plan(
+        "who is justin bieber's brother?", BIEBER)
+    assert plan.raw == BROTHER  # no seen statement binds at Bieber: the unseen sibling statement is offered
+    plain = ranked(kg, bank, BROTHER, KeywordRanker("sibling")).plan("who is justin bieber's brother?", BIEBER)
+    assert plain.raw == BROTHER and not any("unseen" in n for n in plain.notes)  # no statement seen: no split
+    assert not any("unseen" in e for e in plain.ranked)
+    assert plan.ranked[0]["unseen"] is True and plan.ranked[0]["candidates"]
+    assert "unseen statement: step 1 from one no training question gave" in plan.notes
+    assert "unseen" not in plan.ranked[1]  # step 2's gender statement was given by a training question
+    # unseen_top 1: the unseen statements' best is offered beside the others, in an entry of its own, its bonus
+    # measured from the best of all the step's candidates (the seen ones' from their own best); each candidate gets
+    # the model's score
+    beside = ranked(kg, mixed, SPOKEN, KeywordRanker("spoken", margin=3.0), unseen_top=1, rank_weight=1.0)
+    plan = beside.plan("what language do they speak in jamaica?", JAMAICA)
+    assert plan.raw == SPOKEN
+    seen_entry, unseen_entry = plan.ranked[:2]
+    assert {c["statement"] for c in seen_entry["candidates"]} == {"official"} and seen_entry["best"] == 0.0
+    assert {c["statement"] for c in unseen_entry["candidates"]} == {"spoken"} and unseen_entry["unseen"] is True
+    assert all(c["bonus"] == 0.0 for c in seen_entry["candidates"] + unseen_entry["candidates"])
+    assert unseen_entry["best"] == 3.0
+    below = ranked(kg, mixed, SPOKEN, KeywordRanker("official", margin=3.0), unseen_top=1, rank_weight=1.0)
+    unseen_entry = below.plan("what language do they speak in jamaica?", JAMAICA).ranked[1]
+    assert all(c["bonus"] == -3.0 for c in unseen_entry["candidates"])  # 3 below the seen "official"
+    assert any(c["llm"] is not None for c in unseen_entry["candidates"])
 
 
 def test_search_settings_of_the_ranker_are_checked_by_name():

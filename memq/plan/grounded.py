@@ -49,7 +49,8 @@ With one topic entity it never applies: the first Find line starts there.
 **The statement ranker** (``ranker``, :mod:`memq.plan.ranker`). When the planner has one, a cross-encoder scores the
 ``rank_pool`` candidates of a step most similar to the question, and only its ``rank_top`` best that bind are probed and
 offered; each Find line's score gets ``rank_weight`` times its logit minus the best one's (<= 0, added exactly).
-``Plan.ranked`` lists every step's ranked candidates with the ranker's and the model's scores.
+``Plan.ranked`` lists every step's ranked candidates with the ranker's and the model's scores. ``unseen_top``: statements
+no training question gave (the schema's) come only where none that one gave binds (0), or their best k beside (k).
 
 **Pass budget.** Past ``budget`` forward passes a search (60, chosen on dev) the search goes on with a beam of 1
 and one line per step (in the plan's notes). It counts a pass per token an open line writes, as greedy decoding
@@ -89,7 +90,7 @@ from .derive import DerivationError, find_step, fresh_variable
 from .format import parse_plan
 from .lines import ClassStatements, Hyp, Line, extend, grail_targets, has_classes, may_end, shape_lines, unnamed
 from .linesearch import SearchCost, best_lines
-from .neighbourhood import Edge, Neighbourhood, bank_edges, first_edges, path_options, statement_edges
+from .neighbourhood import Edge, Neighbourhood, bank_edges, first_edges, path_options, statement_edges, unseen_steps
 from .prior import QuestionPrior, bonuses
 from .prompt import entity_names
 from .ranker import rank_candidates
@@ -279,9 +280,9 @@ class GroundedPlanner:
                                    open_ends=[line.kind == "open" for line in lines], bonus=bonus, prune=cfg.prune,
                                    max_passes=cfg.max_passes, cost=cost)
                 self._lm_calls += 1
-                if len(ranked) > entries:  # the ranker's candidates of this search, each with the model's score
-                    llm = {sc.index: sc.logprob for sc in found}
-                    for c in ranked[-1]["candidates"]:
+                llm = {sc.index: sc.logprob for sc in found}
+                for entry in ranked[entries:]:  # the ranker's candidates of this search, each with the model's score
+                    for c in entry["candidates"]:
                         i = c.pop("index")
                         c["llm"] = round(llm[i], 4) if i in llm else None
                 kept = 0
@@ -326,6 +327,8 @@ class GroundedPlanner:
             plan.notes.append(f"entity coverage: the plan names no step of {', '.join(left)}")
         if not names_class(best.steps, asked, best.steps[-1].target, wide):
             plan.notes.append(f"asked class: no step names the class the question asks for at the answer, {asked}")
+        if cfg.unseen_top >= 0 and self._seen and (unseen := unseen_steps(best.steps, self.bank)):
+            plan.notes.append(f"unseen statement: step {unseen} from one no training question gave")
         if cfg.prior > 0 and prior is None:
             plan.notes.append("question prior off: the memory bank's sources name no training questions")
         plan.cost.update(candidates=offered, prior_weight=cfg.prior if prior is not None else 0.0)
@@ -343,9 +346,66 @@ class GroundedPlanner:
                             self._first_edges)
 
     @cached_property
+    def _seen(self) -> bool:  # some statement was given by a training question: unseen_top applies
+        return any(r.statement.question_ids for r in self.bank.records)
+
+    @cached_property
     def _first_edges(self) -> dict:
         self._edges.update(bank_edges(self.bank.records))  # parsed once per bank, then read from the cache
         return first_edges(self.bank.records, self._statement_edges)
+
+    def _find_lines(self, h: Hyp, kept: list, lm, neigh: Neighbourhood, question: str, ranked: list[dict] | None,
+                    wide: bool, directed: str | None, top: int, start: int | None = None, best=None) -> list[Line]:
+        """The Find lines of ``kept`` that bind after ``h`` (with a ranker, its ``top`` best, each with its bonus, and
+        ``ranked`` gets an entry whose candidates' indices start at ``start``). ``start`` given: they are the
+        statements no training question gave, their bonus taken from ``best`` when that is higher."""
+        cfg, entry, lines = self.config, None, []
+        if self.ranker is not None and kept:
+            kept, entry = rank_candidates(self.ranker, kept, question, h.lines, pool=cfg.rank_pool,
+                                          weight=cfg.rank_weight, best=best)
+            entry.update({"unseen": True} if start is not None else {})
+        start = start or 0
+        probe_rec = copy.deepcopy(h.rec)
+        offered = 0  # GrailQA's 2,298 train plans never find a statement twice from one node: nor do these
+        reach: list[int] = []  # with ``directed``, the Find lines whose values have the class, and the others
+        astray: list[int] = []
+        found = {(s.statement, s.source) for s in h.steps if s.kind == "find"} if self.classes is not None else ()
+        for record, mentions, rank in kept:
+            if entry is not None and offered >= top:
+                break
+            st = record.statement
+            try:
+                probe = find_step(record.descriptions[0], st.structure, mentions, "?memq_t")
+                group = probe_rec.find(probe, st)
+            except (DerivationError, ReconstructionError):
+                continue
+            if (st.id, probe.source) in found or not neigh.binds(h.draft, group, Var("memq_t")):
+                continue
+            off = directed and not reaches(self.classes.values_named(neigh, h.draft, group), directed, wide)
+            offered += 1
+            used = set(h.assigned)
+            targets = grail_targets(used) if self.classes else [v for v in ("?x", "?y") if v not in used]
+            fresh = fresh_variable(st, {v[1:] for v in used})
+            if fresh not in targets:
+                targets.append(fresh)
+            for target in targets:
+                step = find_step(record.descriptions[0], st.structure, mentions, target)
+                if entry is not None:
+                    entry["candidates"].append({"line": step.text, "statement": st.id,
+                                                "ranker": entry["logits"][(st.id, step.relation)],
+                                                "bonus": round(rank, 4), "index": start + len(lines)})
+                if directed:
+                    (astray if off else reach).append(len(lines))
+                lines.append(Line("find", step.text, tuple(lm.token_ids(step.text + "\n")), step, st, rank=rank))
+        if reach and astray:  # directed to the class asked for, and some Find line reaches it: the others lose
+            for i in astray:
+                lines[i] = replace(lines[i], rank=lines[i].rank - cfg.asked_class)
+            for c in entry["candidates"] if entry is not None else ():
+                c["bonus"] = round(lines[c["index"] - start].rank, 4)
+        if entry is not None:
+            del entry["logits"]
+            ranked.append(entry)
+        return lines
 
     def _lines(self, h: Hyp, entities: dict[str, str], names, lm, neigh: Neighbourhood, sims, question: str = "",
                ranked: list[dict] | None = None, wide: bool = False, directed: str | None = None) -> list[Line]:
@@ -368,51 +428,15 @@ class GroundedPlanner:
                 continue
             seen.add(record.statement.id)
             kept.append((record, mentions, 0.0))
-        entry = None
-        if self.ranker is not None and kept:
-            kept, entry = rank_candidates(self.ranker, kept, question, h.lines, pool=cfg.rank_pool,
-                                          weight=cfg.rank_weight)
         lines: list[Line] = []
-        probe_rec = copy.deepcopy(h.rec)
-        offered = 0  # GrailQA's 2,298 train plans never find a statement twice from one node: nor do these
-        reach: list[int] = []  # with ``directed``, the Find lines whose values have the class, and the others
-        astray: list[int] = []
-        found = {(s.statement, s.source) for s in h.steps if s.kind == "find"} if self.classes is not None else ()
-        for record, mentions, rank in kept:
-            if entry is not None and offered >= cfg.rank_top:
-                break
-            st = record.statement
-            try:
-                probe = find_step(record.descriptions[0], st.structure, mentions, "?memq_t")
-                group = probe_rec.find(probe, st)
-            except (DerivationError, ReconstructionError):
-                continue
-            if (st.id, probe.source) in found or not neigh.binds(h.draft, group, Var("memq_t")):
-                continue
-            off = directed and not reaches(self.classes.values_named(neigh, h.draft, group), directed, wide)
-            offered += 1
-            used = set(h.assigned)
-            targets = grail_targets(used) if self.classes else [v for v in ("?x", "?y") if v not in used]
-            fresh = fresh_variable(st, {v[1:] for v in used})
-            if fresh not in targets:
-                targets.append(fresh)
-            for target in targets:
-                step = find_step(record.descriptions[0], st.structure, mentions, target)
-                if entry is not None:
-                    entry["candidates"].append({"line": step.text, "statement": st.id,
-                                                "ranker": entry["logits"][(st.id, step.relation)],
-                                                "bonus": round(rank, 4), "index": len(lines)})
-                if directed:
-                    (astray if off else reach).append(len(lines))
-                lines.append(Line("find", step.text, tuple(lm.token_ids(step.text + "\n")), step, st, rank=rank))
-        if reach and astray:  # directed to the class asked for, and some Find line reaches it: the others lose
-            for i in astray:
-                lines[i] = replace(lines[i], rank=lines[i].rank - cfg.asked_class)
-            for c in entry["candidates"] if entry is not None else ():
-                c["bonus"] = round(lines[c["index"]].rank, 4)
-        if entry is not None:
-            del entry["logits"]
-            ranked.append(entry)
+        seen = [k for k in kept if k[0].statement.question_ids] if cfg.unseen_top >= 0 and self._seen else kept
+        entries = len(ranked or ())
+        lines = self._find_lines(h, seen, lm, neigh, question, ranked, wide, directed, cfg.rank_top)
+        if len(seen) < len(kept) and (cfg.unseen_top or not lines):  # the statements no training question gave
+            unseen = [k for k in kept if not k[0].statement.question_ids]
+            best = ranked[entries]["best"] if lines and len(ranked or ()) > entries else None
+            lines += self._find_lines(h, unseen, lm, neigh, question, ranked, wide, directed,
+                                      cfg.unseen_top if lines else cfg.rank_top, len(lines), best)
         if self.classes is not None:
             lines += [Line("shape", sl.text, tuple(lm.token_ids(sl.text + "\n")), sl.step, sl.statement, rank=sl.rank)
                       for sl in shape_lines(self.classes, h, neigh, sims, question, names, cfg.asked_class, wide)]

@@ -84,10 +84,12 @@ def candidate_text(record, mentions: dict[str, str]) -> str:
     return step.relation
 
 
-def rank_candidates(ranker, kept, question: str, so_far: list[str], *, pool: int, weight: float) -> tuple[list, dict]:
+def rank_candidates(ranker, kept, question: str, so_far: list[str], *, pool: int, weight: float,
+                    best: float | None = None) -> tuple[list, dict]:
     """The grounded planner's candidates ``kept`` (``(record, mentions, _)``, most similar to the question first) cut
     to the ``pool`` first and ordered by ``ranker``, each with its bonus: ``weight`` times its logit minus the best
-    one's (its log-softmax over the step's candidates minus the best's, <= 0). Also the step's trace entry, whose
+    one's (its log-softmax over the step's candidates minus the best's, <= 0), or minus ``best`` when that is higher
+    (the best logit of the step's other candidates). Also the step's trace entry (with its ``best`` logit), whose
     ``logits`` the planner reads as it renders the lines it offers."""
     scored = []
     for record, mentions, _ in kept[:pool]:
@@ -97,10 +99,10 @@ def rank_candidates(ranker, kept, question: str, so_far: list[str], *, pool: int
             continue
     texts = list(dict.fromkeys(t for _, _, t in scored))
     logits = dict(zip(texts, (float(x) for x in ranker.score(query_text(question, so_far), texts)), strict=True))
-    best = max(logits.values(), default=0.0)
+    best = max(logits.values(), default=0.0) if best is None else max(best, *logits.values())
     order = sorted(scored, key=lambda o: -logits[o[2]])
     out = [(r, m, weight * (logits[t] - best)) for r, m, t in order]
-    entry = {"step": len(so_far) + 1, "plan_so_far": list(so_far), "scored": len(texts),
+    entry = {"step": len(so_far) + 1, "plan_so_far": list(so_far), "scored": len(texts), "best": round(best, 4),
              "candidates": [], "logits": {(r.statement.id, t): round(logits[t], 4) for r, _, t in scored}}
     return out, entry
 
