@@ -130,6 +130,15 @@ def test_statements_no_training_question_gave_are_offered_only_where_none_that_o
     unseen_entry = below.plan("what language do they speak in jamaica?", JAMAICA).ranked[1]
     assert all(c["bonus"] == -3.0 for c in unseen_entry["candidates"])  # 3 below the seen "official"
     assert any(c["llm"] is not None for c in unseen_entry["candidates"])
+    # the ranker's groups hold what the planner ranks: at ?x the seen gender statement alone, at Bieber (no seen
+    # statement there) the unseen ones
+    groups = step_groups(brother_plan(), GroundedPlanner(None, kg=kg, bank=mixed), Neighbourhood(kg))
+    assert [[t for t, _ in g["candidates"]] for g in groups] == [
+        ["the pet of the siblings of the person Justin Bieber", "the sibling of the siblings of the person Justin Bieber"],
+        ["the gender of the person ?x"]]
+    every = step_groups(brother_plan(), GroundedPlanner(None, kg=kg, bank=mixed, config=GroundedConfig(unseen_top=-1)),
+                        Neighbourhood(kg))
+    assert len(every[1]["candidates"]) == 3
 
 
 def test_search_settings_of_the_ranker_are_checked_by_name():

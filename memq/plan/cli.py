@@ -83,6 +83,8 @@ def _register_ranker(psub) -> None:
                                           "benchmark KG holds)")
     data.add_argument("--sample", type=int, help="a random sample of N questions (seeded by --seed)")
     data.add_argument("--seed", type=int, default=0)
+    data.add_argument("--unseen-top", type=int, help="the candidates as the planner's search ranks them (default: "
+                                                     "GrailQA's -1, else the grounded planner's default)")
     _common(data)
     data.set_defaults(handler=_ranker_data)
 
@@ -128,11 +130,12 @@ def _register_ranker(psub) -> None:
 def _ranker_data(args) -> int:
     import random
 
+    from memq.evaluate.cli import GRAILQA_SEARCH
     from memq.memory.bank import MemoryBank
     from memq.pipeline import Config, open_kg
 
     from .data import load_split
-    from .grounded import GroundedPlanner
+    from .grounded import GroundedConfig, GroundedPlanner
     from .rank_train import read_groups, write_groups
 
     plans = load_split(args.dataset, args.split)
@@ -142,7 +145,9 @@ def _ranker_data(args) -> int:
         random.Random(args.seed).shuffle(plans)
         plans = plans[:args.sample]
     bank = MemoryBank.load(args.memory or f"memory_bank/{args.dataset}")
-    planner = GroundedPlanner(None, kg=open_kg(args.kg or Config().kg), bank=bank)
+    top = args.unseen_top if args.unseen_top is not None else (
+        GRAILQA_SEARCH["unseen_top"] if args.dataset == "grailqa" else GroundedConfig().unseen_top)
+    planner = GroundedPlanner(None, kg=open_kg(args.kg or Config().kg), bank=bank, config=GroundedConfig(unseen_top=top))
     out = write_groups(plans, planner, args.out, progress=_progress(args, desc="replaying gold plans", unit="q"))
     groups = [g for g in read_groups(out) if g.get("step") is not None]
     summary = {"out": str(out), "questions": len(plans), "steps": len(groups),

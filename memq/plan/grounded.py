@@ -327,7 +327,7 @@ class GroundedPlanner:
             plan.notes.append(f"entity coverage: the plan names no step of {', '.join(left)}")
         if not names_class(best.steps, asked, best.steps[-1].target, wide):
             plan.notes.append(f"asked class: no step names the class the question asks for at the answer, {asked}")
-        if cfg.unseen_top >= 0 and self._seen and (unseen := unseen_steps(best.steps, self.bank)):
+        if cfg.unseen_top >= 0 and self.seen_statements and (unseen := unseen_steps(best.steps, self.bank)):
             plan.notes.append(f"unseen statement: step {unseen} from one no training question gave")
         if cfg.prior > 0 and prior is None:
             plan.notes.append("question prior off: the memory bank's sources name no training questions")
@@ -346,7 +346,7 @@ class GroundedPlanner:
                             self._first_edges)
 
     @cached_property
-    def _seen(self) -> bool:  # some statement was given by a training question: unseen_top applies
+    def seen_statements(self) -> bool:  # some statement was given by a training question: unseen_top applies
         return any(r.statement.question_ids for r in self.bank.records)
 
     @cached_property
@@ -429,7 +429,7 @@ class GroundedPlanner:
             seen.add(record.statement.id)
             kept.append((record, mentions, 0.0))
         lines: list[Line] = []
-        seen = [k for k in kept if k[0].statement.question_ids] if cfg.unseen_top >= 0 and self._seen else kept
+        seen = [k for k in kept if k[0].statement.question_ids] if cfg.unseen_top >= 0 and self.seen_statements else kept
         entries = len(ranked or ())
         lines = self._find_lines(h, seen, lm, neigh, question, ranked, wide, directed, cfg.rank_top)
         if len(seen) < len(kept) and (cfg.unseen_top or not lines):  # the statements no training question gave

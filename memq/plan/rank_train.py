@@ -1,27 +1,23 @@
 """Training data, training and dev metrics for the statement ranker (:mod:`memq.plan.ranker`).
 
-**The data** (:func:`step_groups`). Each training question's gold plan
-(:mod:`memq.plan.data`) is replayed step by step on the KG, as the grounded
-planner would have built it (GrailQA's class steps narrow the draft as the planner's class lines do, so a
-class start's members are the node the next Find starts from): at each Find step the candidates are exactly the
-planner's (:meth:`memq.plan.grounded.GroundedPlanner.options`: the memory's
-path statements whose edges exist at a known node), the positive is the gold
-statement read from the gold step's node, and every other candidate is a
-negative: a relation that binds at the same node. One *group* per Find step:
-the ranker's query, the positive's text and the candidates' texts with their
-MiniLM similarity to the question. Written as JSONL, one group a line, appended
+**The data** (:func:`step_groups`). Each training question's gold plan (:mod:`memq.plan.data`) is replayed step by
+step on the KG, as the grounded planner would have built it (GrailQA's class steps narrow the draft as the planner's
+class lines do, so a class start's members are the node the next Find starts from): at each Find step the candidates
+are exactly the ones the planner ranks (:meth:`memq.plan.grounded.GroundedPlanner.options`: the memory's path
+statements whose edges exist at a known node; with ``unseen_top`` >= 0, those a training question gave when there
+are any), the positive is the gold statement read from the gold step's node, and every other candidate is a
+negative: a relation that binds at the same node. One *group* per Find step: the ranker's query, the positive's text
+and the candidates' texts with their MiniLM similarity to the question. Written as JSONL, one group a line, appended
 and flushed, so a stopped run goes on where it stopped.
 
-**The training** (:func:`train`): listwise, one softmax over a group's
-positive and ``negatives`` negatives (the ``hard`` most similar to the question
-by MiniLM, then random ones), cross-entropy on the positive. After the first
-epoch, *bootstrapping*: the ranker scores a sample of training groups and its
-own top mistakes become the hard negatives of the next epoch (TIARA's recipe).
-A checkpoint (model, optimizer, position) is written every ``save_every``
-steps and at the end of an epoch; ``resume`` goes on from it.
+**The training** (:func:`train`): listwise, one softmax over a group's positive and ``negatives`` negatives (the
+``hard`` most similar to the question by MiniLM, then random ones), cross-entropy on the positive. After the first
+epoch, *bootstrapping*: the ranker scores a sample of training groups and its own top mistakes become the hard
+negatives of the next epoch (TIARA's recipe). A checkpoint (model, optimizer, position) is written every
+``save_every`` steps and at the end of an epoch; ``resume`` goes on from it.
 
-**Dev metrics** (:func:`evaluate`): recall@1/5/10 of the gold statement among
-each step's candidates, beside the MiniLM order the planner used before.
+**Dev metrics** (:func:`evaluate`): recall@1/5/10 of the gold statement among each step's candidates, beside the
+MiniLM order the planner used before.
 """
 
 from __future__ import annotations
@@ -68,7 +64,10 @@ def step_groups(plan, planner, neigh) -> list[dict]:
         if step.kind == "find":
             record = bank.get(sid) if sid else None
             texts: dict[str, float] = {}
-            for opt, mentions in planner.options(entities, assigned, draft, neigh):
+            options = planner.options(entities, assigned, draft, neigh)
+            if planner.config.unseen_top >= 0 and planner.seen_statements:  # the ones the planner ranks first
+                options = [o for o in options if o[0].statement.question_ids] or options
+            for opt, mentions in options:
                 try:
                     text = candidate_text(opt, mentions)
                 except MemQError:
