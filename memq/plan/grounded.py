@@ -356,14 +356,14 @@ class GroundedPlanner:
 
     def _find_lines(self, h: Hyp, kept: list, lm, neigh: Neighbourhood, question: str, ranked: list[dict] | None,
                     wide: bool, directed: str | None, top: int, start: int | None = None, best=None) -> list[Line]:
-        """The Find lines of ``kept`` that bind after ``h`` (with a ranker, its ``top`` best, each with its bonus, and
-        ``ranked`` gets an entry whose candidates' indices start at ``start``). ``start`` given: they are the
-        statements no training question gave, their bonus taken from ``best`` when that is higher."""
+        """The Find lines of ``kept`` that bind after ``h`` (with a ranker, its ``top`` best with their bonus, measured
+        from ``best`` if higher, and an entry in ``ranked``). ``start``: they are the unseen ones, after ``start`` lines."""
         cfg, entry, lines = self.config, None, []
         if self.ranker is not None and kept:
             kept, entry = rank_candidates(self.ranker, kept, question, h.lines, pool=cfg.rank_pool,
                                           weight=cfg.rank_weight, best=best)
-            entry.update({"unseen": True} if start is not None else {})
+            if start is not None:
+                entry["unseen"] = True
         start = start or 0
         probe_rec = copy.deepcopy(h.rec)
         offered = 0  # GrailQA's 2,298 train plans never find a statement twice from one node: nor do these
@@ -428,11 +428,11 @@ class GroundedPlanner:
                 continue
             seen.add(record.statement.id)
             kept.append((record, mentions, 0.0))
-        lines: list[Line] = []
-        seen = [k for k in kept if k[0].statement.question_ids] if cfg.unseen_top >= 0 and self.seen_statements else kept
+        split = cfg.unseen_top >= 0 and self.seen_statements
+        trained = [k for k in kept if k[0].statement.question_ids] if split else kept
         entries = len(ranked or ())
-        lines = self._find_lines(h, seen, lm, neigh, question, ranked, wide, directed, cfg.rank_top)
-        if len(seen) < len(kept) and (cfg.unseen_top or not lines):  # the statements no training question gave
+        lines = self._find_lines(h, trained, lm, neigh, question, ranked, wide, directed, cfg.rank_top)
+        if len(trained) < len(kept) and (cfg.unseen_top or not lines):  # the statements no training question gave
             unseen = [k for k in kept if not k[0].statement.question_ids]
             best = ranked[entries]["best"] if lines and len(ranked or ()) > entries else None
             lines += self._find_lines(h, unseen, lm, neigh, question, ranked, wide, directed,
