@@ -146,6 +146,8 @@ def test_search_settings_of_the_ranker_are_checked_by_name():
         GroundedConfig(rank_top=0)
     with pytest.raises(ValueError, match="rank_weight"):
         GroundedConfig(rank_weight=-1.0)
+    with pytest.raises(ValueError, match="unseen_top must be an int >= -1.*-2"):
+        GroundedConfig(unseen_top=-2)
 
 
 def brother_plan() -> DerivedPlan:
