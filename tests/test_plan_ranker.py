@@ -17,7 +17,7 @@ from memq.plan.format import parse_plan
 from memq.plan.grounded import GroundedConfig, GroundedPlanner, Neighbourhood
 from memq.plan.lines import Hyp
 from memq.plan.rank_train import evaluate, read_groups, step_groups, train, training_groups, write_groups
-from memq.plan.ranker import StatementRanker, candidate_text, query_text
+from memq.plan.ranker import StatementRanker, candidate_text, query_text, rank_candidates
 from memq.reconstruct import Draft, Reconstructor
 
 SPOKEN = "Find the languages spoken of the country Jamaica, assign it to ?x.\nFinally the answer is ?x."
@@ -129,6 +129,8 @@ def test_statements_no_training_question_gave_are_offered_only_where_none_that_o
     below = ranked(kg, mixed, SPOKEN, KeywordRanker("official", margin=3.0), unseen_top=1, rank_weight=1.0)
     unseen_entry = below.plan("what language do they speak in jamaica?", JAMAICA).ranked[1]
     assert all(c["bonus"] == -3.0 for c in unseen_entry["candidates"])  # 3 below the seen "official"
+    none, entry = rank_candidates(KeywordRanker("x"), [], "q", [], pool=5, weight=1.0, best=3.0)
+    assert none == [] and entry["best"] == 3.0  # no unseen candidate renders: nothing ranked, no crash
     assert any(c["llm"] is not None for c in unseen_entry["candidates"])
     # the ranker's groups hold what the planner ranks: at ?x the seen gender statement alone, at Bieber (no seen
     # statement there) the unseen ones

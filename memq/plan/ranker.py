@@ -99,7 +99,7 @@ def rank_candidates(ranker, kept, question: str, so_far: list[str], *, pool: int
             continue
     texts = list(dict.fromkeys(t for _, _, t in scored))
     logits = dict(zip(texts, (float(x) for x in ranker.score(query_text(question, so_far), texts)), strict=True))
-    best = max(logits.values(), default=0.0) if best is None else max(best, *logits.values())
+    best = max(logits.values(), default=0.0) if best is None else max([best, *logits.values()])
     order = sorted(scored, key=lambda o: -logits[o[2]])
     out = [(r, m, weight * (logits[t] - best)) for r, m, t in order]
     entry = {"step": len(so_far) + 1, "plan_so_far": list(so_far), "scored": len(texts), "best": round(best, 4),
