@@ -90,8 +90,8 @@ from .derive import DerivationError, find_step, fresh_variable
 from .format import parse_plan
 from .lines import ClassStatements, Hyp, Line, extend, grail_targets, has_classes, may_end, shape_lines, unnamed
 from .linesearch import SearchCost, best_lines
-from .neighbourhood import Edge, Neighbourhood, bank_edges, first_edges, path_options, statement_edges, unseen_steps
-from .prior import QuestionPrior, bonuses
+from .neighbourhood import Edge, Neighbourhood, bank_edges, first_edges, path_options, statement_edges
+from .prior import QuestionPrior, bonuses, trained_first, unseen_steps
 from .prompt import entity_names
 from .ranker import rank_candidates
 from .search import NORMS, GroundedConfig
@@ -327,7 +327,7 @@ class GroundedPlanner:
             plan.notes.append(f"entity coverage: the plan names no step of {', '.join(left)}")
         if not names_class(best.steps, asked, best.steps[-1].target, wide):
             plan.notes.append(f"asked class: no step names the class the question asks for at the answer, {asked}")
-        if cfg.unseen_top >= 0 and self.seen_statements and (unseen := unseen_steps(best.steps, self.bank)):
+        if self.splits_unseen and (unseen := unseen_steps(best.steps, self.bank)):
             plan.notes.append(f"unseen statement: step {unseen} from one no training question gave")
         if cfg.prior > 0 and prior is None:
             plan.notes.append("question prior off: the memory bank's sources name no training questions")
@@ -346,8 +346,8 @@ class GroundedPlanner:
                             self._first_edges)
 
     @cached_property
-    def seen_statements(self) -> bool:  # some statement was given by a training question: unseen_top applies
-        return any(r.statement.question_ids for r in self.bank.records)
+    def splits_unseen(self) -> bool:  # unseen_top >= 0, and some statement was given by a training question
+        return self.config.unseen_top >= 0 and any(r.statement.question_ids for r in self.bank.records)
 
     @cached_property
     def _first_edges(self) -> dict:
@@ -428,12 +428,10 @@ class GroundedPlanner:
                 continue
             seen.add(record.statement.id)
             kept.append((record, mentions, 0.0))
-        split = cfg.unseen_top >= 0 and self.seen_statements
-        trained = [k for k in kept if k[0].statement.question_ids] if split else kept
+        trained, unseen = trained_first(kept, self.splits_unseen)
         entries = len(ranked or ())
         lines = self._find_lines(h, trained, lm, neigh, question, ranked, wide, directed, cfg.rank_top)
-        if len(trained) < len(kept) and (cfg.unseen_top or not lines):  # the statements no training question gave
-            unseen = [k for k in kept if not k[0].statement.question_ids]
+        if unseen and (cfg.unseen_top or not lines):  # the statements no training question gave
             best = ranked[entries]["best"] if lines and len(ranked or ()) > entries else None
             lines += self._find_lines(h, unseen, lm, neigh, question, ranked, wide, directed,
                                       cfg.unseen_top if lines else cfg.rank_top, len(lines), best)

@@ -11,7 +11,7 @@ import time
 from memq.sparql import to_standard
 from memq.sparql.model import Group, Iri, Projection, Query, Triple, Var
 
-__all__ = ["Edge", "Neighbourhood", "bank_edges", "first_edges", "path_options", "statement_edges", "unseen_steps"]
+__all__ = ["Edge", "Neighbourhood", "bank_edges", "first_edges", "path_options", "statement_edges"]
 
 Edge = tuple[str, str]  # (relation id, "out" | "in") seen from a node
 EDGES_FORMAT = 1  # of bank_edges' cache
@@ -203,9 +203,3 @@ class Neighbourhood:
             self._classes[key] = {term.local for row in self._select(key)
                                   if isinstance(term := row.get(t.name), Iri) and term.is_freebase}
         return self._classes[key]
-
-
-def unseen_steps(steps, bank) -> str:
-    """The Find steps (1-based, comma-separated) whose statement no training question gave."""
-    return ", ".join(str(i) for i, s in enumerate(steps, 1)
-                     if s.kind == "find" and not bank.get(s.statement).statement.question_ids)

@@ -41,7 +41,7 @@ import numpy as np
 
 from memq.errors import MemQError
 
-__all__ = ["FORMAT", "QuestionPrior", "bonuses", "source_questions"]
+__all__ = ["FORMAT", "QuestionPrior", "bonuses", "source_questions", "trained_first", "unseen_steps"]
 
 logger = logging.getLogger(__name__)
 
@@ -164,3 +164,17 @@ def bonuses(support: dict[str, float], statement_ids: Sequence[str | None], weig
         return [0.0] * len(statement_ids)
     top = max(logs.values())
     return [0.0 if sid is None else weight * (logs[sid] - top) for sid in statement_ids]
+
+
+def unseen_steps(steps, bank) -> str:
+    """The Find steps (1-based, comma-separated) whose statement no training question gave."""
+    return ", ".join(str(i) for i, s in enumerate(steps, 1)
+                     if s.kind == "find" and not bank.get(s.statement).statement.question_ids)
+
+
+def trained_first(options: list, split: bool) -> tuple[list, list]:
+    """``options`` (``(record, ...)``) as those a training question gave and the others; all and none unless
+    ``split`` (the grounded planner's ``unseen_top`` >= 0)."""
+    if not split:
+        return options, []
+    return [o for o in options if o[0].statement.question_ids], [o for o in options if not o[0].statement.question_ids]

@@ -53,6 +53,8 @@ def step_groups(plan, planner, neigh) -> list[dict]:
     from memq.reconstruct import Draft, Reconstructor
     from memq.sparql.model import Group
 
+    from .prior import trained_first
+
     bank = planner.bank
     entities = {mid: name for mid, name in plan.entities}
     sims = {rec.statement.id: float(s) for rec, _, s in bank.search(plan.question, k=len(bank))}
@@ -64,10 +66,8 @@ def step_groups(plan, planner, neigh) -> list[dict]:
         if step.kind == "find":
             record = bank.get(sid) if sid else None
             texts: dict[str, float] = {}
-            options = planner.options(entities, assigned, draft, neigh)
-            if planner.config.unseen_top >= 0 and planner.seen_statements:  # the ones the planner ranks first
-                options = [o for o in options if o[0].statement.question_ids] or options
-            for opt, mentions in options:
+            trained, unseen = trained_first(planner.options(entities, assigned, draft, neigh), planner.splits_unseen)
+            for opt, mentions in trained or unseen:  # the ones the planner ranks first
                 try:
                     text = candidate_text(opt, mentions)
                 except MemQError:
