@@ -1,7 +1,7 @@
 """Entity linking: index build and load time, and linking precision/recall/time on a dataset split.
 
     .venv/bin/python benchmarks/bench_link.py [--dataset webqsp] [--split test] [--build] [--set KEY=VALUE ...]
-                                               [--no-fit] [--memory DIR] [--json FILE]
+                                               [--no-fit] [--memory DIR] [--json FILE] [--records FILE]
 
 ``--build`` builds the index of the default KG afresh (into a temporary folder) and times it; otherwise the cached
 index (``memq.link.resolve.cached_index``) is loaded, and that load is timed. ``--set`` changes a
@@ -41,6 +41,7 @@ def main() -> int:
                         help="count the mention prior on these datasets' training questions (default: "
                              "memq.link.linker.MENTION_DATASETS)")
     parser.add_argument("--json", help="write the figures here")
+    parser.add_argument("--records", help="write each question's links here, a line for each row's (JSON lines)")
     args = parser.parse_args()
 
     from memq.evaluate.run import questions_for
@@ -100,10 +101,16 @@ def main() -> int:
     if args.set:
         configs[" ".join(args.set)] = with_settings(LinkConfig(), args.set)
     out["linking"] = {}
+    if args.records:
+        Path(args.records).write_text("", encoding="utf-8")
     for label, config in configs.items():
         linker = Linker(index, config, fit)
         linker.link(questions[0].question)  # rapidfuzz and the embedder loaded before timing
-        block = summarise_links([link_record(linker, q) for q in questions])
+        records = [{"id": q.id, "question": q.question, **link_record(linker, q)} for q in questions]
+        if args.records:
+            with open(args.records, "a", encoding="utf-8") as f:
+                f.writelines(json.dumps({"setting": label, **r}) + "\n" for r in records)
+        block = summarise_links(records)
         block.pop("note")
         if linker.uses_fit:
             block["fit_kg_queries"] = fit.queries

@@ -14,7 +14,8 @@ setting. ``--fresh-base``: BASE.jsonl need not exist; a question whose input the
 the base settings too, into BASE.jsonl, and the summary compares the two on those questions only (``f1`` and
 ``base_f1`` are then over the changed questions).
 
-``BASE.jsonl`` is the per-question file of a linked run (``memq evaluate --dataset webqsp --split dev --planner
+Both pipelines answer from the dataset's memory bank (``memory_bank/DATASET``), as ``memq evaluate`` does; before,
+they read the default, WebQSP's, for CWQ too. ``BASE.jsonl`` is the per-question file of a linked run (``memq evaluate --dataset webqsp --split dev --planner
 grounded --entities linked --per-question BASE.jsonl``). For each of its questions the variant pipeline (the
 default ``Config`` with the ``--link`` settings of :class:`memq.link.linker.LinkConfig`) links the question, and
 so does the base pipeline: when both inputs make the same plan (:func:`memq.link.evaluate.same_input`: the same
@@ -42,7 +43,7 @@ def main() -> int:
     from memq.evaluate.saved import load_records
     from memq.link.evaluate import same_input
     from memq.link.linker import training_mentions, with_settings
-    from memq.pipeline import Config, Pipeline
+    from memq.pipeline import ROOT, Config, Pipeline
     from memq.types import Trace
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -76,11 +77,15 @@ def main() -> int:
         questions = questions[k - 1::n]
     out = Path(args.out)
     done = load_records(out) if out.exists() else {}
-    config = replace(Config(), planner_dataset=args.dataset, planner=args.planner)
+    # the dataset's own memory bank, as `memq evaluate` answers it (memq.evaluate.cli.evaluation_config): CWQ
+    # questions are not to be answered from the default, WebQSP's
+    config = replace(Config(), planner_dataset=args.dataset, planner=args.planner,
+                     memory=str(ROOT / "memory_bank" / args.dataset))
+    # the variant starts from today's defaults, not from the base's settings (a --base-link it does not repeat)
+    variant_config = replace(config, link=with_settings(config.link, args.link))
     config = replace(config, link=with_settings(config.link, args.base_link))
     pipe = Pipeline(config)
-    variant = Pipeline(replace(config, link=with_settings(config.link, args.link)), bank=pipe.bank, kg=pipe.kg,
-                       planner=pipe.planner)
+    variant = Pipeline(variant_config, bank=pipe.bank, kg=pipe.kg, planner=pipe.planner)
     base_hold_out = args.base_held_out and args.split == "dev"
     for p, sets, hold_out in ((pipe, args.base_mentions, base_hold_out), (variant, args.mentions, args.split == "dev")):
         if sets:  # a copy of the index with its own mention prior: the two pipelines read one cached index
