@@ -258,3 +258,22 @@ def test_sort_orders_numbers_kept_as_text_as_numbers_on_both_stores(loaded):
         dates = {name: [v[:4] for v in rows if "-" in v] for name, rows in got.items()}
         assert numbers == {"virtuoso": first, "oxigraph": first}, got
         assert dates["virtuoso"] == dates["oxigraph"] == (["2001", "1999"] if op == "desc" else ["1999", "2001"])
+
+
+def test_entity_pairs_one_cvt_joins_agree_on_virtuoso_and_oxigraph(loaded):
+    # the linker's coherence (memq.link.fit.MemoryFit.connected) asks the same query of an endpoint
+    import re
+
+    from memq.kg.base import NAME_PREDICATE
+    from memq.link.fit import MemoryFit
+
+    rows = loaded["store"].select(
+        f"SELECT DISTINCT ?a ?b WHERE {{ ?a ?p ?m . ?m ?q ?b . ?a <{NAME_PREDICATE}> ?x . ?b <{NAME_PREDICATE}> ?y . "
+        f"FILTER NOT EXISTS {{ ?m <{NAME_PREDICATE}> ?n }} FILTER(?a != ?b) }} LIMIT 40")
+    ids = re.compile(r"^[mg]\.[0-9a-z_]+$")
+    joined = [(r["a"].local, r["b"].local) for r in rows if ids.match(r["a"].local) and ids.match(r["b"].local)][:10]
+    assert len(joined) >= 3
+    pairs = joined + [(a, joined[(n + 1) % len(joined)][1]) for n, (a, _) in enumerate(joined)]
+    on_store = MemoryFit(loaded["store"], None).connected(pairs)
+    assert on_store >= {frozenset(p) for p in joined}
+    assert MemoryFit(loaded["endpoint"], None).connected(pairs) == on_store

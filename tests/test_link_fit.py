@@ -135,3 +135,57 @@ def test_link_config_refuses_a_negative_fit_weight():
         LinkConfig(fit_weight=-1)
     with pytest.raises(ValueError, match="fit_recall must be >= 1"):
         LinkConfig(fit_recall=0)
+
+
+# Coherence: two films called "Rings"; the more popular one is the default reading, but only the other shares a CVT
+# (a performance, a node without a name) with the character the question also names, the first entity linked. A
+# direct edge does not count.
+COHERENT = f"""
+<{FB}m.0sar> {NAME} "Saruman"@en .
+<{FB}m.0ringa> {NAME} "Rings"@en .
+<{FB}m.0ringb> {NAME} "Rings"@en .
+<{FB}m.0staff> {NAME} "Staff"@en .
+<{FB}m.0power> {NAME} "Rings of Power"@en .
+<{FB}m.0sar> <{FB}film.film_character.portrayed_in_films> <{FB}m.0perf> .
+<{FB}m.0perf> <{FB}film.performance.film> <{FB}m.0ringb> .
+<{FB}m.0sar> <{FB}fictional_universe.fictional_character.things> <{FB}m.0staff> .
+""" + "".join(f"<{FB}m.0ringa> <{FB}film.film.starring> <{FB}m.0p{i}> .\n" for i in range(2)) \
+  + "".join(f"<{FB}m.0sar> <{FB}fictional_universe.fictional_character.appears_in> <{FB}m.0w{i}> .\n"
+            for i in range(6))
+
+
+@pytest.fixture(scope="module")
+def coherent_kg(tmp_path_factory):
+    path = tmp_path_factory.mktemp("cohkg") / "kg.nt"
+    path.write_text(COHERENT, encoding="utf-8")
+    return OxigraphStore.from_file(path)
+
+
+def test_coherence_prefers_the_reading_one_cvt_joins_with_another_span(coherent_kg, bank):
+    index = build_index(coherent_kg, source={"kg": "kg.nt"})
+    assert index.exact("rings") == ["m.0ringa", "m.0ringb"]
+    fit = MemoryFit(coherent_kg, bank)
+    assert fit.connected([("m.0sar", "m.0ringb"), ("m.0sar", "m.0ringa"), ("m.0sar", "m.0staff")]) == {
+        frozenset(("m.0sar", "m.0ringb"))}  # the direct edge to the staff does not count
+    question = "who plays saruman in rings?"
+    plain = LinkConfig(fit_weight=0.0, second_threshold=0.0, coherence_weight=0.0)
+    assert {link.id for link in Linker(index, plain, fit).link(question)[:2]} == {"m.0sar", "m.0ringa"}
+    # "rings" is part of one more name (Rings of Power): a class word when at most 0 names may have it
+    assert len(index.partial("rings")) == 1
+    shy = replace(plain, coherence_weight=0.3, coherence_max_names=0)
+    assert {link.id for link in Linker(index, shy, fit).link(question)[:2]} == {"m.0sar", "m.0ringa"}
+    links = Linker(index, replace(plain, coherence_weight=0.3), fit).link(question)
+    assert {link.id for link in links[:2]} == {"m.0sar", "m.0ringb"}
+    assert links[0].id == "m.0sar"  # the first choice does not change
+    shown = {link.id: link.to_json() for link in links}
+    assert shown["m.0ringb"]["coherent"] == "m.0sar" and "coherent" not in shown["m.0sar"]
+    queries = fit.queries
+    Linker(index, replace(plain, coherence_weight=0.3), fit).link(question)
+    assert fit.queries == queries  # pairs are asked once
+    with pytest.raises(ValueError, match="coherence_weight"):
+        LinkConfig(coherence_weight=-0.1)
+
+
+def test_coherence_checks_ids_before_they_reach_sparql(coherent_kg, bank):
+    with pytest.raises(ValueError, match="not a Freebase id"):
+        MemoryFit(coherent_kg, bank).connected([("m.0sar", "m.0x> ?p ?o } #")])

@@ -9,9 +9,10 @@ candidate's fit is the best similarity of a recalled statement that binds at it,
 "who was lincoln's vice president?" recalls the government-position statements, which bind at the president and not
 at the city of Lincoln.
 
-The linker (:class:`memq.link.linker.Linker`) adds ``fit_weight`` x fit to a candidate's score. Both parts can be
-given lazily (zero-argument callables), so that a linker opened for a pipeline loads the KG and the bank only when
-the first question is linked.
+The linker (:class:`memq.link.linker.Linker`) adds ``fit_weight`` x fit to a candidate's score, and, once its first
+entity is chosen, ``coherence_weight`` to the candidates that one CVT joins with it (:meth:`MemoryFit.connected`).
+Both parts can be given lazily (zero-argument callables), so that a linker opened for a pipeline loads the KG and
+the bank only when the first question is linked.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import time
 from collections.abc import Iterable
 
 from memq.errors import KnowledgeGraphError
+from memq.kg.base import NAME_PREDICATE, check_ids
 from memq.plan.neighbourhood import Edge, Neighbourhood, statement_edges
 from memq.sparql.model import FB, Iri
 
@@ -42,6 +44,7 @@ class MemoryFit:
         self._neigh: Neighbourhood | None = None
         self._edges: dict[str, frozenset[Edge]] = {}
         self._statement_edges: dict[str, frozenset[Edge]] = {}
+        self._connected: dict[frozenset[str], bool] = {}
         self.queries = 0
         self.seconds = 0.0
 
@@ -73,6 +76,34 @@ class MemoryFit:
             self.queries += 1
             self._edges[mid] = found
         return found
+
+    def connected(self, pairs: Iterable[tuple[str, str]]) -> set[frozenset[str]]:
+        """The pairs of entities that one CVT joins in the KG (a path of two edges through a node without a name:
+        the performance between a character and a film, the position a president held), in one query for the pairs
+        not asked before (cached). A direct edge does not count: in a question that names an entity, the other end
+        of a direct edge is most often the answer ("what language is spoken in singapore?": English). Ids are
+        checked (:func:`memq.kg.base.check_ids`); a query that fails joins nothing (logged, not asked again)."""
+        todo = []
+        for a, b in pairs:
+            key = frozenset((a, b))
+            if len(key) == 2 and key not in self._connected and key not in todo:
+                todo.append(key)
+        if todo:
+            check_ids(set().union(*todo))
+            t0 = time.perf_counter()
+            try:
+                rows = self.kg.select(connected_query([tuple(sorted(k)) for k in todo]), timeout=self.timeout)
+                found = {frozenset((r["a"].local, r["b"].local)) for r in rows
+                         if isinstance(r.get("a"), Iri) and isinstance(r.get("b"), Iri)}
+            except KnowledgeGraphError as exc:
+                log.warning("entity linking: which of %d pairs the KG connects could not be read: %s", len(todo), exc)
+                found = set()
+            self.seconds += time.perf_counter() - t0
+            self.queries += 1
+            if len(self._connected) >= MAX_CACHED:
+                self._connected = {}
+            self._connected.update((k, k in found) for k in todo)
+        return {frozenset(p) for p in pairs if self._connected.get(frozenset(p))}
 
     def first_edges(self, statement) -> frozenset[Edge]:
         """A statement's edges at ``?entity1`` (its first edge, as it writes it), cached by statement id."""
@@ -107,6 +138,15 @@ class MemoryFit:
             out[mid] = next(((score, st.id) for st, score, first in recalled if score > 0 and first & edges),
                             (0.0, None))
         return out
+
+
+def connected_query(pairs: list[tuple[str, str]]) -> str:
+    """Standard SPARQL: the ``(?a ?b)`` of ``pairs`` (checked Freebase ids) joined by two edges through a node that
+    has no ``type.object.name`` (a CVT), either way."""
+    values = " ".join(f"(<{FB}{a}> <{FB}{b}>)" for a, b in pairs)
+    unnamed = f"FILTER NOT EXISTS {{ ?m <{NAME_PREDICATE}> ?n }}"
+    return (f"SELECT DISTINCT ?a ?b WHERE {{ VALUES (?a ?b) {{ {values} }} "
+            f"{{ ?a ?p ?m . ?m ?q ?b . {unnamed} }} UNION {{ ?b ?p ?m . ?m ?q ?a . {unnamed} }} }}")
 
 
 def one_thread(search):

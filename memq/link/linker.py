@@ -8,7 +8,9 @@
    (:class:`~memq.link.fit.MemoryFit`), ``fit_weight`` x the fit with the question through the memory: the best
    similarity of a statement recalled for the question that binds at the candidate.
 3. Choice: the best (span, entity) first, then the next whose span does not overlap a chosen one, while the
-   score reaches ``threshold`` (``second_threshold`` after the first), at most ``max_entities``.
+   score reaches ``threshold`` (``second_threshold`` after the first), at most ``max_entities``. With a KG, once
+   the first is chosen, a candidate of another span that one CVT joins with it gains ``coherence_weight``
+   (:meth:`Linker.joined_with`: the film beside the character of "who plays saruman in lord of the rings?").
 
 Every chosen entity comes back as a :class:`Link` with its mention, score and the runner-up candidates, which
 the pipeline writes into the trace. The weights and thresholds were tuned on WebQSP dev, carved from train (docs/linking.md).
@@ -61,6 +63,14 @@ class LinkConfig:
     fit_weight: float = 0.6
     fit_recall: int = 40
     fit_candidates: int = 4
+    # coherence (a Linker given a MemoryFit): once the first entity is chosen, + coherence_weight to a candidate of
+    # another span that one CVT joins with it ("saruman" and "lord of the rings": a performance), among the
+    # coherence_entities best entities that could reach the second threshold so (0: off)
+    coherence_weight: float = 0.3
+    coherence_entities: int = 6
+    # a span that is part of more names than this is a class word ("language" of Italian Language, "team"): its
+    # candidates get no coherence (the answer of "what language did jewish people speak?" is joined with the people)
+    coherence_max_names: int = 100
     # how many linked entities (best first, second readings aside) a plan must name (the grounded planner's entity
     # coverage); the others are optional: named in the prompt, and a plan may name them. -1: all of them; 0: none
     # (a plan still starts from one). 0 chosen on WebQSP dev (first 100, end to end: F1 0.642 with -1, 0.669
@@ -95,6 +105,9 @@ class LinkConfig:
                              f"{self.required}, {self.prompted}")
         if self.fit_weight < 0:
             raise ValueError(f"fit_weight must be >= 0, got {self.fit_weight}")
+        if self.coherence_weight < 0 or self.coherence_entities < 2 or self.coherence_max_names < 0:
+            raise ValueError(f"coherence_weight and coherence_max_names must be >= 0 and coherence_entities >= 2, "
+                             f"got {self.coherence_weight}, {self.coherence_max_names}, {self.coherence_entities}")
         if not 0 <= self.fuzzy_cutoff <= 100:
             raise ValueError(f"fuzzy_cutoff is a rapidfuzz ratio in 0-100, got {self.fuzzy_cutoff}")
 
@@ -131,6 +144,7 @@ class Link:
     fit: float | None = None  # the part of the score from the fit through the memory (None: not used)
     fit_statement: str | None = None  # the recalled statement that binds at the entity
     alternative: bool = False  # a second reading of a span linked already (``same_span_margin``): optional
+    coherent: str | None = None  # the first entity, when one CVT joins it with this one (coherence_weight)
 
     def to_json(self) -> dict:
         out = {"id": self.id, "name": self.name, "mention": self.mention, "score": round(self.score, 4),
@@ -141,6 +155,8 @@ class Link:
             out["fit_statement"] = self.fit_statement
         if self.alternative:
             out["alternative"] = True
+        if self.coherent:
+            out["coherent"] = self.coherent
         return out
 
 
@@ -229,7 +245,10 @@ class Linker:
         found = self.candidates(question)
         chosen: list[Link] = []
         taken: set[int] = set()
-        for score, i, j, mid, match, pop, (fit, statement) in found:
+        k = 0
+        while k < len(found):
+            score, i, j, mid, match, pop, (fit, statement, *coherent) = found[k]
+            k += 1
             if len(chosen) >= cfg.max_entities or score < (cfg.second_threshold if chosen else cfg.threshold):
                 break
             if any(link.id == mid for link in chosen):
@@ -250,8 +269,43 @@ class Linker:
                 if len(others) == 3:
                     break
             chosen.append(Link(mid, self.index.name(mid) or mid, " ".join(tokens[i:j]), score, match, pop,
-                               tuple(others), (i, j), fit if self.uses_fit else None, statement, alternative))
+                               tuple(others), (i, j), fit if self.uses_fit else None, statement, alternative,
+                               coherent[0] if coherent else None))
+            if len(chosen) == 1 and self.fit is not None and cfg.coherence_weight > 0:
+                found = found[:k] + self.joined_with(chosen[0], found[k:], tokens)
         return chosen
+
+    def joined_with(self, first: Link, rest: list, tokens: list[str]) -> list:
+        """``rest`` (the candidates after the first entity chosen), best first again once ``coherence_weight`` is
+        added to each candidate that one CVT joins with ``first`` in the KG (:meth:`memq.link.fit.MemoryFit.
+        connected`): of the ``coherence_entities`` best entities on spans apart from the first's whose score could
+        reach the second threshold so, each at its best span, but for spans that are part of more than
+        ``coherence_max_names`` names (class words). The first entity's id becomes the last part of a joined
+        candidate's last element. The first choice never changes: coherence only finds the entities beside it."""
+        cfg = self.config
+        i0, j0 = first.span
+        apart = [c for c in rest if c[2] <= i0 or j0 <= c[1]]
+        best: list[str] = []
+        for c in apart:
+            if c[0] + cfg.coherence_weight < cfg.second_threshold or len(best) >= cfg.coherence_entities:
+                break
+            if c[3] not in best and c[3] != first.id \
+                    and len(self.index.partial(" ".join(tokens[c[1]:c[2]]))) <= cfg.coherence_max_names:
+                best.append(c[3])
+        if not best:
+            return rest
+        try:
+            joined = self.fit.connected([(first.id, mid) for mid in best])
+        except (MemQError, OSError) as exc:  # the KG could not be loaded: link without coherence
+            log.warning("entity linking goes on without coherence: %s", exc)
+            return rest
+        partners = {mid for mid in best if frozenset((first.id, mid)) in joined}
+        if not partners:
+            return rest
+        out = [(c[0] + cfg.coherence_weight, *c[1:6], (*c[6][:2], first.id))
+               if c[3] in partners and (c[2] <= i0 or j0 <= c[1]) else c for c in rest]
+        out.sort(key=lambda c: (-c[0], c[1], c[3]))
+        return out
 
     def resolve_name(self, name: str) -> Link | None:
         """The most popular entity called ``name`` (exactly after normalisation, else fuzzily); None if none."""
