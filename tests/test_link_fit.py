@@ -13,10 +13,10 @@ from memq.kg.oxigraph import OxigraphStore
 from memq.link.fit import MemoryFit
 from memq.link.index import build_index
 from memq.link.linker import LinkConfig, Linker
-from memq.link.resolve import open_linker
+from memq.link.resolve import open_linker, resolve
 from memq.memory.bank import MemoryBank
 from memq.memory.embed import HashingEmbedder
-from memq.types import MemoryRecord, Statement
+from memq.types import MemoryRecord, Statement, Trace
 
 FB = "http://rdf.freebase.com/ns/"
 NAME = f"<{FB}type.object.name>"
@@ -180,8 +180,15 @@ def test_coherence_prefers_the_reading_one_cvt_joins_with_another_span(coherent_
     shown = {link.id: link.to_json() for link in links}
     assert shown["m.0ringb"]["coherent"] == "m.0sar" and "coherent" not in shown["m.0sar"]
     queries = fit.queries
-    Linker(index, replace(plain, coherence_weight=0.3), fit).link(question)
+    trace = Trace()
+    resolve(Linker(index, replace(plain, coherence_weight=0.3), fit), question, None, trace)
     assert fit.queries == queries  # pairs are asked once
+    assert "Rings (m.0ringb) from 'rings'" in trace.fallbacks[0] and "one CVT joins it with m.0sar" in trace.fallbacks[0]
+    from memq.ask import show  # what memq ask prints
+    from memq.types import Answer, Plan
+
+    shown = show(Answer(question, [], "", Plan([]), [], trace))
+    assert "Rings (m.0ringb)  from 'rings'" in shown and "(one CVT joins it with m.0sar)" in shown
     with pytest.raises(ValueError, match="coherence_weight"):
         LinkConfig(coherence_weight=-0.1)
 

@@ -130,7 +130,8 @@ def config_bank(config):
 
 
 def _shown(link: Link, how: str) -> str:
-    return f"{link.name} ({link.id}) from {how} (score {link.score:.2f}, match {link.match:.2f})"
+    joined = f", one CVT joins it with {link.coherent}" if link.coherent else ""
+    return f"{link.name} ({link.id}) from {how} (score {link.score:.2f}, match {link.match:.2f}{joined})"
 
 
 def resolve(linker: Linker, question: str, entities: list[str] | None, trace: Trace) -> dict[str, str]:
