@@ -14,12 +14,14 @@ setting. ``--fresh-base``: BASE.jsonl need not exist; a question whose input the
 the base settings too, into BASE.jsonl, and the summary compares the two on those questions only (``f1`` and
 ``base_f1`` are then over the changed questions).
 
-Both pipelines answer from the dataset's memory bank (``memory_bank/DATASET``), as ``memq evaluate`` does; before,
-they read the default, WebQSP's, for CWQ too. ``BASE.jsonl`` is the per-question file of a linked run (``memq evaluate --dataset webqsp --split dev --planner
-grounded --entities linked --per-question BASE.jsonl``). For each of its questions the variant pipeline (the
-default ``Config`` with the ``--link`` settings of :class:`memq.link.linker.LinkConfig`) links the question, and
-so does the base pipeline: when both inputs make the same plan (:func:`memq.link.evaluate.same_input`: the same
-entities, optional ones and second readings its prompt leaves out) the base record stands, as the pipeline is
+Both pipelines answer with the configuration ``memq evaluate`` takes for the dataset
+(:func:`memq.evaluate.cli.evaluation_config`: its memory bank, ``memory_bank/DATASET``); before, they read the
+default bank, WebQSP's, for CWQ too. ``BASE.jsonl`` is the per-question file of a linked run (``memq evaluate
+--dataset webqsp --split dev --planner grounded --entities linked --per-question BASE.jsonl``). For each of its
+questions the variant pipeline (that configuration with the ``--link`` settings of
+:class:`memq.link.linker.LinkConfig`) links the question, and so does the base pipeline: when both inputs make
+the same plan (:func:`memq.link.evaluate.same_input`: the same entities, optional ones and second readings its
+prompt leaves out) the base record stands, as the pipeline is
 deterministic; otherwise the question is answered again as ``memq.answer(question)`` answers it. Records are
 written as they finish (resumable); the summary (F1 of both, questions changed, up and down, the gold-entity F1
 of the base run) is printed and, with ``--json``, written.
@@ -39,11 +41,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def main() -> int:
+    from memq.evaluate.cli import evaluation_config
     from memq.evaluate.run import evaluate_question, questions_for
     from memq.evaluate.saved import load_records
     from memq.link.evaluate import same_input
     from memq.link.linker import training_mentions, with_settings
-    from memq.pipeline import ROOT, Config, Pipeline
+    from memq.pipeline import Pipeline
     from memq.types import Trace
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -77,10 +80,10 @@ def main() -> int:
         questions = questions[k - 1::n]
     out = Path(args.out)
     done = load_records(out) if out.exists() else {}
-    # the dataset's own memory bank, as `memq evaluate` answers it (memq.evaluate.cli.evaluation_config): CWQ
-    # questions are not to be answered from the default, WebQSP's
-    config = replace(Config(), planner_dataset=args.dataset, planner=args.planner,
-                     memory=str(ROOT / "memory_bank" / args.dataset))
+    # the configuration `memq evaluate` answers the dataset with (its memory bank: CWQ questions are not to be
+    # answered from the default, WebQSP's)
+    flags = argparse.Namespace(dataset=args.dataset, planner=args.planner, memory=None, kg=None, endpoint=None)
+    config = replace(evaluation_config(flags), planner_dataset=args.dataset)
     # the variant starts from today's defaults, not from the base's settings (a --base-link it does not repeat)
     variant_config = replace(config, link=with_settings(config.link, args.link))
     config = replace(config, link=with_settings(config.link, args.base_link))

@@ -183,7 +183,8 @@ def test_coherence_prefers_the_reading_one_cvt_joins_with_another_span(coherent_
     trace = Trace()
     resolve(Linker(index, replace(plain, coherence_weight=0.3), fit), question, None, trace)
     assert fit.queries == queries  # pairs are asked once
-    assert "Rings (m.0ringb) from 'rings'" in trace.fallbacks[0] and "one CVT joins it with m.0sar" in trace.fallbacks[0]
+    assert "Rings (m.0ringb) from 'rings'" in trace.fallbacks[0]
+    assert "one CVT joins it with m.0sar" in trace.fallbacks[0]
     from memq.ask import show  # what memq ask prints
     from memq.types import Answer, Plan
 

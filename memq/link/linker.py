@@ -284,9 +284,12 @@ class Linker:
         candidate's last element. The first choice never changes: coherence only finds the entities beside it."""
         cfg = self.config
         i0, j0 = first.span
-        apart = [c for c in rest if c[2] <= i0 or j0 <= c[1]]
+
+        def apart(c) -> bool:  # on a span that does not overlap the first's
+            return c[2] <= i0 or j0 <= c[1]
+
         best: list[str] = []
-        for c in apart:
+        for c in filter(apart, rest):
             if c[0] + cfg.coherence_weight < cfg.second_threshold or len(best) >= cfg.coherence_entities:
                 break
             if c[3] not in best and c[3] != first.id \
@@ -303,7 +306,7 @@ class Linker:
         if not partners:
             return rest
         out = [(c[0] + cfg.coherence_weight, *c[1:6], (*c[6][:2], first.id))
-               if c[3] in partners and (c[2] <= i0 or j0 <= c[1]) else c for c in rest]
+               if c[3] in partners and apart(c) else c for c in rest]
         out.sort(key=lambda c: (-c[0], c[1], c[3]))
         return out
 
