@@ -189,3 +189,35 @@ def test_prior_flags_reach_the_config():
                                             "--prior-floor", "0.3"]))
     assert (config.search.prior, config.search.neighbours, config.search.prior_floor) == (0.0, 20, 0.3)
     assert config_from(parser.parse_args([])).search.prior == GroundedConfig().prior
+
+
+def test_a_branch_whose_lines_all_carry_a_low_bonus_is_not_expanded_before_its_bound_is_reached():
+    class Likes2(TableLM):  # token 2 is far likelier than 5 after the prefix
+        def _lp(self, pos, prev, tok):
+            return {2: -0.1, 5: -2.0}.get(tok, -0.5) if pos == 1 else -0.5
+
+    lm = Likes2(0)
+    cost = SearchCost()
+    found = best_lines(lm, [9], [[2, 3], [2, 4], [5, 6]], 1, bonus=[-50.0, -50.0, 0.0], cost=cost)
+    assert [s.ids for s in found] == [(5, 6)]
+    assert found[0].score == pytest.approx(-2.5)
+    # the root, then the branch of 5; the branch of 2 (bound -0.1 - 50) is never expanded
+    assert cost.passes == lm.passes == 2
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_search_stops_at_the_k_best_usable_lines_and_returns_the_unusable_ones_before_them(seed):
+    rng = np.random.default_rng(300 + seed)
+    cands = sorted({tuple(int(t) for t in rng.integers(2, 5, size=rng.integers(1, 6))) for _ in range(30)})
+    lm = TableLM(seed)
+    order = [c for _, c in sorted(((sum(lm.expand([9] + list(c), 1, [])[0]), c) for c in cands), reverse=True)]
+    unusable = {order[0], order[2]}  # the best line and the third cannot be used
+    asked = []
+
+    def usable(line):
+        asked.append(line.ids)
+        return line.ids not in unusable
+
+    found = best_lines(lm, [9], [list(c) for c in cands], 2, prune=1e9, max_passes=10_000, usable=usable)
+    assert [s.ids for s in found] == order[:4]  # two usable lines, and the two unusable ones ranked above them
+    assert asked == order[:4]  # each line found is asked once, best first

@@ -269,28 +269,28 @@ class GroundedPlanner:
                     return self._free(question, entities, "no memory statement starts from an edge of the "
                                                           f"topic entities {', '.join(entities) or '(none)'} in the KG")
                 offered += len(lines)
-                opened = sum(1 for line in lines if line.kind == "open")  # may complete into unusable lines
                 bonus = bonuses(support, [line.statement.id if line.kind == "find" else None for line in lines],
                                 cfg.prior if prior is not None else 0.0, cfg.prior_floor)
                 bonus = [b + line.rank for b, line in zip(bonus, lines, strict=True)]
                 off = cfg.coverage * len(unnamed(h.steps, covered))
                 bonus = [b - off - (0.0 if names_class(h.steps, asked, line.step.target, wide) else cfg.asked_class)
                          if line.kind == "answer" else b for b, line in zip(bonus, lines, strict=True)]
-                found = best_lines(lm, prefix + h.ids, [list(line.ids) for line in lines], lines_each + opened,
+                made: dict[int, Hyp | None] = {}  # each line found, extended (None: an open line that is unusable)
+
+                def usable(scored, h=h, lines=lines, made=made) -> bool:
+                    made[scored.index] = extend(h, lines[scored.index], scored, lm, question, names)
+                    return made[scored.index] is not None
+
+                found = best_lines(lm, prefix + h.ids, [list(line.ids) for line in lines], lines_each,
                                    open_ends=[line.kind == "open" for line in lines], bonus=bonus, prune=cfg.prune,
-                                   max_passes=cfg.max_passes, cost=cost)
+                                   max_passes=cfg.max_passes, cost=cost, usable=usable)
                 self._lm_calls += 1
                 llm = {sc.index: sc.logprob for sc in found}
                 for entry in ranked[entries:]:  # the ranker's candidates of this search, each with the model's score
                     for c in entry["candidates"]:
                         i = c.pop("index")
                         c["llm"] = round(llm[i], 4) if i in llm else None
-                kept = 0
-                for scored in found:
-                    new = extend(h, lines[scored.index], scored, lm, question, names)
-                    if new is not None and kept < lines_each:
-                        grown.append(new)
-                        kept += 1
+                grown.extend(new for scored in found if (new := made[scored.index]) is not None)
             first = False
             complete.extend(h for h in grown if h.done)
             live = sorted((h for h in grown if not h.done), key=lambda h: -h.score(cfg.norm))[:width]

@@ -13,11 +13,15 @@ prefix tree (trie) and searched best-first:
   then gives the log-probabilities of every child of the node where the chain
   branches; a forward pass is spent only where the lines differ;
 * a candidate may carry a ``bonus`` <= 0 (the grounded planner's question
-  prior), added to its score when it is complete; a partial line's score
-  still bounds every line below it, so the search stays exact for the sum;
+  prior, its ranker, entity coverage), added to its score. A partial line is
+  ranked by its log-probability plus the highest bonus of a candidate below
+  it: that still bounds every line below it (A* with an admissible bound), so
+  the search stays exact, and a branch whose candidates all carry a low bonus
+  waits until its bound is reached, where it used to be expanded first when the
+  model liked its first tokens;
 * branches more than ``prune`` nats below the best complete line (not an open
-  one, which the caller may find unusable) are not expanded (the beam threshold of speech decoders), and at most ``max_passes``
-  forward passes are spent.
+  one, which the caller may find unusable) are not expanded (the beam threshold
+  of speech decoders), and at most ``max_passes`` forward passes are spent.
 
 A candidate may be *open*: a line start (``Make sure``) whose rest the model
 writes greedily (:meth:`LineModel.greedy`); it is completed when the search
@@ -31,7 +35,8 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -52,6 +57,7 @@ class LineModel(Protocol):
 class _Node:
     children: dict[int, _Node] = field(default_factory=dict)
     ends: list[int] = field(default_factory=list)  # indexes of candidates that end here
+    bonus: float = -math.inf  # the highest bonus of a candidate at or below this node
 
 
 @dataclass(frozen=True)
@@ -82,9 +88,14 @@ class SearchCost:
 
 def best_lines(model: LineModel, prefix: list[int], candidates: Sequence[Sequence[int]], k: int, *,
                open_ends: Sequence[bool] = (), bonus: Sequence[float] = (), prune: float = 8.0,
-               max_passes: int = 64, max_new_tokens: int = 48, cost: SearchCost | None = None) -> list[Scored]:
+               max_passes: int = 64, max_new_tokens: int = 48, cost: SearchCost | None = None,
+               usable: Callable[[Scored], bool] | None = None) -> list[Scored]:
     """The ``k`` candidate lines with the highest score (summed log-probability plus bonus) after ``prefix``,
     best first.
+
+    ``usable(line)``: whether the caller can use a complete line (an open line the model completed may not parse).
+    The search then stops at the ``k`` best usable lines and also returns the unusable ones it found before them
+    (the caller sees every line it paid for); without it every line counts.
 
     ``open_ends[i]``: candidate ``i`` is a line start the model completes greedily (its score then includes
     the greedy tokens). ``bonus[i]`` (<= 0, default 0) is added to candidate ``i``'s score. Candidates must be
@@ -105,21 +116,26 @@ def best_lines(model: LineModel, prefix: list[int], candidates: Sequence[Sequenc
         if not cand:
             raise ValueError(f"candidate {i} is empty")
         node = root
+        root.bonus = max(root.bonus, bonus[i])
         for t in cand:
             node = node.children.setdefault(int(t), _Node())
+            node.bonus = max(node.bonus, bonus[i])
         node.ends.append(i)
     found: list[Scored] = []
     tick = itertools.count()
-    # entries: (-score, tick, a trie node with its path and the path's log-probs | a complete line)
-    heap: list = [(0.0, next(tick), (root, [], []))]
+    # entries: (-bound, tick, a trie node with its path and the path's log-probs | a complete line). A node's bound
+    # is its path's log-probability plus the highest bonus below it: no line below scores more
+    heap: list = [(-root.bonus, next(tick), (root, [], []))]
     best = None
     passes_before = cost.passes  # ``cost`` may add up several searches; ``max_passes`` is for this one
-    while heap and len(found) < k and cost.passes - passes_before < max_passes:
+    counted = 0  # the usable lines found
+    while heap and counted < k and cost.passes - passes_before < max_passes:
         neg, _, item = heapq.heappop(heap)
         if best is not None and -neg < best - prune:
             break
         if isinstance(item, Scored):  # complete, and no entry left scores higher: it is the next best line
             found.append(item)
+            counted += usable is None or bool(usable(item))
             if best is None and not opens[item.index]:  # an open line may yet prove unusable: it sets no bound
                 best = item.score
             continue
@@ -149,6 +165,8 @@ def best_lines(model: LineModel, prefix: list[int], candidates: Sequence[Sequenc
                 line = Scored(i, tuple(path), tuple(lps), bonus[i])
             heapq.heappush(heap, (-line.score, next(tick), line))
         for t, lp in zip(children, child_lp, strict=True):
-            heapq.heappush(heap, (-(score + float(lp)), next(tick), (node.children[t], path + [t], lps + [float(lp)])))
+            child = node.children[t]
+            heapq.heappush(heap, (-(score + float(lp) + child.bonus), next(tick),
+                                  (child, path + [t], lps + [float(lp)])))
     found.sort(key=lambda s: -s.score)
-    return found[:k]
+    return found
