@@ -115,12 +115,16 @@ class MemoryBank:
         descs = [d for rec in records for d in rec.descriptions]
         counts = np.fromiter((len(rec.descriptions) for rec in records), dtype=np.int64, count=len(records))
         self._row_record = np.repeat(np.arange(len(records), dtype=np.int64), counts)
+        # each record's rows are contiguous: where they start, for the records that have any (similarities)
+        self._has_rows = counts > 0
+        self._row_starts = (np.cumsum(counts) - counts)[self._has_rows]
         self._row_text = descs
         self._max_desc = max((len(r.descriptions) for r in records), default=1)
         if index.ntotal != len(descs):
             raise MemoryBankError(f"{INDEX}: holds {index.ntotal} rows but the statements have {len(descs)} "
                                   "descriptions")
         self._by_id = {r.statement.id: r for r in records}
+        self._ids = [r.statement.id for r in records]
 
     # ------------------------------------------------------------------ build
     @classmethod
@@ -278,8 +282,8 @@ class MemoryBank:
         vec = np.ascontiguousarray(self.embedder.encode([text]), dtype=np.float32)[0]
         rows = faiss.rev_swig_ptr(self.index.get_xb(), self.index.ntotal * self.index.d).reshape(-1, self.index.d)
         best = np.full(len(self.records), -np.inf, dtype=np.float32)
-        np.maximum.at(best, self._row_record, rows @ vec)
-        return {rec.statement.id: float(b) for rec, b in zip(self.records, best, strict=True)}
+        best[self._has_rows] = np.maximum.reduceat(rows @ vec, self._row_starts)
+        return dict(zip(self._ids, best.tolist(), strict=True))
 
     def search_many(self, texts: list[str], k: int = 5) -> list[list[Hit]]:
         """:meth:`search` for many texts, encoded and searched in one batch."""
