@@ -108,23 +108,20 @@ class MemoryBank:
     def __init__(self, records: list[MemoryRecord], index, embedder: Embedder,
                  sources: list[tuple[str, ...]] | None = None, info: dict | None = None) -> None:
         self.records = records
-        self.index = index
-        self.embedder = embedder
+        self.index, self.embedder = index, embedder
         self.sources = sources or [() for _ in records]
         self.info = dict(info or {})
-        descs = [d for rec in records for d in rec.descriptions]
+        self._row_text = descs = [d for rec in records for d in rec.descriptions]
         counts = np.fromiter((len(rec.descriptions) for rec in records), dtype=np.int64, count=len(records))
         self._row_record = np.repeat(np.arange(len(records), dtype=np.int64), counts)
-        # each record's rows are contiguous: where they start, for the records that have any (similarities)
-        self._has_rows = counts > 0
+        self._has_rows = counts > 0  # a record's rows are contiguous: where they start (similarities' reduceat)
         self._row_starts = (np.cumsum(counts) - counts)[self._has_rows]
-        self._row_text = descs
         self._max_desc = max((len(r.descriptions) for r in records), default=1)
         if index.ntotal != len(descs):
             raise MemoryBankError(f"{INDEX}: holds {index.ntotal} rows but the statements have {len(descs)} "
                                   "descriptions")
-        self._by_id = {r.statement.id: r for r in records}
         self._ids = [r.statement.id for r in records]
+        self._by_id = dict(zip(self._ids, records, strict=True))
 
     # ------------------------------------------------------------------ build
     @classmethod
