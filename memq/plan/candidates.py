@@ -1,0 +1,140 @@
+"""The lines a partial plan of the grounded planner may continue with (:mod:`memq.plan.grounded`).
+
+:class:`CandidateLines` is the part of :class:`~memq.plan.grounded.GroundedPlanner` that builds a step's
+candidates: the Find lines of the memory's path statements that bind after the plan so far (with a statement
+ranker, its best ones and their bonus, each step's entry in the trace's ``ranked``), GrailQA's class lines, the
+*Finally* lines and the open *Make sure* / *Sort* starts. The planner supplies ``bank``, ``config``, ``ranker``,
+``classes``, ``_edges`` and ``_statement_edges``.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+from functools import cached_property
+
+from memq.errors import ReconstructionError
+from memq.sparql.model import Var
+from memq.types import PlanStep
+
+from .asked import reaches
+from .derive import DerivationError, find_step, fresh_variable
+from .lines import Hyp, Line, grail_targets, may_end, shape_lines
+from .neighbourhood import Neighbourhood, bank_edges, first_edges, path_options
+from .prior import trained_first
+from .ranker import rank_candidates
+
+__all__ = ["OPEN_STARTS", "CandidateLines"]
+
+OPEN_STARTS = ("Make sure", "Sort")
+
+
+class CandidateLines:
+    """Builds each step's candidate lines for the grounded planner (see the module docstring)."""
+
+    def options(self, entities: dict[str, str], assigned, draft, neigh: Neighbourhood) -> list:
+        """The bank's path statements whose edges exist at the known nodes (:func:`path_options`)."""
+        return path_options(self.bank.records, entities, assigned, draft, neigh, self._statement_edges,
+                            self._first_edges)
+
+    @cached_property
+    def splits_unseen(self) -> bool:  # unseen_top >= 0, and some statement was given by a training question
+        return self.config.unseen_top >= 0 and any(r.statement.question_ids for r in self.bank.records)
+
+    @cached_property
+    def _first_edges(self) -> dict:
+        self._edges.update(bank_edges(self.bank.records))  # parsed once per bank, then read from the cache
+        return first_edges(self.bank.records, self._statement_edges)
+
+    def _find_lines(self, h: Hyp, kept: list, lm, neigh: Neighbourhood, question: str, ranked: list[dict] | None,
+                    wide: bool, directed: str | None, top: int, start: int | None = None, best=None) -> list[Line]:
+        """The Find lines of ``kept`` that bind after ``h`` (with a ranker, its ``top`` best with their bonus, measured
+        from ``best`` if higher, and an entry in ``ranked``). ``start``: they are the unseen ones, after ``start`` lines."""
+        cfg, entry, lines = self.config, None, []
+        if self.ranker is not None and kept:
+            kept, entry = rank_candidates(self.ranker, kept, question, h.lines, pool=cfg.rank_pool,
+                                          weight=cfg.rank_weight, best=best)
+            if start is not None:
+                entry["unseen"] = True
+        start = start or 0
+        probe_rec = copy.deepcopy(h.rec)
+        offered = 0  # GrailQA's 2,298 train plans never find a statement twice from one node: nor do these
+        reach: list[int] = []  # with ``directed``, the Find lines whose values have the class, and the others
+        astray: list[int] = []
+        found = {(s.statement, s.source) for s in h.steps if s.kind == "find"} if self.classes is not None else ()
+        for record, mentions, rank in kept:
+            if entry is not None and offered >= top:
+                break
+            st = record.statement
+            try:
+                probe = find_step(record.descriptions[0], st.structure, mentions, "?memq_t")
+                group = probe_rec.find(probe, st)
+            except (DerivationError, ReconstructionError):
+                continue
+            if (st.id, probe.source) in found or not neigh.binds(h.draft, group, Var("memq_t")):
+                continue
+            off = directed and not reaches(self.classes.values_named(neigh, h.draft, group), directed, wide)
+            offered += 1
+            used = set(h.assigned)
+            targets = grail_targets(used) if self.classes else [v for v in ("?x", "?y") if v not in used]
+            fresh = fresh_variable(st, {v[1:] for v in used})
+            if fresh not in targets:
+                targets.append(fresh)
+            for target in targets:
+                step = find_step(record.descriptions[0], st.structure, mentions, target)
+                if entry is not None:
+                    entry["candidates"].append({"line": step.text, "statement": st.id,
+                                                "ranker": entry["logits"][(st.id, step.relation)],
+                                                "bonus": round(rank, 4), "index": start + len(lines)})
+                if directed:
+                    (astray if off else reach).append(len(lines))
+                lines.append(Line("find", step.text, tuple(lm.token_ids(step.text + "\n")), step, st, rank=rank))
+        if reach and astray:  # directed to the class asked for, and some Find line reaches it: the others lose
+            for i in astray:
+                lines[i] = replace(lines[i], rank=lines[i].rank - cfg.asked_class)
+            for c in entry["candidates"] if entry is not None else ():
+                c["bonus"] = round(lines[c["index"] - start].rank, 4)
+        if entry is not None:
+            del entry["logits"]
+            ranked.append(entry)
+        return lines
+
+    def _lines(self, h: Hyp, entities: dict[str, str], names, lm, neigh: Neighbourhood, sims, question: str = "",
+               ranked: list[dict] | None = None, wide: bool = False, directed: str | None = None) -> list[Line]:
+        """Every line the partial plan ``h`` may continue with. With a ranker, the Find lines are its ``rank_top``
+        best candidates that bind, each with its bonus, and ``ranked`` gets this step's entry for the trace. When
+        some Find line's values have a class that names ``directed`` (the class asked for), the other Find lines
+        lose ``asked_class`` nats."""
+        cfg = self.config
+        counted = [st.target for st in h.steps if st.kind == "count"]
+        if counted:  # a count ends the plan
+            text = f"Finally the answer is {counted[-1]}."
+            return [Line("answer", text, tuple(lm.token_ids(text)) + (lm.eos_id,),
+                         PlanStep("answer", text, target=counted[-1]))]
+        options = self.options(entities, h.assigned, h.draft, neigh)
+        options.sort(key=lambda o: -sims.get(o[0].statement.id, -1.0))
+        seen: set[str] = set()
+        kept = []
+        for record, mentions in options:
+            if record.statement.id not in seen and len(seen) >= cfg.max_candidates:
+                continue
+            seen.add(record.statement.id)
+            kept.append((record, mentions, 0.0))
+        trained, unseen = trained_first(kept, self.splits_unseen)
+        entries = len(ranked or ())
+        lines = self._find_lines(h, trained, lm, neigh, question, ranked, wide, directed, cfg.rank_top)
+        if unseen and (cfg.unseen_top or not lines):  # the statements no training question gave
+            best = ranked[entries]["best"] if lines and len(ranked or ()) > entries else None
+            lines += self._find_lines(h, unseen, lm, neigh, question, ranked, wide, directed,
+                                      cfg.unseen_top if lines else cfg.rank_top, len(lines), best)
+        if self.classes is not None:
+            lines += [Line("shape", sl.text, tuple(lm.token_ids(sl.text + "\n")), sl.step, sl.statement, rank=sl.rank)
+                      for sl in shape_lines(self.classes, h, neigh, sims, question, names, cfg.asked_class, wide)]
+        for v in [v for v in h.assigned if may_end(h.steps, question if self.classes else "", v, self.bank)]:
+            text = f"Finally the answer is {v}."
+            lines.append(Line("answer", text, tuple(lm.token_ids(text)) + (lm.eos_id,),
+                              PlanStep("answer", text, target=v)))
+        if h.assigned and self.classes is None:  # GrailQA's checks and superlatives are closed lines
+            for start in OPEN_STARTS:
+                lines.append(Line("open", start, tuple(lm.token_ids(start))))
+        return lines
