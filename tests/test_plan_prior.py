@@ -221,3 +221,60 @@ def test_the_search_stops_at_the_k_best_usable_lines_and_returns_the_unusable_on
     found = best_lines(lm, [9], [list(c) for c in cands], 2, prune=1e9, max_passes=10_000, usable=usable)
     assert [s.ids for s in found] == order[:4]  # two usable lines, and the two unusable ones ranked above them
     assert asked == order[:4]  # each line found is asked once, best first
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_deferred_candidates_are_found_as_if_given_at_once_and_made_only_when_reached(seed):
+    rng = np.random.default_rng(400 + seed)
+    cands = sorted({tuple(int(t) for t in rng.integers(2, 6, size=rng.integers(1, 6))) for _ in range(30)})
+    bonus = [0.0 if rng.random() < 0.3 else -float(rng.uniform(0, 4)) for _ in cands]
+    later = [i for i, c in enumerate(cands) if c[0] == 5 and len(c) > 1]  # the lines under token 5 come later
+    now = [i for i in range(len(cands)) if i not in later]
+    made = []
+
+    def make():
+        made.append(True)
+        return [(list(cands[i]), bonus[i]) for i in later]
+
+    lm = TableLM(seed)
+    for c in cands:  # the table's entries drawn in one order, whatever order the searches ask in
+        lm.expand([9] + list(c), 1, [])
+    eager_cost, lazy_cost = SearchCost(), SearchCost()
+    eager = best_lines(lm, [9], [list(cands[i]) for i in now + later], 4, prune=1e9, max_passes=10_000,
+                       bonus=[bonus[i] for i in now + later], cost=eager_cost)
+    lazy = best_lines(lm, [9], [list(cands[i]) for i in now], 4, prune=1e9, max_passes=10_000,
+                      bonus=[bonus[i] for i in now], deferred=[([5], make)], cost=lazy_cost)
+    assert [(s.index, s.ids, s.score) for s in lazy] == [(s.index, s.ids, s.score) for s in eager]
+    assert len(made) <= 1
+    assert lazy_cost.passes == eager_cost.passes  # once made, they wait for their own bound
+
+
+def test_deferred_candidates_are_not_made_where_the_search_never_goes():
+    class Likes2(TableLM):
+        def _lp(self, pos, prev, tok):
+            return {2: -0.1, 5: -9.0}.get(tok, -0.5) if pos == 1 else -0.5
+
+    def make():
+        raise AssertionError("made, though the search never reached its path")
+
+    found = best_lines(Likes2(0), [9], [[2, 3], [2, 4]], 2, prune=5.0, deferred=[([5], make)])
+    assert [s.ids for s in found] == [(2, 3), (2, 4)]
+    with pytest.raises(ValueError, match="does not continue its path"):
+        best_lines(Likes2(0), [9], [[7]], 1, prune=1e9, deferred=[([2], lambda: [([3, 4], 0.0)])])
+
+
+def test_deferred_candidates_once_made_wait_for_their_own_bound():
+    class Likes5(TableLM):  # token 5 (where the deferred lines start) is the likelier
+        def _lp(self, pos, prev, tok):
+            return {2: -2.0, 5: -0.1}.get(tok, -0.5) if pos == 1 else -0.5
+
+    made = []
+
+    def make():
+        made.append(True)
+        return [([5, 6], -50.0), ([5, 7], -50.0)]
+
+    lm, cost = Likes5(0), SearchCost()
+    found = best_lines(lm, [9], [[2, 3]], 1, deferred=[([5], make)], cost=cost)
+    assert [s.ids for s in found] == [(2, 3)] and made == [True]
+    assert cost.passes == 2  # the root and the branch of 2; the branch of 5, made, is not expanded at -50

@@ -275,3 +275,19 @@ def test_auto_takes_the_dataset_s_own_ranker_when_it_has_one(tmp_path, monkeypat
     assert ranker_choice("none", "grailqa") is None and ranker_choice("x/y", "grailqa") == Path("x/y")
     (shared / "manifest.json").unlink()
     assert ranker_choice("auto", "cwq") is None
+
+
+def test_find_lines_after_the_first_step_are_made_when_the_search_reaches_them(kg, bank, monkeypatch):  # noqa: F811
+    """One line a step: where the model goes on with Make sure or Finally, that step's Find lines (the ranker's
+    work) are never made; made at once (a tokenizer that does not start Find lines with "Find") they are."""
+    question = "who is justin bieber's brother?"
+    lazy_ranker, eager_ranker = KeywordRanker("sibling"), KeywordRanker("sibling")
+    lazy = ranked(kg, bank, BROTHER, lazy_ranker, beam=1, lines=1).plan(question, BIEBER)
+    eager_planner = ranked(kg, bank, BROTHER, eager_ranker, beam=1, lines=1)
+    monkeypatch.setattr(eager_planner, "_find_start", lambda lm: None)
+    eager = eager_planner.plan(question, BIEBER)
+    assert lazy.raw == eager.raw == BROTHER and lazy.beam == eager.beam
+    # steps 3 and 4 (Make sure, Finally): their Find candidates are never made, as the search does not go there
+    assert len(eager_ranker.asked) == 4 and len(lazy_ranker.asked) == 2
+    assert [e["step"] for e in lazy.ranked] == [1, 2] and [e["step"] for e in eager.ranked] == [1, 2, 3, 4]
+    assert lazy.cost["candidates"] < eager.cost["candidates"]

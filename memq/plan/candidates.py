@@ -47,16 +47,17 @@ class CandidateLines:
         return first_edges(self.bank.records, self._statement_edges)
 
     def _find_lines(self, h: Hyp, kept: list, lm, neigh: Neighbourhood, question: str, ranked: list[dict] | None,
-                    wide: bool, directed: str | None, top: int, start: int | None = None, best=None) -> list[Line]:
+                    wide: bool, directed: str | None, top: int, offset: int = 0, best=None,
+                    unseen: bool = False) -> list[Line]:
         """The Find lines of ``kept`` that bind after ``h`` (with a ranker, its ``top`` best with their bonus, measured
-        from ``best`` if higher, and an entry in ``ranked``). ``start``: they are the unseen ones, after ``start`` lines."""
+        from ``best`` if higher, and an entry in ``ranked`` whose candidates' ``index`` counts from ``offset``).
+        ``unseen``: they are the statements no training question gave (the entry says so)."""
         cfg, entry, lines = self.config, None, []
         if self.ranker is not None and kept:
             kept, entry = rank_candidates(self.ranker, kept, question, h.lines, pool=cfg.rank_pool,
                                           weight=cfg.rank_weight, best=best)
-            if start is not None:
+            if unseen:
                 entry["unseen"] = True
-        start = start or 0
         probe_rec = copy.deepcopy(h.rec)
         offered = 0  # GrailQA's 2,298 train plans never find a statement twice from one node: nor do these
         reach: list[int] = []  # with ``directed``, the Find lines whose values have the class, and the others
@@ -85,7 +86,7 @@ class CandidateLines:
                 if entry is not None:
                     entry["candidates"].append({"line": step.text, "statement": st.id,
                                                 "ranker": entry["logits"][(st.id, step.relation)],
-                                                "bonus": round(rank, 4), "index": start + len(lines)})
+                                                "bonus": round(rank, 4), "index": offset + len(lines)})
                 if directed:
                     (astray if off else reach).append(len(lines))
                 lines.append(Line("find", step.text, tuple(lm.token_ids(step.text + "\n")), step, st, rank=rank))
@@ -93,7 +94,7 @@ class CandidateLines:
             for i in astray:
                 lines[i] = replace(lines[i], rank=lines[i].rank - cfg.asked_class)
             for c in entry["candidates"] if entry is not None else ():
-                c["bonus"] = round(lines[c["index"] - start].rank, 4)
+                c["bonus"] = round(lines[c["index"] - offset].rank, 4)
         if entry is not None:
             del entry["logits"]
             ranked.append(entry)
@@ -101,16 +102,21 @@ class CandidateLines:
 
     def _lines(self, h: Hyp, entities: dict[str, str], names, lm, neigh: Neighbourhood, sims, question: str = "",
                ranked: list[dict] | None = None, wide: bool = False, directed: str | None = None) -> list[Line]:
-        """Every line the partial plan ``h`` may continue with. With a ranker, the Find lines are its ``rank_top``
-        best candidates that bind, each with its bonus, and ``ranked`` gets this step's entry for the trace. When
-        some Find line's values have a class that names ``directed`` (the class asked for), the other Find lines
-        lose ``asked_class`` nats."""
+        """Every line the partial plan ``h`` may continue with: its Find lines (:meth:`_find_part`), then the others
+        (:meth:`_other_lines`)."""
+        return (self._find_part(h, entities, lm, neigh, sims, question, ranked, wide, directed)
+                + self._other_lines(h, names, lm, neigh, sims, question, wide))
+
+    def _find_part(self, h: Hyp, entities: dict[str, str], lm, neigh: Neighbourhood, sims, question: str = "",
+                   ranked: list[dict] | None = None, wide: bool = False, directed: str | None = None,
+                   offset: int = 0) -> list[Line]:
+        """The Find lines ``h`` may continue with. With a ranker, its ``rank_top`` best candidates that bind, each
+        with its bonus, and ``ranked`` gets this step's entry for the trace (each candidate's ``index`` among the
+        step's lines, which start at ``offset``). When some Find line's values have a class that names
+        ``directed`` (the class asked for), the other Find lines lose ``asked_class`` nats."""
         cfg = self.config
-        counted = [st.target for st in h.steps if st.kind == "count"]
-        if counted:  # a count ends the plan
-            text = f"Finally the answer is {counted[-1]}."
-            return [Line("answer", text, tuple(lm.token_ids(text)) + (lm.eos_id,),
-                         PlanStep("answer", text, target=counted[-1]))]
+        if any(st.kind == "count" for st in h.steps):  # a count ends the plan
+            return []
         options = self.options(entities, h.assigned, h.draft, neigh)
         options.sort(key=lambda o: -sims.get(o[0].statement.id, -1.0))
         seen: set[str] = set()
@@ -122,11 +128,23 @@ class CandidateLines:
             kept.append((record, mentions, 0.0))
         trained, unseen = trained_first(kept, self.splits_unseen)
         entries = len(ranked or ())
-        lines = self._find_lines(h, trained, lm, neigh, question, ranked, wide, directed, cfg.rank_top)
+        lines = self._find_lines(h, trained, lm, neigh, question, ranked, wide, directed, cfg.rank_top, offset)
         if unseen and (cfg.unseen_top or not lines):  # the statements no training question gave
             best = ranked[entries]["best"] if lines and len(ranked or ()) > entries else None
             lines += self._find_lines(h, unseen, lm, neigh, question, ranked, wide, directed,
-                                      cfg.unseen_top if lines else cfg.rank_top, len(lines), best)
+                                      cfg.unseen_top if lines else cfg.rank_top, offset + len(lines), best, True)
+        return lines
+
+    def _other_lines(self, h: Hyp, names, lm, neigh: Neighbourhood, sims, question: str = "",
+                     wide: bool = False) -> list[Line]:
+        """The lines ``h`` may continue with but Find lines: GrailQA's class lines, *Finally* and the open starts."""
+        cfg = self.config
+        counted = [st.target for st in h.steps if st.kind == "count"]
+        if counted:  # a count ends the plan
+            text = f"Finally the answer is {counted[-1]}."
+            return [Line("answer", text, tuple(lm.token_ids(text)) + (lm.eos_id,),
+                         PlanStep("answer", text, target=counted[-1]))]
+        lines = []
         if self.classes is not None:
             lines += [Line("shape", sl.text, tuple(lm.token_ids(sl.text + "\n")), sl.step, sl.statement, rank=sl.rank)
                       for sl in shape_lines(self.classes, h, neigh, sims, question, names, cfg.asked_class, wide)]

@@ -49,8 +49,12 @@ With one topic entity it never applies: the first Find line starts there.
 **The statement ranker** (``ranker``, :mod:`memq.plan.ranker`). When the planner has one, a cross-encoder scores the
 ``rank_pool`` candidates of a step most similar to the question, and only its ``rank_top`` best that bind are probed and
 offered; each Find line's score gets ``rank_weight`` times its logit minus the best one's (<= 0, added exactly).
-``Plan.ranked`` lists every step's ranked candidates with the ranker's and the model's scores. ``unseen_top``: statements
-no training question gave (the schema's) come only where none that one gave binds (0), or their best k beside (k).
+After the first step a step's Find lines are made only when the line search reaches "Find" (``deferred`` in
+:func:`~memq.plan.linesearch.best_lines`, bounded by a bonus of 0 until then): where the model ends the plan or
+checks a value first, the ranker and the KG's probes are spared, and the search finds the same lines.
+``Plan.ranked`` lists the ranked candidates of every step whose Find lines were made, with the ranker's and the
+model's scores. ``unseen_top``: statements no training question gave (the schema's) come only where none that one
+gave binds (0), or their best k beside (k).
 
 **Pass budget.** Past ``budget`` forward passes a search (60, chosen on dev) the search goes on with a beam of 1
 and one line per step (in the plan's notes). It counts a pass per token an open line writes, as greedy decoding
@@ -227,6 +231,23 @@ class GroundedPlanner(CandidateLines):
         plan.cost.update(candidates=0, free_generation=True)
         return plan
 
+    def _find_start(self, lm) -> list[int] | None:
+        """The tokens every Find line starts with (those of "Find"), or None when this tokenizer does not start
+        one so: the Find lines are then made at once, never deferred."""
+        start = list(lm.token_ids("Find"))
+        probe = list(lm.token_ids("Find the place of birth of the person Anna, assign it to ?x.\n"))
+        return start if start and probe[:len(start)] == start and len(probe) > len(start) else None
+
+    def _bonuses(self, h: Hyp, lines: list, support: dict, prior, covered=(), asked=None, wide=False) -> list[float]:
+        """Each line's bonus (<= 0): the question prior's and the ranker's on Find lines; entity coverage and the
+        class asked for on Finally lines."""
+        cfg = self.config
+        bonus = bonuses(support, [line.statement.id if line.kind == "find" else None for line in lines],
+                        cfg.prior if prior is not None else 0.0, cfg.prior_floor)
+        off = cfg.coverage * len(unnamed(h.steps, covered))
+        return [b + line.rank - (off + (0.0 if names_class(h.steps, asked, line.step.target, wide) else cfg.asked_class)
+                                 if line.kind == "answer" else 0.0) for b, line in zip(bonus, lines, strict=True)]
+
     def _search(self, question: str, entities: dict[str, str], lm, neigh: Neighbourhood, cost: SearchCost,
                 optional: frozenset = frozenset(), unprompted: frozenset = frozenset(), stage: str = "first",
                 cover=True) -> Plan:
@@ -249,6 +270,7 @@ class GroundedPlanner(CandidateLines):
         first = True
         width, lines_each = (max(cfg.beam, cfg.asked_beam), max(cfg.lines, 2)) if wide else (cfg.beam, cfg.lines)
         beam, before = width, cost.passes
+        find_ids = self._find_start(lm)
         for step in range(cfg.max_steps):
             spent = cost.passes - before  # a greedily written token counts one, drafted or not: the budget as chosen
             if cfg.budget and spent >= cfg.budget and width > 1:
@@ -258,27 +280,33 @@ class GroundedPlanner(CandidateLines):
             grown: list[Hyp] = []
             for h in beams:
                 entries = len(ranked)
-                lines = self._lines(h, entities, names, lm, neigh, sims, question, ranked, wide,
-                                    asked if directed else None)
+                # after the first step the Find lines (the ranker's scores, the KG's probes) are made only when the
+                # line search reaches "Find": often it ends the plan first. Until then a bonus of 0 bounds them
+                later = not first and find_ids is not None
+                finds = [] if later else self._find_part(h, entities, lm, neigh, sims, question, ranked, wide,
+                                                         asked if directed else None)
+                lines = finds + self._other_lines(h, names, lm, neigh, sims, question, wide)
                 if first and not any(line.kind in ("find", "shape") for line in lines):
                     return self._free(question, entities, "no memory statement starts from an edge of the "
                                                           f"topic entities {', '.join(entities) or '(none)'} in the KG")
-                offered += len(lines)
-                bonus = bonuses(support, [line.statement.id if line.kind == "find" else None for line in lines],
-                                cfg.prior if prior is not None else 0.0, cfg.prior_floor)
-                bonus = [b + line.rank for b, line in zip(bonus, lines, strict=True)]
-                off = cfg.coverage * len(unnamed(h.steps, covered))
-                bonus = [b - off - (0.0 if names_class(h.steps, asked, line.step.target, wide) else cfg.asked_class)
-                         if line.kind == "answer" else b for b, line in zip(bonus, lines, strict=True)]
+                bonus = self._bonuses(h, lines, support, prior, covered, asked, wide)
                 made: dict[int, Hyp | None] = {}  # each line found, extended (None: an open line that is unusable)
 
                 def usable(scored, h=h, lines=lines, made=made) -> bool:
                     made[scored.index] = extend(h, lines[scored.index], scored, lm, question, names)
                     return made[scored.index] is not None
 
+                def make(h=h, lines=lines) -> list[tuple[tuple[int, ...], float]]:
+                    new = self._find_part(h, entities, lm, neigh, sims, question, ranked, wide,
+                                          asked if directed else None, offset=len(lines))
+                    lines.extend(new)
+                    return list(zip((line.ids for line in new), self._bonuses(h, new, support, prior), strict=True))
+
                 found = best_lines(lm, prefix + h.ids, [list(line.ids) for line in lines], lines_each,
                                    open_ends=[line.kind == "open" for line in lines], bonus=bonus, prune=cfg.prune,
-                                   max_passes=cfg.max_passes, cost=cost, usable=usable)
+                                   max_passes=cfg.max_passes, cost=cost, usable=usable,
+                                   deferred=[(find_ids, make)] if later else ())
+                offered += len(lines)
                 self._lm_calls += 1
                 llm = {sc.index: sc.logprob for sc in found}
                 for entry in ranked[entries:]:  # the ranker's candidates of this search, each with the model's score

@@ -58,6 +58,7 @@ class _Node:
     children: dict[int, _Node] = field(default_factory=dict)
     ends: list[int] = field(default_factory=list)  # indexes of candidates that end here
     bonus: float = -math.inf  # the highest bonus of a candidate at or below this node
+    later: list = field(default_factory=list)  # deferred candidates below this node, made when it is reached
 
 
 @dataclass(frozen=True)
@@ -89,13 +90,21 @@ class SearchCost:
 def best_lines(model: LineModel, prefix: list[int], candidates: Sequence[Sequence[int]], k: int, *,
                open_ends: Sequence[bool] = (), bonus: Sequence[float] = (), prune: float = 8.0,
                max_passes: int = 64, max_new_tokens: int = 48, cost: SearchCost | None = None,
-               usable: Callable[[Scored], bool] | None = None) -> list[Scored]:
+               usable: Callable[[Scored], bool] | None = None,
+               deferred: Sequence[tuple[Sequence[int], Callable[[], list[tuple[Sequence[int], float]]]]] = ()
+               ) -> list[Scored]:
     """The ``k`` candidate lines with the highest score (summed log-probability plus bonus) after ``prefix``,
     best first.
 
     ``usable(line)``: whether the caller can use a complete line (an open line the model completed may not parse).
     The search then stops at the ``k`` best usable lines and also returns the unusable ones it found before them
     (the caller sees every line it paid for); without it every line counts.
+
+    ``deferred``: ``(path, make)`` pairs for candidates that cost something to make (the grounded planner's Find
+    lines, which the statement ranker scores first). Each is made only when the search reaches ``path``, the
+    tokens every one of them starts with: ``make()`` returns them as ``(ids, bonus)``, and they take the next
+    indexes, after the candidates and those made before. Until then a bonus of 0 bounds them, so the search is
+    as exact as with the candidates given at once.
 
     ``open_ends[i]``: candidate ``i`` is a line start the model completes greedily (its score then includes
     the greedy tokens). ``bonus[i]`` (<= 0, default 0) is added to candidate ``i``'s score. Candidates must be
@@ -112,15 +121,43 @@ def best_lines(model: LineModel, prefix: list[int], candidates: Sequence[Sequenc
     cost = cost if cost is not None else SearchCost()
     opens = list(open_ends) + [False] * (len(candidates) - len(open_ends))
     root = _Node()
+
+    def insert(node: _Node, tokens: Sequence[int], b: float) -> _Node:
+        node.bonus = max(node.bonus, b)
+        for t in tokens:
+            node = node.children.setdefault(int(t), _Node())
+            node.bonus = max(node.bonus, b)
+        return node
+
     for i, cand in enumerate(candidates):
         if not cand:
             raise ValueError(f"candidate {i} is empty")
-        node = root
-        root.bonus = max(root.bonus, bonus[i])
-        for t in cand:
-            node = node.children.setdefault(int(t), _Node())
-            node.bonus = max(node.bonus, bonus[i])
-        node.ends.append(i)
+        insert(root, cand, bonus[i]).ends.append(i)
+    for path, make in deferred:
+        if not path:
+            raise ValueError("a deferred path must not be empty")
+        insert(root, path, 0.0).later.append(make)
+
+    def fill(node: _Node, path: list[int]) -> bool:
+        """The deferred candidates below ``node`` made now (True if it had any): its bound is then theirs."""
+        if not node.later:
+            return False
+        for make in node.later:
+            for ids, b in make():
+                if list(ids[:len(path)]) != path or len(ids) == len(path):
+                    raise ValueError(f"a deferred candidate {list(ids)} does not continue its path {path}")
+                if not b <= 0:
+                    raise ValueError(f"deferred bonus {b!r}; a bonus must be <= 0 to keep the search exact")
+                bonus.append(float(b))
+                opens.append(False)
+                insert(node, ids[len(path):], float(b)).ends.append(len(bonus) - 1)
+        node.later = []
+        below, node.bonus = [node], -math.inf
+        while below:  # the highest bonus below, now that no deferred bound of 0 stands for them
+            n = below.pop()
+            node.bonus = max([node.bonus, *(bonus[i] for i in n.ends)])
+            below.extend(n.children.values())
+        return True
     found: list[Scored] = []
     tick = itertools.count()
     # entries: (-bound, tick, a trie node with its path and the path's log-probs | a complete line). A node's bound
@@ -142,9 +179,14 @@ def best_lines(model: LineModel, prefix: list[int], candidates: Sequence[Sequenc
         node, path, lps = item
         # walk the chain of single children: one forward pass scores it and branches at its end
         chain_start = len(path)
+        made = fill(node, path)
         while len(node.children) == 1 and not node.ends:
             (t, node), = node.children.items()
             path = path + [t]
+            made = fill(node, path) or made
+        if made and sum(lps) + node.bonus < -neg:  # bounded by 0 until made: back in line with its own bound
+            heapq.heappush(heap, (-(sum(lps) + node.bonus), next(tick), item))
+            continue
         children = sorted(node.children)
         ids = prefix + path
         if chain_start < len(path) or children:  # the token into the popped node was scored at its parent
