@@ -158,6 +158,7 @@ def best_lines(model: LineModel, prefix: list[int], candidates: Sequence[Sequenc
             node.bonus = max([node.bonus, *(bonus[i] for i in n.ends)])
             below.extend(n.children.values())
         return True
+
     found: list[Scored] = []
     tick = itertools.count()
     # entries: (-bound, tick, a trie node with its path and the path's log-probs | a complete line). A node's bound
