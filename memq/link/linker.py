@@ -160,6 +160,11 @@ class Link:
         return out
 
 
+def best_first(candidate: tuple) -> tuple:
+    """The order of the linker's candidates: the highest score first, then the earlier span, then the id."""
+    return -candidate[0], candidate[1], candidate[3]
+
+
 class Linker:
     """Finds and ranks the entities a question names; cheap to construct, the index is loaded by the caller."""
 
@@ -211,7 +216,7 @@ class Linker:
                 found.append((match + cfg.popularity_weight * pop + bonus, i, j, mid, match, pop, (None, None)))
         if self.uses_fit and found:
             found = self.with_fit(question, found)
-        found.sort(key=lambda c: (-c[0], c[1], c[3]))
+        found.sort(key=best_first)
         return found
 
     def with_fit(self, question: str, found: list) -> list:
@@ -307,7 +312,7 @@ class Linker:
             return rest
         out = [(c[0] + cfg.coherence_weight, *c[1:6], (*c[6][:2], first.id))
                if c[3] in partners and apart(c) else c for c in rest]
-        out.sort(key=lambda c: (-c[0], c[1], c[3]))
+        out.sort(key=best_first)
         return out
 
     def resolve_name(self, name: str) -> Link | None:

@@ -271,6 +271,7 @@ class GroundedPlanner(CandidateLines):
         width, lines_each = (max(cfg.beam, cfg.asked_beam), max(cfg.lines, 2)) if wide else (cfg.beam, cfg.lines)
         beam, before = width, cost.passes
         find_ids = self._find_start(lm)
+        toward = asked if directed else None  # the class the Find lines are directed to, in a directed search
         for step in range(cfg.max_steps):
             spent = cost.passes - before  # a greedily written token counts one, drafted or not: the budget as chosen
             if cfg.budget and spent >= cfg.budget and width > 1:
@@ -283,8 +284,7 @@ class GroundedPlanner(CandidateLines):
                 # after the first step the Find lines (the ranker's scores, the KG's probes) are made only when the
                 # line search reaches "Find": often it ends the plan first. Until then a bonus of 0 bounds them
                 later = not first and find_ids is not None
-                finds = [] if later else self._find_part(h, entities, lm, neigh, sims, question, ranked, wide,
-                                                         asked if directed else None)
+                finds = [] if later else self._find_part(h, entities, lm, neigh, sims, question, ranked, wide, toward)
                 lines = finds + self._other_lines(h, names, lm, neigh, sims, question, wide)
                 if first and not any(line.kind in ("find", "shape") for line in lines):
                     return self._free(question, entities, "no memory statement starts from an edge of the "
@@ -297,8 +297,8 @@ class GroundedPlanner(CandidateLines):
                     return made[scored.index] is not None
 
                 def make(h=h, lines=lines) -> list[tuple[tuple[int, ...], float]]:
-                    new = self._find_part(h, entities, lm, neigh, sims, question, ranked, wide,
-                                          asked if directed else None, offset=len(lines))
+                    new = self._find_part(h, entities, lm, neigh, sims, question, ranked, wide, toward,
+                                          offset=len(lines))
                     lines.extend(new)
                     return list(zip((line.ids for line in new), self._bonuses(h, new, support, prior), strict=True))
 
