@@ -82,7 +82,7 @@ def save(lib, ctx, directory: Path, tokens: list[int]) -> None:
 class Runner:
     """One llama.cpp context, sequence 0, and the token ids its KV cache holds."""
 
-    def __init__(self, llama, n_batch: int, state: Path | None = None) -> None:
+    def __init__(self, llama, n_batch: int, state: Path | None = None, governor=None) -> None:
         import llama_cpp
 
         self.lib = llama_cpp
@@ -99,6 +99,9 @@ class Runner:
         self.lock = threading.Lock()
         self.decodes = 0  # llama_decode calls (forward passes) so far
         self.decoded = 0  # tokens evaluated by them
+        # a memq.llm.threads.ThreadGovernor that sets the threads before a pass, or None (a fixed count)
+        self.governor = governor
+        self.passes_by_threads: dict[int, int] = {}  # forward passes run on each thread count (governed only)
 
     def __del__(self) -> None:
         batch, self.batch = getattr(self, "batch", None), None
@@ -190,6 +193,12 @@ class Runner:
             self.ids = self.ids[:n]
 
     def _decode(self, tokens: list[int], pos: int, want: list[bool]) -> None:
+        if self.governor is not None:
+            threads = self.governor.update()
+            if threads is not None:
+                self.lib.llama_set_n_threads(self.llama.ctx, threads, threads)
+            key = self.governor.threads
+            self.passes_by_threads[key] = self.passes_by_threads.get(key, 0) + 1
         b = self.batch
         b.n_tokens = len(tokens)
         for j, t in enumerate(tokens):

@@ -46,6 +46,7 @@ from .draft import MAX_TEXTS, NgramDrafter
 from .gguf_weights import WEIGHTS, f16_gguf, no_repacking, q8_gguf, weights_from_env
 from .kv_state import Runner, log_softmax_at, state_dir
 from .parallel import check_parallel, generate_texts
+from .threads import ThreadGovernor, usable_cpus
 
 logger = logging.getLogger(__name__)
 
@@ -128,12 +129,14 @@ class Loaded:
 
 
 def default_threads() -> int:
-    """``$MEMQ_LLAMA_THREADS`` when set, else one thread fewer than the CPUs, at least one.
+    """``$MEMQ_LLAMA_THREADS`` when set, else one thread fewer than the CPUs, at least one: the count a context
+    that is not governed (the describer's parallel decoding) runs on, and where a governed one starts.
 
     ggml's threads meet at spin barriers after every operation: when another process takes a core, a
     thread that loses it stalls the others, and on 2 busy cores a token took 5-7 s with 2 threads against
-    75 ms with 1 (measured). One core left free keeps a shared machine's worst case close to its best."""
-    return _env_threads() or max(1, (os.cpu_count() or 1) - 1)
+    75 ms with 1 (measured on one machine). One core left free keeps a shared machine's worst case close to its
+    best; :mod:`memq.llm.threads` takes that core back while no other process wants it."""
+    return _env_threads() or max(1, usable_cpus() - 1)
 
 
 class LlamaCppLLM:
@@ -141,8 +144,10 @@ class LlamaCppLLM:
 
     ``model``: ``"qwen2.5-coder-0.5b"``, ``"smollm2"`` or a ``.gguf`` file; ``adapter``: a peft LoRA
     directory. ``weights``: ``f16`` (the shipped weights dequantised once, :mod:`memq.llm.gguf_weights`) or
-    ``shipped``; default ``$MEMQ_LLAMA_WEIGHTS``, else ``f16``. ``threads`` defaults to :func:`default_threads`
-    (``$MEMQ_LLAMA_THREADS``, else one fewer than the CPUs). ``batch_size`` is only how many prompts a batched caller hands over at once.
+    ``shipped``; default ``$MEMQ_LLAMA_WEIGHTS``, else ``f16``. ``threads``: a fixed count, default
+    ``$MEMQ_LLAMA_THREADS``; when neither is given the count is *governed* (:mod:`memq.llm.threads`): every CPU
+    while other processes leave them idle, fewer when they do. ``batch_size`` is only how many prompts a batched
+    caller hands over at once.
     ``parallel`` > 1 or ``require`` (strings each answer must hold before it may end): :meth:`generate` decodes
     the prompts together (:mod:`memq.llm.parallel`; no drafts). ``calls`` counts prompts answered, ``tokens`` tokens.
     """
@@ -168,7 +173,8 @@ class LlamaCppLLM:
         self.adapter = str(adapter) if adapter is not None else None
         self.batch_size = batch_size
         self.system = system
-        self.threads = threads or default_threads()
+        self.governed = threads is None and _env_threads() is None
+        self.threads = threads or default_threads()  # fixed, or where a governed count starts
         self.n_ctx, self.parallel = n_ctx, parallel
         self.calls = 0
         self.tokens = 0
@@ -258,18 +264,21 @@ class LlamaCppLLM:
         return self._loaded
 
     def _runner(self, gguf: Path, digest: str, adapter: Path | None) -> Runner:
-        key = (str(gguf), str(adapter), self.threads, self.n_ctx)
+        key = (str(gguf), str(adapter), "governed" if self.governed else self.threads, self.n_ctx)
         with _LOCK:
             if key not in _LOADED:
                 from llama_cpp import Llama
 
                 _route_native_logs()
                 start = time.perf_counter()
+                governor = ThreadGovernor() if self.governed else None  # its first window spans the load
                 with no_repacking(self.weights != "f16"):
                     llama = Llama(model_path=str(gguf), lora_path=str(adapter) if adapter else None, n_ctx=self.n_ctx,
                                   n_batch=512, n_ubatch=512, n_threads=self.threads, n_threads_batch=self.threads,
                                   verbose=False)
-                _LOADED[key] = Runner(llama, llama.n_batch, state_dir(digest, adapter, self.n_ctx))
+                if governor is not None and governor.note:
+                    logger.warning("llama.cpp threads: %s", governor.note)
+                _LOADED[key] = Runner(llama, llama.n_batch, state_dir(digest, adapter, self.n_ctx), governor)
                 logger.info("llama.cpp loaded %s%s in %.1f s", gguf.name, f" + {adapter}" if adapter else "",
                             time.perf_counter() - start)
             return _LOADED[key]
@@ -354,6 +363,17 @@ class LlamaCppLLM:
         """(forward passes, tokens evaluated) of this model's llama.cpp context so far (shared per process)."""
         runner = self.load().runner
         return runner.decodes, runner.decoded
+
+    @property
+    def thread_passes(self) -> dict[int, int]:
+        """Forward passes so far on each thread count, when the count is governed (shared per process); else {}."""
+        return dict(self.load().runner.passes_by_threads)
+
+    @property
+    def threads_now(self) -> str:
+        """The thread count and why, for traces and /health."""
+        governor = self.load().runner.governor
+        return governor.describe() if governor is not None else f"{self.threads} thread(s), fixed"
 
     def expand(self, ids: list[int], first: int, children) -> tuple[np.ndarray, np.ndarray]:
         """(log p of each of ``ids[first:]`` given the tokens before it, log p of each token of ``children``

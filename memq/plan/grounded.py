@@ -210,6 +210,7 @@ class GroundedPlanner(CandidateLines):
             cost = SearchCost()
             calls = self._lm_calls
             before = lm.counters if hasattr(lm, "counters") else None
+            threads_before = getattr(lm, "thread_passes", {})
             try:
                 plan = self._search(question, entities, lm, neigh, cost, frozenset(optional), frozenset(unprompted))
             except KnowledgeGraphError as exc:
@@ -219,8 +220,24 @@ class GroundedPlanner(CandidateLines):
             passes, tokens = (after[0] - before[0], after[1] - before[1]) if after else (cost.passes, cost.tokens)
             plan.cost.update(forward_passes=passes, tokens_scored=tokens, kg_queries=neigh.queries,
                              kg_seconds=round(neigh.seconds, 4), llm_calls=self._lm_calls - calls)
+            self._note_threads(plan, lm, threads_before)
         plan.cost["seconds"] = round(time.perf_counter() - t0, 4)
         return plan
+
+    @staticmethod
+    def _note_threads(plan: Plan, lm, before: dict[int, int]) -> None:
+        """The passes this plan ran on each thread count (llama.cpp with a governed count), and a note when some
+        ran on fewer than the CPUs because other processes wanted them."""
+        after = getattr(lm, "thread_passes", {})
+        used = {n: after[n] - before.get(n, 0) for n in sorted(after) if after[n] > before.get(n, 0)}
+        if not used:
+            return
+        plan.cost["llm_threads"] = " ".join(f"{k}x{n}" for n, k in used.items())  # "3x1 6x2": 3 passes on 1 thread
+        cpus = lm.load().runner.governor.cpus
+        fewer = sum(k for n, k in used.items() if n < cpus)
+        if fewer:
+            plan.notes.append(f"llama.cpp ran {fewer} of {sum(used.values())} passes on fewer threads than the "
+                              f"{cpus} CPUs: {lm.threads_now}")
 
     def _free(self, question: str, entities: Entities, why: str) -> Plan:
         llm = self._lm if self._lm is not None and hasattr(self._lm, "generate") else self.free.llm

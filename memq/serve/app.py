@@ -176,8 +176,9 @@ def describe_loaded(pipe: Pipeline) -> dict:
         planner.update(name=getattr(pipe.planner, "name", type(pipe.planner).__name__),
                        adapter=shown_path(adapter), adapter_bytes=_bytes(adapter))
         llm = getattr(pipe.planner, "llm", None)
-        if getattr(llm, "weights", None):  # llama.cpp: f16 or shipped weights, and what it drafts from
-            planner.update(weights=llm.weights, drafts=llm.drafts)
+        if getattr(llm, "weights", None):  # llama.cpp: f16 or shipped weights, what it drafts from, its threads
+            planner.update(weights=llm.weights, drafts=llm.drafts,
+                           threads="governed (memq.llm.threads)" if getattr(llm, "governed", False) else llm.threads)
     else:
         planner["name"] = "none: each request sends its plan"
     if hasattr(config, "backend"):
