@@ -19,19 +19,27 @@ def test_a_core_counts_as_taken_once_others_use_a_quarter_of_it(cpus, others, th
 
 
 class Machine:
-    """A scripted /proc: each window, the other processes' and this process's busy ticks, on ``cores`` cores."""
+    """A scripted /proc: each window, the other processes', this process's and its children's busy ticks, on
+    ``cores`` cores. A look given the known children reads only those; one given None scans for them all."""
 
     def __init__(self, cores=2):
         self.busy = self.total = self.ours = 0
         self.cores = cores
+        self.children: dict[int, int] = {}  # pid -> ticks
+        self.scans = 0
 
-    def run(self, seconds, others, ours):  # cores busy, at 100 ticks a second
-        self.busy += round((others + ours) * 100 * seconds)
+    def run(self, seconds, others, ours, child=None, child_cores=0.0):  # cores busy, at 100 ticks a second
+        self.busy += round((others + ours + child_cores) * 100 * seconds)
         self.ours += round(ours * 100 * seconds)
         self.total += round(self.cores * 100 * seconds)
+        if child is not None:
+            self.children[child] = self.children.get(child, 0) + round(child_cores * 100 * seconds)
 
-    def sample(self):
-        return Sample(self.busy, self.total, self.ours, self.cores)
+    def sample(self, known=None):
+        self.scans += known is None
+        pids = set(self.children) if known is None else set(known) & set(self.children)
+        return Sample(self.busy, self.total, self.ours + sum(self.children[p] for p in pids), self.cores,
+                      frozenset(pids))
 
 
 def test_the_governor_gives_back_the_core_no_other_process_wants():
@@ -57,8 +65,25 @@ def test_the_governor_gives_back_the_core_no_other_process_wants():
     assert governor.update() == 2
 
 
+def test_a_child_process_works_for_this_one_and_is_found_when_it_starts():
+    machine, now = Machine(), [0.0]
+    governor = ThreadGovernor(cpus=2, interval=0.5, sample=machine.sample, clock=lambda: now[0])
+    machine.run(1.0, others=0.0, ours=1.0)
+    now[0] = 1.0
+    assert governor.update() == 2 and machine.scans == 1  # the first look scanned; this one read what it knew
+    machine.run(1.0, others=0.0, ours=0.5, child=77, child_cores=0.8)  # the store's worker starts and works
+    now[0] = 2.0
+    assert governor.update() is None and governor.threads == 2 and machine.scans == 2  # found: not judged
+    machine.run(1.0, others=0.0, ours=0.5, child=77, child_cores=0.8)
+    now[0] = 3.0
+    assert governor.update() is None and governor.others == 0.0 and machine.scans == 2  # known: counted as ours
+    machine.run(1.0, others=0.9, ours=1.0, child=77, child_cores=0.1)
+    now[0] = 4.0
+    assert governor.update() == 1 and machine.scans == 3  # another process: scanned, then believed
+
+
 def test_where_cpu_use_cannot_be_read_the_count_stays_fixed_and_says_why():
-    def unreadable():
+    def unreadable(known=None):
         raise OSError("no /proc/stat")
 
     governor = ThreadGovernor(cpus=4, interval=0.01, sample=unreadable, clock=lambda: 100.0)
@@ -85,10 +110,13 @@ def test_this_process_and_its_children_count_as_ours(tmp_path):
         (tmp_path / str(pid) / "stat").write_text(text)
     (tmp_path / str(me + 3)).mkdir()  # a process gone since listed: skipped
     (tmp_path / "self").mkdir()
-    assert read_sample(str(tmp_path)) == Sample(busy=800, total=1850, ours=63, cores=2)
+    assert read_sample(proc=str(tmp_path)) == Sample(busy=800, total=1850, ours=63, cores=2,
+                                                     children=frozenset({me + 1}))
+    assert read_sample(frozenset(), proc=str(tmp_path)).ours == 55  # the children known: none, and no scan
+    assert read_sample(frozenset({me + 1, me + 2}), str(tmp_path)).children == {me + 1}  # no longer ours: dropped
     (tmp_path / "stat").write_text("garbage\n")
     with pytest.raises((ValueError, IndexError)):
-        read_sample(str(tmp_path))
+        read_sample(proc=str(tmp_path))
 
 
 class FakeLib:

@@ -31,12 +31,14 @@ INTERVAL = 0.5  # seconds between looks
 
 @dataclass(frozen=True)
 class Sample:
-    """One look: the machine's busy and total CPU ticks (all cores), this process tree's ticks, and the CPUs."""
+    """One look: the machine's busy and total CPU ticks (all cores), this process tree's ticks, the CPUs, and the
+    ids of the children counted in ``ours``."""
 
     busy: int
     total: int
     ours: int
     cores: int
+    children: frozenset[int] = frozenset()
 
 
 def usable_cpus() -> int:
@@ -54,9 +56,10 @@ def _ticks(stat: str, waited: bool = False) -> tuple[int, int]:
     return int(fields[1]), sum(int(v) for v in fields[11:15 if waited else 13])
 
 
-def read_sample(proc: str = "/proc") -> Sample:
+def read_sample(children: frozenset[int] | None = None, proc: str = "/proc") -> Sample:
     """The machine's CPU ticks from ``/proc/stat`` and those of this process and its children; OSError or
-    ValueError when ``/proc`` does not hold them."""
+    ValueError when ``/proc`` does not hold them. ``children``: the child processes known from an earlier look,
+    read alone; None: all of ``/proc`` is scanned for them (about a millisecond per hundred processes)."""
     with open(f"{proc}/stat") as f:
         lines = f.read().splitlines()
     values = [int(v) for v in lines[0].split()[1:9]]  # user nice system idle iowait irq softirq steal
@@ -65,17 +68,20 @@ def read_sample(proc: str = "/proc") -> Sample:
     me = os.getpid()
     with open(f"{proc}/{me}/stat") as f:
         ours = _ticks(f.read(), waited=True)[1]
-    for name in os.listdir(proc):  # children (the embedded store's timeout worker) work for this process
-        if not name.isdigit() or int(name) == me:
+    found = set()
+    pids = children if children is not None else (int(n) for n in os.listdir(proc) if n.isdigit())
+    for pid in pids:  # children (the embedded store's timeout worker) work for this process
+        if pid == me:
             continue
         try:
-            with open(f"{proc}/{name}/stat") as f:
+            with open(f"{proc}/{pid}/stat") as f:
                 parent, ticks = _ticks(f.read())
         except (OSError, ValueError):  # gone since listed
             continue
         if parent == me:
             ours += ticks
-    return Sample(busy, sum(values), ours, max(1, cores))
+            found.add(pid)
+    return Sample(busy, sum(values), ours, max(1, cores), frozenset(found))
 
 
 def threads_left(cpus: int, others: float) -> int:
@@ -87,10 +93,15 @@ def threads_left(cpus: int, others: float) -> int:
 
 class ThreadGovernor:
     """The thread count for llama.cpp, looked at again at most every ``interval`` seconds (:func:`threads_left`
-    of what other processes used since the last look). ``sample`` and ``clock`` are for tests."""
+    of what other processes used since the last look). A look reads the children it knows; when others seem to
+    have used more than :data:`TAKEN` of a core it scans for new ones before it believes so (a child started
+    since, the embedded store's worker, works for this process); a window in which a child was found is not
+    judged, as the child's ticks since it began are in it. ``sample`` and ``clock`` are for tests.
+    """
 
     def __init__(self, cpus: int | None = None, interval: float = INTERVAL,
-                 sample: Callable[[], Sample] = read_sample, clock: Callable[[], float] = time.monotonic) -> None:
+                 sample: Callable[[frozenset[int] | None], Sample] = read_sample,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.cpus = cpus or usable_cpus()
         if self.cpus < 1:
             raise ValueError(f"cpus must be >= 1, got {self.cpus}")
@@ -104,9 +115,9 @@ class ThreadGovernor:
         self._last = self._look()
         self._at = clock()
 
-    def _look(self) -> Sample | None:
+    def _look(self, children: frozenset[int] | None = None) -> Sample | None:
         try:
-            return self._sample()
+            return self._sample(children)
         except (OSError, ValueError, IndexError) as exc:
             self.note = f"{self.threads} thread(s) of {self.cpus}, fixed: CPU use is not readable here ({exc})"
             return None
@@ -116,20 +127,30 @@ class ThreadGovernor:
         now = self._clock()
         if self._last is None or now - self._at < self.interval:
             return None
-        new = self._look()
+        old = self._last
+        new = self._look(old.children)
+        if new is not None and self._others(old, new) > TAKEN:
+            new = self._look()  # a new child, or really another process: scan
         if new is None:
             return None
-        old, self._last, self._at = self._last, new, now
-        total = new.total - old.total
-        if total <= 0:
+        self._last, self._at = new, now
+        others = self._others(old, new)
+        if others < 0 or new.children - old.children:  # a new child's ticks, since it began, are in this window
             return None
-        others = max(0.0, (new.busy - old.busy) - (new.ours - old.ours)) / total * new.cores
         self.others = others
         threads = threads_left(self.cpus, others)
         if threads == self.threads:
             return None
         self.threads = threads
         return threads
+
+    @staticmethod
+    def _others(old: Sample, new: Sample) -> float:
+        """Cores the other processes used between two looks (-1 when no time passed)."""
+        total = new.total - old.total
+        if total <= 0:
+            return -1.0
+        return max(0.0, (new.busy - old.busy) - (new.ours - old.ours)) / total * new.cores
 
     def describe(self) -> str:
         """One line for traces and /health."""
