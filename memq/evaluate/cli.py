@@ -83,19 +83,6 @@ def _shard(text: str) -> tuple[int, int]:
         raise argparse.ArgumentTypeError(f"--shard must be K/N with 1 <= K <= N, got {text!r}") from None
 
 
-# GrailQA's search, chosen on its tuning part (docs/results.md, "GrailQA: the planner"): a beam did not pay; with
-# a beam of 1 a Finally line that leaves out a given entity still won at 10 nats off, and 25 made the plan name it
-# (of the 10 such questions of the first 80, 7 went up and 2 down; 50 did the same). A Finally line whose answer is
-# not of the class the question asks for loses 25 nats too, and so does a start from another class (asked_class;
-# of the 24 tuning questions whose plan answered with another class, 4 went up, 0 down; of the 11 with no entity
-# that started from another class, 3 up, 1 down). When no plan of the beam of 1 ends naming that class, a beam of 3
-# searches before the class is given up (asked_beam; of the 20 tuning questions it can change, 2 up, 0 down). A
-# further search directed to the class (asked_directed) changed no plan of the 16 tuning questions it can change,
-# and costs time: off. Its zero-shot questions need the ontology's statements that no training question gave, so
-# they compete with the others (unseen_top -1), as when GrailQA's figures were measured
-GRAILQA_SEARCH = {"beam": 1, "lines": 1, "coverage": 25.0, "asked_class": 25.0, "asked_beam": 3, "unseen_top": -1}
-
-
 def evaluation_config(args: argparse.Namespace):
     """The pipeline's :class:`~memq.pipeline.Config` for ``memq evaluate``: the flags, and the memory bank of the
     dataset evaluated unless ``--memory`` names one (CWQ questions are not to be answered from the WebQSP bank).
@@ -106,6 +93,7 @@ def evaluation_config(args: argparse.Namespace):
 
     from ..ask import config_from
     from ..pipeline import ROOT
+    from ..plan.search import GRAILQA_SEARCH
 
     config = config_from(args)
     memory = ROOT / "memory_bank" / args.dataset

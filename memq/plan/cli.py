@@ -130,13 +130,13 @@ def _register_ranker(psub) -> None:
 def _ranker_data(args) -> int:
     import random
 
-    from memq.evaluate.cli import GRAILQA_SEARCH
     from memq.memory.bank import MemoryBank
     from memq.pipeline import Config, open_kg
 
     from .data import load_split
     from .grounded import GroundedConfig, GroundedPlanner
     from .rank_train import read_groups, write_groups
+    from .search import GRAILQA_SEARCH
 
     plans = load_split(args.dataset, args.split)
     if args.id_prefix:
