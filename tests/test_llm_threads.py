@@ -98,7 +98,8 @@ def _stat(pid, name, ppid, utime, stime, cutime=0, cstime=0):
             "100 1000 10 18446744073709551615\n")
 
 
-def test_this_process_and_its_children_count_as_ours(tmp_path):
+def test_this_process_and_its_children_count_as_ours(tmp_path, monkeypatch):
+    monkeypatch.setattr("memq.llm.threads.allowed_cpus", lambda: {0, 1, 5})
     me = os.getpid()
     (tmp_path / "stat").write_text("cpu  700 10 90 1000 50 0 0 0 0 0\ncpu0 350 5 45 500 25 0 0 0 0 0\n"
                                    "cpu1 350 5 45 500 25 0 0 0 0 0\nintr 1\n")
@@ -117,6 +118,18 @@ def test_this_process_and_its_children_count_as_ours(tmp_path):
     (tmp_path / "stat").write_text("garbage\n")
     with pytest.raises((ValueError, IndexError)):
         read_sample(proc=str(tmp_path))
+
+
+def test_only_the_cpus_this_process_may_run_on_count(tmp_path, monkeypatch):
+    (tmp_path / str(os.getpid())).mkdir()
+    (tmp_path / str(os.getpid()) / "stat").write_text(_stat(os.getpid(), "python", 1, 10, 0))
+    (tmp_path / "stat").write_text("cpu  2300 0 0 1700 0 0 0 0 0 0\ncpu0 100 0 0 900 0 0 0 0 0 0\n"
+                                   "cpu1 200 0 0 800 0 0 0 0 0 0\ncpu2 1000 0 0 0 0 0 0 0 0 0\n"
+                                   "cpu3 1000 0 0 0 0 0 0 0 0 0\n")
+    monkeypatch.setattr("memq.llm.threads.allowed_cpus", lambda: {0, 1})  # pinned: cpu2 and cpu3 are not ours
+    assert read_sample(frozenset(), str(tmp_path)) == Sample(busy=300, total=2000, ours=10, cores=2)
+    monkeypatch.setattr("memq.llm.threads.allowed_cpus", set)  # the OS does not say: the whole machine
+    assert read_sample(frozenset(), str(tmp_path)) == Sample(busy=2300, total=4000, ours=10, cores=4)
 
 
 class FakeLib:

@@ -41,12 +41,17 @@ class Sample:
     children: frozenset[int] = frozenset()
 
 
-def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity where the OS tells it), at least one."""
+def allowed_cpus() -> set[int]:
+    """The ids of the CPUs this process may run on (its affinity), or an empty set where the OS does not say."""
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        return set(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
+        return set()
+
+
+def usable_cpus() -> int:
+    """How many CPUs this process may run on (its affinity where the OS tells it), at least one."""
+    return max(1, len(allowed_cpus()) or os.cpu_count() or 1)
 
 
 def _ticks(stat: str, waited: bool = False) -> tuple[int, int]:
@@ -57,14 +62,20 @@ def _ticks(stat: str, waited: bool = False) -> tuple[int, int]:
 
 
 def read_sample(children: frozenset[int] | None = None, proc: str = "/proc") -> Sample:
-    """The machine's CPU ticks from ``/proc/stat`` and those of this process and its children; OSError or
-    ValueError when ``/proc`` does not hold them. ``children``: the child processes known from an earlier look,
-    read alone; None: all of ``/proc`` is scanned for them (about a millisecond per hundred processes)."""
+    """The busy and total ticks of the CPUs this process may run on (their lines of ``/proc/stat``; the machine's
+    where the OS does not say which), and those of this process and its children; OSError or ValueError when
+    ``/proc`` does not hold them. ``children``: the child processes known from an earlier look, read alone; None:
+    all of ``/proc`` is scanned for them (about a millisecond per hundred processes)."""
     with open(f"{proc}/stat") as f:
         lines = f.read().splitlines()
-    values = [int(v) for v in lines[0].split()[1:9]]  # user nice system idle iowait irq softirq steal
-    busy = sum(values) - values[3] - values[4]
-    cores = sum(1 for line in lines if line.startswith("cpu") and line[3:4].isdigit())
+    per_cpu = {int(line.split()[0][3:]): line for line in lines if line.startswith("cpu") and line[3:4].isdigit()}
+    mine = [per_cpu[c] for c in sorted(allowed_cpus() & set(per_cpu))]  # only the CPUs this process may run on
+    busy = total = 0
+    for line in mine or lines[:1]:  # else the machine's total line
+        values = [int(v) for v in line.split()[1:9]]  # user nice system idle iowait irq softirq steal
+        busy += sum(values) - values[3] - values[4]
+        total += sum(values)
+    cores = len(mine) or len(per_cpu)
     me = os.getpid()
     with open(f"{proc}/{me}/stat") as f:
         ours = _ticks(f.read(), waited=True)[1]
@@ -81,7 +92,7 @@ def read_sample(children: frozenset[int] | None = None, proc: str = "/proc") -> 
         if parent == me:
             ours += ticks
             found.add(pid)
-    return Sample(busy, sum(values), ours, max(1, cores), frozenset(found))
+    return Sample(busy, total, ours, max(1, cores), frozenset(found))
 
 
 def threads_left(cpus: int, others: float) -> int:
