@@ -61,6 +61,8 @@ def load_parts(pipe, with_planner: bool) -> None:
                     llm.load) if hasattr(llm, "load") else None
     for what, seconds in getattr(loaded, "prepared", ()):
         print(f"    built {what} in {seconds:.1f} s")
+    if callable(getattr(planner, "warm_up", None)):
+        _timed("grounded search (question prior, statement index, ranker)", planner.warm_up)
 
 
 def run(args: argparse.Namespace) -> int:

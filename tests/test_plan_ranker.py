@@ -12,9 +12,11 @@ import pytest
 from test_plan_grounded import BIEBER, BROTHER, JAMAICA, bank, kg, planner  # noqa: F401 (fixtures)
 
 from memq.errors import MemQError
+from memq.plan import candidates
 from memq.plan.derive import DerivedPlan
 from memq.plan.format import parse_plan
 from memq.plan.grounded import GroundedConfig, GroundedPlanner, Neighbourhood
+from memq.plan.hybrid import HybridPlanner
 from memq.plan.lines import Hyp
 from memq.plan.rank_train import evaluate, read_groups, step_groups, train, training_groups, write_groups
 from memq.plan.ranker import StatementRanker, candidate_text, query_text, rank_candidates
@@ -291,3 +293,28 @@ def test_find_lines_after_the_first_step_are_made_when_the_search_reaches_them(k
     assert len(eager_ranker.asked) == 4 and len(lazy_ranker.asked) == 2
     assert [e["step"] for e in lazy.ranked] == [1, 2] and [e["step"] for e in eager.ranked] == [1, 2, 3, 4]
     assert lazy.cost["candidates"] < eager.cost["candidates"]
+
+
+def test_the_warm_up_builds_what_the_first_question_would(kg, bank, monkeypatch):  # noqa: F811
+    """memq serve and memq demo call warm_up before the first question: the first-edge index, the question prior
+    and the ranker are then ready, and the first plan builds none of them; the plan is the same."""
+    question = "what language do they speak in jamaica?"
+    cold = ranked(kg, bank, SPOKEN, KeywordRanker("official"), prior=1.5)
+    cold_plan = cold.plan(question, JAMAICA)
+    warm_ranker = KeywordRanker("official")
+    warm = ranked(kg, bank, SPOKEN, warm_ranker, prior=1.5)
+    built: list[str] = []
+    real = candidates.first_edges
+
+    def counted(*args):
+        built.append("edges")
+        return real(*args)
+
+    monkeypatch.setattr(candidates, "first_edges", counted)
+    warm.warm_up()
+    assert built == ["edges"] and "_first_edges" in warm.__dict__ and warm._prior_built
+    assert warm_ranker.asked == [("warm-up", ["warm-up"])]  # the ranker's session runs once
+    warm_plan = warm.plan(question, JAMAICA)
+    assert built == ["edges"] and warm_plan.raw == cold_plan.raw and warm_plan.beam == cold_plan.beam
+    HybridPlanner(warm, free=object()).warm_up()  # the hybrid planner warms the grounded planner that rescues
+    assert len(warm_ranker.asked) > 1 and warm_ranker.asked[-1] == ("warm-up", ["warm-up"])

@@ -63,6 +63,10 @@ class HybridPlanner:
     def prompt(self, question: str, entities: Entities) -> str:
         return self.free.prompt(question, entities)
 
+    def warm_up(self) -> None:
+        """The grounded planner's warm-up (:meth:`memq.plan.grounded.GroundedPlanner.warm_up`): it rescues plans."""
+        self.grounded.warm_up()
+
     def plan_many(self, items, progress=None) -> list:
         self._free_calls += len(items)
         return [unreadable(p) if isinstance(p, PlanParseError) else p

@@ -145,13 +145,16 @@ def _bytes(path: str | Path | None) -> int | None:
 
 
 def warm_up(pipe: Pipeline) -> None:
-    """Load what the first question would: the memory bank and its embedder, the KG, the planner's model."""
+    """Load what the first question would: the memory bank and its embedder, the KG, the planner's model and, for
+    the grounded planner, what it builds on first use (its ``warm_up``)."""
     pipe.bank.search("warm-up", 1)
     pipe.kg.select("SELECT ?s WHERE { ?s ?p ?o } LIMIT 1", timeout=pipe.config.timeout)
     if pipe.config.planner != "given":
         llm = getattr(pipe.planner, "llm", None)
         if llm is not None and callable(getattr(llm, "load", None)):
             llm.load()
+        if callable(getattr(pipe.planner, "warm_up", None)):  # the grounded planner's prior, indexes and ranker
+            pipe.planner.warm_up()
         nearest = getattr(pipe.planner, "nearest", None)  # the few-shot planner's example index
         if callable(nearest):
             nearest("warm-up")
