@@ -165,6 +165,12 @@ def test_minilm_embeds_as_sentence_transformers_does(runtime):
     assert embedder.fallback is None
     assert got.shape == (150, 384) and got.dtype == np.float32
     assert np.abs(got - want).max() < 1e-5
+    if runtime == "onnx":  # its idle threads do not spin (a spinning thread holds a core llama.cpp wants)
+        from memq.memory import onnx_minilm
+
+        graph = onnx_minilm.cached_graph(minilm_dir(), lambda: pytest.fail("the encode above cached it"))
+        options = onnx_minilm.open_graph(graph, minilm_dir(), 256)[0].get_session_options()
+        assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
 
 
 def test_the_onnx_cache_is_verified_and_rebuilt(tmp_path, monkeypatch, caplog):
