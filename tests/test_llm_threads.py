@@ -173,9 +173,8 @@ def test_each_forward_pass_runs_on_the_count_the_governor_gives():
 
 
 def test_the_plan_says_when_passes_ran_on_fewer_threads_than_the_cpus():
-    governor = SimpleNamespace(cpus=2)
-    lm = SimpleNamespace(thread_passes={1: 5, 2: 10}, threads_now="1 thread(s) of 2 (other processes used 0.90 cores)",
-                         load=lambda: SimpleNamespace(runner=SimpleNamespace(governor=governor)))
+    governor = SimpleNamespace(cpus=2, describe=lambda: "1 thread(s) of 2 (other processes used 0.90 cores)")
+    lm = SimpleNamespace(thread_passes={1: 5, 2: 10}, governor=governor)
     plan = Plan(steps=[])
     GroundedPlanner._note_threads(plan, lm, {1: 2, 2: 4})
     assert plan.cost["llm_threads"] == "3x1 6x2"  # passes x threads

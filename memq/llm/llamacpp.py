@@ -370,10 +370,10 @@ class LlamaCppLLM:
         return dict(self.load().runner.passes_by_threads)
 
     @property
-    def threads_now(self) -> str:
-        """The thread count and why, for traces and /health."""
-        governor = self.load().runner.governor
-        return governor.describe() if governor is not None else f"{self.threads} thread(s), fixed"
+    def governor(self):
+        """The :class:`~memq.llm.threads.ThreadGovernor` that sets this model's thread count, or None when it is
+        fixed (shared per process)."""
+        return self.load().runner.governor
 
     def expand(self, ids: list[int], first: int, children) -> tuple[np.ndarray, np.ndarray]:
         """(log p of each of ``ids[first:]`` given the tokens before it, log p of each token of ``children``

@@ -245,11 +245,11 @@ class GroundedPlanner(CandidateLines):
         if not used:
             return
         plan.cost["llm_threads"] = " ".join(f"{k}x{n}" for n, k in used.items())  # "3x1 6x2": 3 passes on 1 thread
-        cpus = lm.load().runner.governor.cpus
-        fewer = sum(k for n, k in used.items() if n < cpus)
+        governor = lm.governor  # passes are counted per thread count only when it is governed
+        fewer = sum(k for n, k in used.items() if n < governor.cpus)
         if fewer:
             plan.notes.append(f"llama.cpp ran {fewer} of {sum(used.values())} passes on fewer threads than the "
-                              f"{cpus} CPUs: {lm.threads_now}")
+                              f"{governor.cpus} CPUs: {governor.describe()}")
 
     def _free(self, question: str, entities: Entities, why: str) -> Plan:
         llm = self._lm if self._lm is not None and hasattr(self._lm, "generate") else self.free.llm
