@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ from memq.memory.embed import HashingEmbedder
 from memq.pipeline import Config, Pipeline
 from memq.plan.format import parse_plan
 from memq.plan.grounded import GroundedConfig, GroundedPlanner, Neighbourhood
-from memq.plan.lines import Hyp
+from memq.plan.lines import Hyp, Line, extend
 from memq.plan.linesearch import SearchCost, best_lines
 from memq.plan.planner import REPO_ADAPTER, FineTunedPlanner
 from memq.reconstruct import Draft, Reconstructor
@@ -290,6 +291,59 @@ def test_execution_guided_choice_takes_the_first_plan_that_answers(kg, bank):
     assert [p["score"] for p in answer.trace.plans] == [-1.0, -2.0]
     assert {i for i, _ in answer.answers} == {"m.0gxnnwq", "m.0jazz01"}
     assert any("plan 2 of 2" in f for f in answer.trace.fallbacks)
+
+
+def test_no_plan_ends_at_a_cvt_node_but_one_may_walk_through_it(kg):
+    """``spouse_s``-like statements assign the CVT itself (a sibling relationship here): a plan goes on from it to
+    the sibling, never answers with it, however much the model likes that."""
+    from memq.plan.neighbourhood import assigns_cvt
+
+    through = ("siblings", "1", "?entity1 ns:people.person.sibling_s ?entity2 .",
+               "?entity2 is the siblings of the person ?entity1")
+    onward = ("sibling_of", "1", "?entity1 ns:people.sibling_relationship.sibling ?entity2 .",
+              "?entity2 is the sibling of the sibling relationship ?entity1")
+    bank = bank_of(STATEMENTS + [through, onward])
+    assert [assigns_cvt(bank.get(i).statement) for i in ("siblings", "sibling_of", "sibling", "gender")] == \
+        [True, False, False, False]
+    at_cvt = "Find the siblings of the person Justin Bieber, assign it to ?x.\nFinally the answer is ?x."
+    walked = ("Find the siblings of the person Justin Bieber, assign it to ?y.\n"
+              "Find the sibling of the sibling relationship ?y, assign it to ?x.\nFinally the answer is ?x.")
+    p = planner(kg, bank, at_cvt, walked)
+    plan = p.plan("who are justin bieber's siblings?", BIEBER)
+    assert plan.raw == walked and all(b.text != at_cvt for b in plan.beam)
+    h = extend(Hyp(draft=Draft(), rec=Reconstructor(BIEBER)),
+               next(line for line in p._lines(Hyp(draft=Draft(), rec=Reconstructor(BIEBER)), BIEBER,
+                                              ["Justin Bieber"], p.lm, Neighbourhood(kg), {})
+                    if line.text == at_cvt.splitlines()[0]),
+               SimpleNamespace(ids=(), score=0.0), p.lm, "", ["Justin Bieber"])
+    assert h.assigned == ["?x"] and p.holds_cvt(h, "?x")
+    lines = p._lines(h, BIEBER, ["Justin Bieber"], p.lm, Neighbourhood(kg), {})
+    assert not [line for line in lines if line.kind == "answer"]
+    assert "Find the sibling of the sibling relationship ?x, assign it to ?y." in {line.text for line in lines}
+
+
+def test_a_written_sort_line_sorts_dates_and_numbers_never_entities(kg):
+    """WebQSP's and CWQ's train plans sort dates and numbers only: a Sort line the model writes of a ?variable that
+    every Find step assigns entities (by the schema) is refused, and the plan's cost counts it."""
+    from memq.types import PlanStep
+
+    born = ("born", "1", "?entity1 ns:people.person.date_of_birth ?entity2 .",
+            "?entity2 is the date of birth of the person ?entity1")
+    p = planner(kg, bank_of(STATEMENTS + [born]), "")
+    h = Hyp(steps=[PlanStep("find", "", source="Jamaica", target="?x", statement="official"),
+                   PlanStep("find", "", source="?x", target="?d", statement="born"),
+                   PlanStep("find", "", source="?x", target="?y", statement=None)], assigned=["?x", "?d", "?y"],
+            draft=Draft(), rec=Reconstructor(JAMAICA))
+    p.refused = {}
+    assert [p.may_sort(h, v) for v in ("?x", "?d", "?y")] == [False, True, True]  # ?y: written, not chosen
+    assert p.refused == {"entity_sorts_refused": 1}
+    sort = Line("open", "Sort", tuple(p.lm.token_ids("Sort")))
+    text = " ?x in descending order and keep the first result.\n"
+    scored = SimpleNamespace(ids=tuple(p.lm.token_ids("Sort" + text)), score=0.0)
+    assert extend(h, sort, scored, p.lm, "", ["Jamaica"]) is not None  # without the rule, as before
+    assert extend(h, sort, scored, p.lm, "", ["Jamaica"], p.may_sort) is None
+    scored = SimpleNamespace(ids=tuple(p.lm.token_ids("Sort" + text.replace("?x", "?d"))), score=0.0)
+    assert extend(h, sort, scored, p.lm, "", ["Jamaica"], p.may_sort).steps[-1].target == "?d"
 
 
 def test_saved_beam_is_read_back_for_rescoring():

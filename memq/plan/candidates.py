@@ -13,6 +13,7 @@ import copy
 from dataclasses import replace
 from functools import cached_property
 
+from memq.decompose.cvt import SchemaCvtOracle
 from memq.errors import ReconstructionError
 from memq.sparql.model import Var
 from memq.types import PlanStep
@@ -20,13 +21,14 @@ from memq.types import PlanStep
 from .asked import reaches
 from .derive import DerivationError, find_step, fresh_variable
 from .lines import Hyp, Line, grail_targets, may_end, shape_lines
-from .neighbourhood import Neighbourhood, bank_edges, first_edges, path_options
+from .neighbourhood import Neighbourhood, assigned_types, assigns_cvt, bank_edges, first_edges, path_options
 from .prior import trained_first
 from .ranker import rank_candidates
 
 __all__ = ["OPEN_STARTS", "CandidateLines"]
 
 OPEN_STARTS = ("Make sure", "Sort")
+_CVT = SchemaCvtOracle()
 
 
 class CandidateLines:
@@ -135,6 +137,43 @@ class CandidateLines:
                                       cfg.unseen_top if lines else cfg.rank_top, offset + len(lines), best, True)
         return lines
 
+    def holds_cvt(self, h: Hyp, var: str) -> bool:
+        """Whether a Find step of ``h`` assigns ``var`` a CVT node (by the schema,
+        :func:`~memq.plan.neighbourhood.assigns_cvt`): a plan may go on from it, but no plan ends there, as no gold
+        query answers with one."""
+        if any(self._assigned(st.statement)[0] for st in self._finds(h, var)):
+            self._refused("cvt_answers_withheld")
+            return True
+        return False
+
+    def may_sort(self, h: Hyp, var: str) -> bool:
+        """Whether ``var`` may be sorted after ``h``: unless every Find step that assigns it assigns entities (a
+        type of the schema but ``type.*``, :func:`~memq.plan.neighbourhood.assigned_types`). The train plans of
+        WebQSP and CWQ sort dates and numbers only; the order of entities is their ids'."""
+        finds = self._finds(h, var)
+        if not finds or any(t is None or t == "" or t.startswith("type.")
+                            for st in finds for t in self._assigned(st.statement)[1] or {None}):
+            return True
+        self._refused("entity_sorts_refused")
+        return False
+
+    def _refused(self, what: str) -> None:
+        """Counts a line a rule refused, for the plan's cost (the planner resets ``refused`` for each plan)."""
+        refused = self.__dict__.setdefault("refused", {})
+        refused[what] = refused.get(what, 0) + 1
+
+    def _finds(self, h: Hyp, var: str) -> list:
+        return [st for st in h.steps if st.kind == "find" and st.target == var and st.statement]
+
+    def _assigned(self, statement_id: str) -> tuple[bool, set]:
+        """What a statement assigns, by the schema: whether a CVT, and its types (kept per statement)."""
+        known = self.__dict__.setdefault("_assigned_of", {})
+        if statement_id not in known:
+            record = self.bank.get(statement_id)
+            st = record.statement if record is not None else None
+            known[statement_id] = (assigns_cvt(st, _CVT), assigned_types(st, _CVT.schema)) if st else (False, set())
+        return known[statement_id]
+
     def _other_lines(self, h: Hyp, names, lm, neigh: Neighbourhood, sims, question: str = "",
                      wide: bool = False) -> list[Line]:
         """The lines ``h`` may continue with but Find lines: GrailQA's class lines, *Finally* and the open starts."""
@@ -148,7 +187,8 @@ class CandidateLines:
         if self.classes is not None:
             lines += [Line("shape", sl.text, tuple(lm.token_ids(sl.text + "\n")), sl.step, sl.statement, rank=sl.rank)
                       for sl in shape_lines(self.classes, h, neigh, sims, question, names, cfg.asked_class, wide)]
-        for v in [v for v in h.assigned if may_end(h.steps, question if self.classes else "", v, self.bank)]:
+        for v in [v for v in h.assigned if may_end(h.steps, question if self.classes else "", v, self.bank)
+                  and not self.holds_cvt(h, v)]:
             text = f"Finally the answer is {v}."
             lines.append(Line("answer", text, tuple(lm.token_ids(text)) + (lm.eos_id,),
                               PlanStep("answer", text, target=v)))

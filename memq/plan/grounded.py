@@ -223,6 +223,7 @@ class GroundedPlanner(CandidateLines):
             calls = self._lm_calls
             before = lm.counters if hasattr(lm, "counters") else None
             threads_before = getattr(lm, "thread_passes", {})
+            self.refused = {}  # lines the CVT-answer and entity-sort rules refused (CandidateLines._refused)
             try:
                 plan = self._search(question, entities, lm, neigh, cost, frozenset(optional), frozenset(unprompted))
             except KnowledgeGraphError as exc:
@@ -231,7 +232,7 @@ class GroundedPlanner(CandidateLines):
             after = lm.counters if before is not None else None
             passes, tokens = (after[0] - before[0], after[1] - before[1]) if after else (cost.passes, cost.tokens)
             plan.cost.update(forward_passes=passes, tokens_scored=tokens, kg_queries=neigh.queries,
-                             kg_seconds=round(neigh.seconds, 4), llm_calls=self._lm_calls - calls)
+                             kg_seconds=round(neigh.seconds, 4), llm_calls=self._lm_calls - calls, **self.refused)
             self._note_threads(plan, lm, threads_before)
         plan.cost["seconds"] = round(time.perf_counter() - t0, 4)
         return plan
@@ -322,7 +323,7 @@ class GroundedPlanner(CandidateLines):
                 made: dict[int, Hyp | None] = {}  # each line found, extended (None: an open line that is unusable)
 
                 def usable(scored, h=h, lines=lines, made=made) -> bool:
-                    made[scored.index] = extend(h, lines[scored.index], scored, lm, question, names)
+                    made[scored.index] = extend(h, lines[scored.index], scored, lm, question, names, self.may_sort)
                     return made[scored.index] is not None
 
                 def make(h=h, lines=lines) -> list[tuple[tuple[int, ...], float]]:

@@ -1,4 +1,5 @@
-"""The KG side of the grounded planner: the edges at a node, and whether a statement binds after a partial plan.
+"""The KG side of the grounded planner: the edges at a node, whether a statement binds after a partial plan, and
+what a statement assigns by the schema.
 
 Only the KG interface (``kg.select``) is used, so an embedded Oxigraph store and
 a SPARQL endpoint such as Virtuoso behave the same.
@@ -8,10 +9,13 @@ from __future__ import annotations
 
 import time
 
+from memq.decompose.cvt import CvtOracle, SchemaCvtOracle
+from memq.schema import Schema, freebase_schema
 from memq.sparql import to_standard
 from memq.sparql.model import Group, Iri, Projection, Query, Triple, Var
 
-__all__ = ["Edge", "Neighbourhood", "bank_edges", "first_edges", "path_options", "statement_edges"]
+__all__ = ["Edge", "Neighbourhood", "assigned_types", "assigns_cvt", "bank_edges", "first_edges", "path_options",
+           "statement_edges"]
 
 Edge = tuple[str, str]  # (relation id, "out" | "in") seen from a node
 EDGES_FORMAT = 1  # of bank_edges' cache
@@ -31,6 +35,36 @@ def statement_edges(statement, placeholder: str = "entity1") -> set[Edge]:
         if t.o == var:
             out.add((t.p.local, "in"))
     return out
+
+
+def assigns_cvt(statement, oracle: CvtOracle | None = None) -> bool:
+    """Whether the ?variable a path statement (structures 1-3) assigns is a CVT node by the schema: ``?entity1
+    ns:people.person.spouse_s ?entity2`` assigns a marriage. A plan may walk through such a node (a *Make sure*
+    then checks its dates), but no question is answered with one: it has no name."""
+    target, triples = _target_of(statement)
+    return target is not None and (oracle or SchemaCvtOracle()).is_cvt(target, triples)
+
+
+def assigned_types(statement, schema: Schema | None = None) -> set[str | None]:
+    """The schema types of the ?variable a path statement assigns, one for each of its triples that touches it:
+    the relation's range where it is the object, its domain where the subject; None where the schema does not
+    say. ``type.datetime``, ``type.int``, ... are literals, the other types entities."""
+    target, triples = _target_of(statement)
+    schema = schema or freebase_schema()
+    out: set[str | None] = set()
+    for t in triples if target is not None else ():
+        if isinstance(t.p, Iri) and t.p.is_freebase and target in (t.s, t.o):
+            out.add(schema.range(t.p.local) if t.o == target else schema.domain(t.p.local))
+    return out
+
+
+def _target_of(statement) -> tuple[Var | None, list[Triple]]:
+    from memq.decompose.assemble import fragment
+
+    if statement.structure not in ("1", "2", "3"):
+        return None, []
+    target = Var("entity3" if statement.structure == "3" else "entity2")
+    return target, fragment(statement.sparql, statement.structure).where.all_triples()
 
 
 def bank_edges(records, cache: bool = True) -> dict[str, tuple[set[Edge], set[Edge]]]:
