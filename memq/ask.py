@@ -70,6 +70,9 @@ def add_search_args(parser: argparse.ArgumentParser) -> None:
                         help=f"{g} when no plan ends naming the class asked for, a search whose Find lines lose "
                              "--asked-class nats where another's values have that class and theirs do not, before "
                              "it is given up")
+    parser.add_argument("--check-passes", action=argparse.BooleanOptionalAction,
+                        help=f"{g} keep a written 'Make sure ?v is X' line only when some value of the plan so far "
+                             "passes it")
     parser.add_argument("--ranker", help=f"{g} the statement ranker's directory, or 'none' for the model alone "
                                          "(default: the committed memory_bank/ranker when there is one)")
     parser.add_argument("--rank-top", type=int, help=f"{g} best-ranked candidates offered to the model per step")
@@ -201,7 +204,7 @@ def config_from(args: argparse.Namespace):
         changes["repair"] = False
     search = {k: getattr(args, k) for k in ("beam", "lines", "norm", "max_candidates", "prune", "budget", "prior",
                                              "neighbours", "prior_floor", "coverage", "asked_class", "asked_beam",
-                                             "asked_directed", "rank_top", "rank_pool", "rank_weight",
+                                             "asked_directed", "check_passes", "rank_top", "rank_pool", "rank_weight",
                                              "unseen_top")
               if getattr(args, k, None) is not None}
     if search:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+from functools import partial
 from types import SimpleNamespace
 
 import numpy as np
@@ -341,9 +342,33 @@ def test_a_written_sort_line_sorts_dates_and_numbers_never_entities(kg):
     text = " ?x in descending order and keep the first result.\n"
     scored = SimpleNamespace(ids=tuple(p.lm.token_ids("Sort" + text)), score=0.0)
     assert extend(h, sort, scored, p.lm, "", ["Jamaica"]) is not None  # without the rule, as before
-    assert extend(h, sort, scored, p.lm, "", ["Jamaica"], p.may_sort) is None
+    allows = partial(p.allows, neigh=Neighbourhood(kg))
+    assert extend(h, sort, scored, p.lm, "", ["Jamaica"], allows) is None
     scored = SimpleNamespace(ids=tuple(p.lm.token_ids("Sort" + text.replace("?x", "?d"))), score=0.0)
-    assert extend(h, sort, scored, p.lm, "", ["Jamaica"], p.may_sort).steps[-1].target == "?d"
+    assert extend(h, sort, scored, p.lm, "", ["Jamaica"], allows).steps[-1].target == "?d"
+
+
+@pytest.mark.parametrize("value, passes", [("Male", True), ("Female", True), ("Nonbinary", False)])
+def test_with_check_passes_a_written_check_is_kept_only_when_some_value_passes_it(kg, bank, value, passes):
+    """``check_passes``: "Make sure ?gender is X" continues the plan only when a sibling's gender is X (the FILTER
+    the query would get: here the node named X, as no given entity is); a check with a relation is not probed."""
+    p = planner(kg, bank, "", check_passes=True)
+    h = Hyp(draft=Draft(), rec=Reconstructor(BIEBER))
+    for text in ("Find the sibling of the siblings of the person Justin Bieber, assign it to ?x.",
+                 "Find the gender of the person ?x, assign it to ?gender."):
+        line = next(x for x in p._lines(h, BIEBER, ["Justin Bieber"], p.lm, Neighbourhood(kg), {}) if x.text == text)
+        h = extend(h, line, SimpleNamespace(ids=(), score=0.0), p.lm, "", ["Justin Bieber"])
+    check = SimpleNamespace(ids=tuple(p.lm.token_ids(f"Make sure ?gender is {value}.\n")), score=0.0)
+    start = Line("open", "Make sure", tuple(p.lm.token_ids("Make sure")))
+    p.refused = {}
+    allows = partial(p.allows, neigh=Neighbourhood(kg))
+    assert (extend(h, start, check, p.lm, "", ["Justin Bieber"], allows) is not None) is passes
+    assert p.refused == ({} if passes else {"checks_none_passes": 1})
+    off = planner(kg, bank, "")  # the default: not probed
+    assert extend(h, start, check, p.lm, "", ["Justin Bieber"], partial(off.allows, neigh=Neighbourhood(kg)))
+    dated = SimpleNamespace(ids=tuple(p.lm.token_ids("Make sure the start date of the sibling relationship ?x is on "
+                                                     "or before 2015-01-01.\n")), score=0.0)
+    assert extend(h, start, dated, p.lm, "", ["Justin Bieber"], allows) is not None
 
 
 def test_saved_beam_is_read_back_for_rescoring():

@@ -146,6 +146,18 @@ class CandidateLines:
             return True
         return False
 
+    def allows(self, h: Hyp, step: PlanStep, neigh: Neighbourhood) -> bool:
+        """Whether a written step may continue ``h``: a Sort of what :meth:`may_sort` allows; with ``check_passes``, a
+        ``Make sure ?v is X`` that some value of the plan so far passes (:meth:`Neighbourhood.passing`, the FILTER
+        the query would get, as GrailQA's closed checks are offered)."""
+        if step.kind == "sort":
+            return self.may_sort(h, step.target)
+        if step.kind == "check" and step.relation is None and step.op == "=" and self.config.check_passes \
+                and not neigh.passing(h.draft, h.rec, [step])[0]:
+            self._refused("checks_none_passes")
+            return False
+        return True
+
     def may_sort(self, h: Hyp, var: str) -> bool:
         """Whether ``var`` may be sorted after ``h``: unless every Find step that assigns it assigns entities (a
         type of the schema but ``type.*``, :func:`~memq.plan.neighbourhood.assigned_types`). The train plans of

@@ -80,7 +80,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Collection
-from functools import cached_property
+from functools import cached_property, partial
 
 from memq.errors import KnowledgeGraphError, MemQError
 from memq.types import BeamPlan, Plan
@@ -301,6 +301,7 @@ class GroundedPlanner(CandidateLines):
         width, lines_each = (max(cfg.beam, cfg.asked_beam), max(cfg.lines, 2)) if wide else (cfg.beam, cfg.lines)
         beam, before = width, cost.passes
         find_ids = self._find_start(lm)
+        allows = partial(self.allows, neigh=neigh)  # whether a written Make sure / Sort step may be used
         toward = asked if directed else None  # the class the Find lines are directed to, in a directed search
         for step in range(cfg.max_steps):
             spent = cost.passes - before  # a greedily written token counts one, drafted or not: the budget as chosen
@@ -323,7 +324,7 @@ class GroundedPlanner(CandidateLines):
                 made: dict[int, Hyp | None] = {}  # each line found, extended (None: an open line that is unusable)
 
                 def usable(scored, h=h, lines=lines, made=made) -> bool:
-                    made[scored.index] = extend(h, lines[scored.index], scored, lm, question, names, self.may_sort)
+                    made[scored.index] = extend(h, lines[scored.index], scored, lm, question, names, allows)
                     return made[scored.index] is not None
 
                 def make(h=h, lines=lines) -> list[tuple[tuple[int, ...], float]]:

@@ -402,9 +402,9 @@ def starts_from_class(steps) -> bool:
     return bool(steps) and steps[0].kind == "class" and steps[0].op == "find"
 
 
-def extend(h: Hyp, line: Line, scored, lm, question: str, names, sorts=None) -> Hyp | None:
-    """``h`` continued with one scored line, or None when the line cannot be used. ``sorts(h, var)``: whether a
-    written *Sort* line may sort ``var`` (any, without it)."""
+def extend(h: Hyp, line: Line, scored, lm, question: str, names, allows=None) -> Hyp | None:
+    """``h`` continued with one scored line, or None when the line cannot be used. ``allows(h, step)``: whether a
+    written *Make sure* or *Sort* step may continue ``h`` (any, without it)."""
     new = Hyp(list(h.lines), list(h.steps), h.ids + list(scored.ids), h.total + scored.score,
               h.tokens + len(scored.ids), h.draft.copy(), copy.deepcopy(h.rec), list(h.assigned),
               False, list(h.notes))
@@ -438,7 +438,7 @@ def extend(h: Hyp, line: Line, scored, lm, question: str, names, sorts=None) -> 
         except MemQError:
             return None
         if step.kind not in ("check", "sort") or not set(VAR.findall(text)) <= set(new.assigned) \
-                or not VAR.findall(text) or (step.kind == "sort" and sorts and not sorts(h, step.target)):
+                or not VAR.findall(text) or (allows and not allows(h, step)):
             return None
         if step.kind == "check" and step.value:
             origin = "copied from the question" if step.value.lower() in question.lower() else "generated"
