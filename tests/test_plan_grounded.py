@@ -330,14 +330,17 @@ def test_a_written_sort_line_sorts_dates_and_numbers_never_entities(kg):
 
     born = ("born", "1", "?entity1 ns:people.person.date_of_birth ?entity2 .",
             "?entity2 is the date of birth of the person ?entity1")
-    p = planner(kg, bank_of(STATEMENTS + [born]), "")
+    typed = ("typed", "1", "?entity1 ns:common.topic.notable_types ?entity2 .",  # ranges over type.type: nodes
+             "?entity2 is the notable types of ?entity1")
+    p = planner(kg, bank_of(STATEMENTS + [born, typed]), "")
     h = Hyp(steps=[PlanStep("find", "", source="Jamaica", target="?x", statement="official"),
                    PlanStep("find", "", source="?x", target="?d", statement="born"),
-                   PlanStep("find", "", source="?x", target="?y", statement=None)], assigned=["?x", "?d", "?y"],
-            draft=Draft(), rec=Reconstructor(JAMAICA))
+                   PlanStep("find", "", source="?x", target="?y", statement=None),
+                   PlanStep("find", "", source="?x", target="?t", statement="typed")],
+            assigned=["?x", "?d", "?y", "?t"], draft=Draft(), rec=Reconstructor(JAMAICA))
     p.refused = {}
-    assert [p.may_sort(h, v) for v in ("?x", "?d", "?y")] == [False, True, True]  # ?y: written, not chosen
-    assert p.refused == {"entity_sorts_refused": 1}
+    assert [p.may_sort(h, v) for v in ("?x", "?d", "?y", "?t")] == [False, True, True, False]  # ?y: written
+    assert p.refused == {"entity_sorts_refused": 2}
     sort = Line("open", "Sort", tuple(p.lm.token_ids("Sort")))
     text = " ?x in descending order and keep the first result.\n"
     scored = SimpleNamespace(ids=tuple(p.lm.token_ids("Sort" + text)), score=0.0)

@@ -29,6 +29,10 @@ __all__ = ["OPEN_STARTS", "CandidateLines"]
 
 OPEN_STARTS = ("Make sure", "Sort")
 _CVT = SchemaCvtOracle()
+# Freebase's value types: a relation with one of these ranges holds literals (type.type, type.object and the
+# other type.* ranges hold nodes)
+LITERAL_TYPES = frozenset({"type.boolean", "type.datetime", "type.enumeration", "type.float", "type.id", "type.int",
+                           "type.key", "type.rawstring", "type.text", "type.uri"})
 
 
 class CandidateLines:
@@ -159,11 +163,11 @@ class CandidateLines:
         return True
 
     def may_sort(self, h: Hyp, var: str) -> bool:
-        """Whether ``var`` may be sorted after ``h``: unless every Find step that assigns it assigns entities (a
-        type of the schema but ``type.*``, :func:`~memq.plan.neighbourhood.assigned_types`). The train plans of
-        WebQSP and CWQ sort dates and numbers only; the order of entities is their ids'."""
+        """Whether ``var`` may be sorted after ``h``: unless every Find step that assigns it assigns nodes (a type
+        of the schema not in :data:`LITERAL_TYPES`, :func:`~memq.plan.neighbourhood.assigned_types`). The train
+        plans of WebQSP and CWQ sort dates and numbers only; the order of nodes is their ids'."""
         finds = self._finds(h, var)
-        if not finds or any(t is None or t == "" or t.startswith("type.")
+        if not finds or any(t is None or t == "" or t in LITERAL_TYPES
                             for st in finds for t in self._assigned(st.statement)[1] or {None}):
             return True
         self._refused("entity_sorts_refused")
