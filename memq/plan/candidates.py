@@ -13,8 +13,8 @@ import copy
 from dataclasses import replace
 from functools import cached_property
 
-from memq.decompose.cvt import SchemaCvtOracle
 from memq.errors import ReconstructionError
+from memq.schema import freebase_schema
 from memq.sparql.model import Var
 from memq.types import PlanStep
 
@@ -28,7 +28,6 @@ from .ranker import rank_candidates
 __all__ = ["OPEN_STARTS", "CandidateLines"]
 
 OPEN_STARTS = ("Make sure", "Sort")
-_CVT = SchemaCvtOracle()
 # Freebase's value types: a relation with one of these ranges holds literals (type.type, type.object and the
 # other type.* ranges hold nodes)
 LITERAL_TYPES = frozenset({"type.boolean", "type.datetime", "type.enumeration", "type.float", "type.id", "type.int",
@@ -185,9 +184,9 @@ class CandidateLines:
         """What a statement assigns, by the schema: whether a CVT, and its types (kept per statement)."""
         known = self.__dict__.setdefault("_assigned_of", {})
         if statement_id not in known:
-            record = self.bank.get(statement_id)
-            st = record.statement if record is not None else None
-            known[statement_id] = (assigns_cvt(st, _CVT), assigned_types(st, _CVT.schema)) if st else (False, set())
+            record, schema = self.bank.get(statement_id), freebase_schema()
+            types = assigned_types(record.statement, schema) if record is not None else set()
+            known[statement_id] = (record is not None and assigns_cvt(record.statement, schema, types), types)
         return known[statement_id]
 
     def _other_lines(self, h: Hyp, names, lm, neigh: Neighbourhood, sims, question: str = "",

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 
-from memq.decompose.cvt import CvtOracle, SchemaCvtOracle
 from memq.schema import Schema, freebase_schema
 from memq.sparql import to_standard
 from memq.sparql.model import Group, Iri, Projection, Query, Triple, Var
@@ -37,12 +36,13 @@ def statement_edges(statement, placeholder: str = "entity1") -> set[Edge]:
     return out
 
 
-def assigns_cvt(statement, oracle: CvtOracle | None = None) -> bool:
-    """Whether the ?variable a path statement (structures 1-3) assigns is a CVT node by the schema: ``?entity1
-    ns:people.person.spouse_s ?entity2`` assigns a marriage. A plan may walk through such a node (a *Make sure*
-    then checks its dates), but no question is answered with one: it has no name."""
-    target, triples = _target_of(statement)
-    return target is not None and (oracle or SchemaCvtOracle()).is_cvt(target, triples)
+def assigns_cvt(statement, schema: Schema | None = None, types: set[str | None] | None = None) -> bool:
+    """Whether the ?variable a path statement (structures 1-3) assigns is a CVT node by the schema (one of its
+    :func:`assigned_types`, given as ``types`` when known, is a mediator type): ``?entity1 ns:people.person.spouse_s
+    ?entity2`` assigns a marriage. A plan may walk through such a node (a *Make sure* then checks its dates), but no
+    question is answered with one: it has no name."""
+    schema = schema or freebase_schema()
+    return any(schema.is_cvt_type(t) for t in (assigned_types(statement, schema) if types is None else types))
 
 
 def assigned_types(statement, schema: Schema | None = None) -> set[str | None]:
