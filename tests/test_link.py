@@ -113,6 +113,24 @@ def test_the_linker_finds_a_demonym_and_prefers_the_popular_entity(index):
     assert Linker(index).link("what is the weather like?") == []
 
 
+def test_an_adjective_finds_the_place_or_creed_it_is_formed_from():
+    """Fuzzy matching finds "jamaica" for "jamaican" (one letter apart), not "egypt" for "egyptian": the names an
+    adjective may be formed from are matched too, and the popular place wins over a name that holds the word."""
+    rows = [("m.02k54", 900, "Egypt"), ("m.02hx2cr", 40, "Egyptian Arabic"), ("m.05r4w", 900, "Portugal"),
+            ("m.05zjd", 300, "Portuguese Language"), ("m.0flw86", 500, "Islam"), ("m.03s0c", 50, "Island"),
+            ("m.0d05w3", 900, "China"), ("m.0egypt", 5, "Egyptology")]
+    index = EntityIndex([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [() for _ in rows])
+    assert index.bases("egyptian") == ["egypt"] and index.bases("portuguese") == ["portugal"]
+    assert index.bases("islamic") == ["islam"] and index.bases("chinese") == ["china"]  # not "island"
+    assert index.bases("egypt") == [] and index.bases("egyptian arabic") == []  # no adjective, or two words
+    assert index.bases("egyptianish") == []  # "egypt" would leave it too long an ending, as "accola" "accomplish"
+    linker = Linker(index)
+    assert [link.id for link in linker.link("what language does egyptian people speak?")][:1] == ["m.02k54"]
+    assert [link.id for link in linker.link("what do portuguese people speak?")][:1] == ["m.05r4w"]
+    off = Linker(index, replace(LinkConfig(), base_match=0.0))
+    assert "m.02k54" not in [link.id for link in off.link("what language does egyptian people speak?")]
+
+
 def test_the_longer_exact_name_wins_over_a_part_of_it(index):
     links = Linker(index).link("who are justin bieber's siblings?")
     assert links[0].id == "m.06w2sn5" and links[0].mention == "justin bieber" and links[0].match == 1.0

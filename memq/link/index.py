@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import re
 import time
 import unicodedata
@@ -49,6 +50,8 @@ _APOSTROPHE_S = re.compile(r"['\u2019]s\b")
 _NON_WORD = re.compile(r"[^0-9a-z]+")
 BLOCK = 3
 # words that alone are no partial key of a longer name
+# how adjectives of places and creeds end: Egyptian, Korean, Jamaican, Chinese, Islamic, Turkish, Israeli
+ADJECTIVE_ENDINGS = ("an", "ese", "ic", "ish", "i")
 STOP_PARTS = frozenset("a an and at by de for from in is la le of on or the to with".split())  # fuzzy lookups compare names that share this many leading characters
 
 
@@ -153,6 +156,21 @@ class EntityIndex:
             return []
         found = process.extract(key, block, scorer=fuzz.ratio, score_cutoff=cutoff, limit=limit)
         return [(name, float(score)) for name, score, _ in found]
+
+    def bases(self, key: str) -> list[str]:
+        """The one-word names that ``key``, one word ending as an adjective of a place or a creed does
+        (:data:`ADJECTIVE_ENDINGS`), may be formed from: "egyptian" -> "egypt", "portuguese" -> "portugal",
+        "islamic" -> "islam", "chinese" -> "china". A name may be one when it is shorter than ``key`` and ``key``
+        starts with all of it but its last three characters, and at least its first four; of those, the ones that
+        share the longest start with ``key``, leaving it an ending of four letters at most, are (Australia, not
+        Austria, for "australian"; nothing for "accomplish"). Fuzzy matching misses most of these, as the endings
+        differ by more than a letter."""
+        if " " in key or not key.endswith(ADJECTIVE_ENDINGS):
+            return []
+        names = [name for name in self._blocks.get(key[:BLOCK], ()) if " " not in name
+                 and 4 <= len(name) < len(key) and key.startswith(name[:max(4, len(name) - 3)])]
+        shared = {name: len(os.path.commonprefix((name, key))) for name in names}
+        return sorted(name for name in names if shared[name] == max(shared.values()) and len(key) - shared[name] <= 4)
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | Path) -> Path:

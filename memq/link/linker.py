@@ -50,6 +50,8 @@ class LinkConfig:
     candidates: int = 5  # entities considered per name (the most popular ones)
     partial_match: float = 0.7  # match of a span that is part of a name: this + the rest x the share covered
     fuzzy_match: float = 0.95  # a fuzzy match's ratio / 100 is scaled by this
+    # the match of a name an adjective is formed from ("egyptian": Egypt, EntityIndex.bases; 0: off)
+    base_match: float = 0.85
     popularity_weight: float = 0.8
     mention_weight: float = 2.0  # x min(0, keyphraseness - 0.5): spans that seldom named a gold entity in training
     length_weight: float = 1.0
@@ -194,6 +196,10 @@ class Linker:
                     for name, ratio in index.fuzzy(key, cfg.fuzzy_cutoff, cfg.candidates):
                         for mid in index.exact(name)[:cfg.candidates]:
                             matches[mid] = max(matches.get(mid, 0.0), cfg.fuzzy_match * ratio / 100)
+                if cfg.base_match > 0 and j == i + 1 and not any(m == 1.0 for m in matches.values()):
+                    for name in index.bases(key):  # "egyptian": Egypt
+                        for mid in index.exact(name)[:cfg.candidates]:
+                            matches[mid] = max(matches.get(mid, 0.0), cfg.base_match)
                 if matches:
                     yield i, j, key, list(matches.items())
 
