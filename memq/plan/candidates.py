@@ -10,6 +10,7 @@ ranker, its best ones and their bonus, each step's entry in the trace's ``ranked
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import replace
 from functools import cached_property
 
@@ -32,6 +33,11 @@ OPEN_STARTS = ("Make sure", "Sort")
 # other type.* ranges hold nodes)
 LITERAL_TYPES = frozenset({"type.boolean", "type.datetime", "type.enumeration", "type.float", "type.id", "type.int",
                            "type.key", "type.rawstring", "type.text", "type.uri"})
+# the value types a plan sorts and compares, and the names the train plans give such a value: WebQSP's sort keys
+# are ?sk0, ?sk1, ... (79 of its 95 sorts), CWQ's ?num (1,388 sorts and 1,508 comparisons) or ?skN (299 sorts)
+ORDERED_TYPES = frozenset({"type.datetime", "type.float", "type.int"})
+KEY_NAMES = ("?sk", "?num")
+KEY_NAME = re.compile(r"\?(?:sk\d+|num)\Z")
 
 
 class CandidateLines:
@@ -86,6 +92,8 @@ class CandidateLines:
             fresh = fresh_variable(st, {v[1:] for v in used})
             if fresh not in targets:
                 targets.append(fresh)
+            if self.classes is None:
+                targets += self.key_targets(st.id, used)
             for target in targets:
                 step = find_step(record.descriptions[0], st.structure, mentions, target)
                 if entry is not None:
@@ -172,6 +180,28 @@ class CandidateLines:
         self._refused("entity_sorts_refused")
         return False
 
+    def key_targets(self, statement_id: str, used: set[str]) -> list[str]:
+        """The names the train plans give a date or number that a plan may sort or compare (:data:`KEY_NAMES`: the
+        first unused ``?skN`` and ``?num``), for a statement that assigns one (every type :func:`assigned_types`
+        gives is in :data:`ORDERED_TYPES`); none for the others. Offered beside ``?x``, ``?y`` and the relation's
+        name, as the model was trained to write "Find the start date of the event ?x, assign it to ?sk0." before
+        "Sort ?sk0 ...", and without them it seldom sorted at all."""
+        types = self._assigned(statement_id)[1]
+        if not types or not types <= ORDERED_TYPES:
+            return []
+        key = next(f"?sk{n}" for n in range(len(used) + 1) if f"?sk{n}" not in used)
+        return [key] + [name for name in KEY_NAMES[1:] if name not in used]
+
+    def keys_waiting(self, h: Hyp) -> bool:
+        """Whether ``h`` found a value under a sort key's name (:data:`KEY_NAME`) that no *Sort* or *Make sure*
+        has used yet: then it may not end. Every one of the 64 WebQSP and 3,501 CWQ train plans that names one sorts
+        or checks it, and none answers with it (so no *Finally* line names one either)."""
+        used = {st.target for st in h.steps if st.kind in ("check", "sort")}
+        if any(st.kind == "find" and KEY_NAME.match(st.target or "") and st.target not in used for st in h.steps):
+            self._refused("endings_before_the_key_is_used")
+            return True
+        return False
+
     def _refused(self, what: str) -> None:
         """Counts a line a rule refused, for the plan's cost (the planner resets ``refused`` for each plan)."""
         refused = self.__dict__.setdefault("refused", {})
@@ -202,8 +232,9 @@ class CandidateLines:
         if self.classes is not None:
             lines += [Line("shape", sl.text, tuple(lm.token_ids(sl.text + "\n")), sl.step, sl.statement, rank=sl.rank)
                       for sl in shape_lines(self.classes, h, neigh, sims, question, names, cfg.asked_class, wide)]
-        for v in [v for v in h.assigned if may_end(h.steps, question if self.classes else "", v, self.bank)
-                  and not self.holds_cvt(h, v)]:
+        waiting = self.keys_waiting(h)
+        for v in [v for v in h.assigned if not waiting and not KEY_NAME.match(v)
+                  and may_end(h.steps, question if self.classes else "", v, self.bank) and not self.holds_cvt(h, v)]:
             text = f"Finally the answer is {v}."
             lines.append(Line("answer", text, tuple(lm.token_ids(text)) + (lm.eos_id,),
                               PlanStep("answer", text, target=v)))
