@@ -48,11 +48,11 @@ _SEP = "\x1f"
 _ID = re.compile(r"^[mg]\.[0-9a-z_]+$")
 _APOSTROPHE_S = re.compile(r"['\u2019]s\b")
 _NON_WORD = re.compile(r"[^0-9a-z]+")
-BLOCK = 3
+BLOCK = 3  # fuzzy lookups compare names that share this many leading characters
 # words that alone are no partial key of a longer name
+STOP_PARTS = frozenset("a an and at by de for from in is la le of on or the to with".split())
 # how adjectives of places and creeds end: Egyptian, Korean, Jamaican, Chinese, Islamic, Turkish, Israeli
 ADJECTIVE_ENDINGS = ("an", "ese", "ic", "ish", "i")
-STOP_PARTS = frozenset("a an and at by de for from in is la le of on or the to with".split())  # fuzzy lookups compare names that share this many leading characters
 
 
 def normalize(text: str) -> str:

@@ -36,7 +36,6 @@ LITERAL_TYPES = frozenset({"type.boolean", "type.datetime", "type.enumeration", 
 # the value types a plan sorts and compares, and the names the train plans give such a value: WebQSP's sort keys
 # are ?sk0, ?sk1, ... (79 of its 95 sorts), CWQ's ?num (1,388 sorts and 1,508 comparisons) or ?skN (299 sorts)
 ORDERED_TYPES = frozenset({"type.datetime", "type.float", "type.int"})
-KEY_NAMES = ("?sk", "?num")
 KEY_NAME = re.compile(r"\?(?:sk\d+|num)\Z")
 
 
@@ -181,8 +180,8 @@ class CandidateLines:
         return False
 
     def key_targets(self, statement_id: str, used: set[str]) -> list[str]:
-        """The names the train plans give a date or number that a plan may sort or compare (:data:`KEY_NAMES`: the
-        first unused ``?skN`` and ``?num``), for a statement that assigns one (every type :func:`assigned_types`
+        """The names the train plans give a date or number that a plan may sort or compare (:data:`KEY_NAME`: the
+        first unused ``?skN``, and ``?num`` unless used), for a statement that assigns one (every type :func:`assigned_types`
         gives is in :data:`ORDERED_TYPES`); none for the others. Offered beside ``?x``, ``?y`` and the relation's
         name, as the model was trained to write "Find the start date of the event ?x, assign it to ?sk0." before
         "Sort ?sk0 ...", and without them it seldom sorted at all."""
@@ -190,7 +189,7 @@ class CandidateLines:
         if not types or not types <= ORDERED_TYPES:
             return []
         key = next(f"?sk{n}" for n in range(len(used) + 1) if f"?sk{n}" not in used)
-        return [key] + [name for name in KEY_NAMES[1:] if name not in used]
+        return [key] if "?num" in used else [key, "?num"]
 
     def keys_waiting(self, h: Hyp) -> bool:
         """Whether ``h`` found a value under a sort key's name (:data:`KEY_NAME`) that no *Sort* or *Make sure*
