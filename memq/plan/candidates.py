@@ -184,9 +184,10 @@ class CandidateLines:
         first unused ``?skN``, and ``?num`` unless used), for a statement that assigns one (every type :func:`assigned_types`
         gives is in :data:`ORDERED_TYPES`); none for the others. Offered beside ``?x``, ``?y`` and the relation's
         name, as the model was trained to write "Find the start date of the event ?x, assign it to ?sk0." before
-        "Sort ?sk0 ...", and without them it seldom sorted at all."""
+        "Sort ?sk0 ...", and without them it seldom sorted at all. None in a search planned again without them
+        (``keys_offered`` False: no plan that ends sorted or checked its key)."""
         types = self._assigned(statement_id)[1]
-        if not types or not types <= ORDERED_TYPES:
+        if not getattr(self, "keys_offered", True) or not types or not types <= ORDERED_TYPES:
             return []
         key = next(f"?sk{n}" for n in range(len(used) + 1) if f"?sk{n}" not in used)
         return [key] if "?num" in used else [key, "?num"]

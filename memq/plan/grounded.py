@@ -280,11 +280,13 @@ class GroundedPlanner(CandidateLines):
 
     def _search(self, question: str, entities: dict[str, str], lm, neigh: Neighbourhood, cost: SearchCost,
                 optional: frozenset = frozenset(), unprompted: frozenset = frozenset(), stage: str = "first",
-                cover=True) -> Plan:
-        """One search; ``stage`` (:data:`STAGES`): how it reads the class the question asks for."""
+                cover=True, keys=True) -> Plan:
+        """One search; ``stage`` (:data:`STAGES`): how it reads the class the question asks for; ``keys``: whether
+        Find lines of dates and numbers are offered under the sort keys' names too (:meth:`key_targets`)."""
         from memq.reconstruct import Draft, Reconstructor
 
         cfg = self.config
+        self.keys_offered = keys
         names = entity_names(entities)
         covered = entity_names({mid: name for mid, name in entities.items() if mid not in optional}) if cover else []
         ask, wide, directed = stage != "off", stage == "wide", stage == "directed"
@@ -361,6 +363,12 @@ class GroundedPlanner(CandidateLines):
             plan = self._search(question, entities, lm, neigh, cost, optional, unprompted, (later or ["off"])[0])
             how = " and Find lines directed to it" if directed else ""
             plan.notes.append(f"asked class: no plan that ends names {asked} at the answer with a beam of {beam}{how}")
+            return plan
+        if not complete and keys and self.refused.get("endings_before_the_key_is_used"):
+            # the keys a plan may not end before sorting or checking kept every partial plan from ending: without them
+            plan = self._search(question, entities, lm, neigh, cost, optional, unprompted, stage, cover, keys=False)
+            plan.notes.append("sort keys: no plan that ends sorts or checks the date or number it found as ?skN or "
+                              "?num; planned again without those names")
             return plan
         if not complete and cfg.coverage and len(covered) > 1 and self.classes is not None:
             # GrailQA's lines name an entity only where the KG has it, so coverage may leave no plan to end
