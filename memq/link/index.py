@@ -170,7 +170,8 @@ class EntityIndex:
         names = [name for name in self._blocks.get(key[:BLOCK], ()) if " " not in name
                  and 4 <= len(name) < len(key) and key.startswith(name[:max(4, len(name) - 3)])]
         shared = {name: len(os.path.commonprefix((name, key))) for name in names}
-        return sorted(name for name in names if shared[name] == max(shared.values()) and len(key) - shared[name] <= 4)
+        longest = max(shared.values(), default=0)
+        return sorted(name for name in names if shared[name] == longest and len(key) - longest <= 4)
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | Path) -> Path:

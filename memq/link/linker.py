@@ -192,11 +192,12 @@ class Linker:
                 matches = {mid: 1.0 for mid in index.exact(key)[:cfg.candidates]}
                 for mid, cover in index.partial(key)[:cfg.candidates]:
                     matches.setdefault(mid, cfg.partial_match + (1 - cfg.partial_match) * cover)
-                if not any(m == 1.0 for m in matches.values()) and span[0] not in STOP_WORDS and span[-1] not in STOP_WORDS and len(key) >= 4:
+                named = any(m == 1.0 for m in matches.values())  # some entity has the span's exact name
+                if not named and span[0] not in STOP_WORDS and span[-1] not in STOP_WORDS and len(key) >= 4:
                     for name, ratio in index.fuzzy(key, cfg.fuzzy_cutoff, cfg.candidates):
                         for mid in index.exact(name)[:cfg.candidates]:
                             matches[mid] = max(matches.get(mid, 0.0), cfg.fuzzy_match * ratio / 100)
-                if cfg.base_match > 0 and j == i + 1 and not any(m == 1.0 for m in matches.values()):
+                if cfg.base_match > 0 and j == i + 1 and not named:
                     for name in index.bases(key):  # "egyptian": Egypt
                         for mid in index.exact(name)[:cfg.candidates]:
                             matches[mid] = max(matches.get(mid, 0.0), cfg.base_match)

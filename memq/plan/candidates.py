@@ -42,6 +42,8 @@ KEY_NAME = re.compile(r"\?(?:sk\d+|num)\Z")
 class CandidateLines:
     """Builds each step's candidate lines for the grounded planner (see the module docstring)."""
 
+    keys_offered = True  # whether Find lines of dates and numbers take the sort keys' names (a search may say not)
+
     def options(self, entities: dict[str, str], assigned, draft, neigh: Neighbourhood) -> list:
         """The bank's path statements whose edges exist at the known nodes (:func:`path_options`)."""
         return path_options(self.bank.records, entities, assigned, draft, neigh, self._statement_edges,
@@ -187,7 +189,7 @@ class CandidateLines:
         "Sort ?sk0 ...", and without them it seldom sorted at all. None in a search planned again without them
         (``keys_offered`` False: no plan that ends sorted or checked its key)."""
         types = self._assigned(statement_id)[1]
-        if not getattr(self, "keys_offered", True) or not types or not types <= ORDERED_TYPES:
+        if not self.keys_offered or not types or not types <= ORDERED_TYPES:
             return []
         key = next(f"?sk{n}" for n in range(len(used) + 1) if f"?sk{n}" not in used)
         return [key] if "?num" in used else [key, "?num"]
@@ -232,8 +234,8 @@ class CandidateLines:
         if self.classes is not None:
             lines += [Line("shape", sl.text, tuple(lm.token_ids(sl.text + "\n")), sl.step, sl.statement, rank=sl.rank)
                       for sl in shape_lines(self.classes, h, neigh, sims, question, names, cfg.asked_class, wide)]
-        waiting = self.keys_waiting(h)
-        for v in [v for v in h.assigned if not waiting and not KEY_NAME.match(v)
+        ending = [] if self.keys_waiting(h) else h.assigned
+        for v in [v for v in ending if not KEY_NAME.match(v)
                   and may_end(h.steps, question if self.classes else "", v, self.bank) and not self.holds_cvt(h, v)]:
             text = f"Finally the answer is {v}."
             lines.append(Line("answer", text, tuple(lm.token_ids(text)) + (lm.eos_id,),
