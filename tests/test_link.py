@@ -131,6 +131,24 @@ def test_an_adjective_finds_the_place_or_creed_it_is_formed_from():
     assert "m.02k54" not in [link.id for link in off.link("what language does egyptian people speak?")]
 
 
+def test_a_name_written_after_a_title_is_found_without_it():
+    """ "st augustine" is part of a song's name, and the saint is "Augustine of Hippo"; "king" of "king henry viii"
+    is a name of its own. A span that starts with a title also matches what the rest of it matches, a little below
+    the span's own exact name ("st paul" is St. Paul before Saint Paul), and "st" is written out ("st peter")."""
+    rows = [("m.0w6w", 300, "Augustine of Hippo"), ("m.0song", 40, "I Dreamed I Saw St. Augustine"),
+            ("m.03p77", 300, "Henry VIII of England"), ("m.0king", 300, "King"), ("m.071wp", 200, "Saint Peter"),
+            ("m.0peter", 250, "Peter Crouch"), ("m.013nm2", 60, "St. Paul"), ("m.0b2lw", 60, "Saint Paul")]
+    index = EntityIndex([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [() for _ in rows])
+    linker, off = Linker(index), Linker(index, replace(LinkConfig(), title_match=0.0))
+    assert [link.id for link in linker.link("what did st augustine do?")] == ["m.0w6w"]
+    assert [link.id for link in off.link("what did st augustine do?")][:1] == ["m.0song"]
+    assert [link.id for link in linker.link("what did king henry viii rule?")] == ["m.03p77"]
+    assert "m.0king" in [link.id for link in off.link("what did king henry viii rule?")]
+    assert [link.id for link in linker.link("where was st peter killed?")][:1] == ["m.071wp"]
+    assert [link.id for link in off.link("where was st peter killed?")][:1] == ["m.0peter"]
+    assert [link.id for link in linker.link("what county is st paul va in?")][:1] == ["m.013nm2"]
+
+
 def test_the_longer_exact_name_wins_over_a_part_of_it(index):
     links = Linker(index).link("who are justin bieber's siblings?")
     assert links[0].id == "m.06w2sn5" and links[0].mention == "justin bieber" and links[0].match == 1.0
