@@ -15,7 +15,7 @@ from memq import api
 from memq.errors import EntityIndexError, LinkingError
 from memq.kg.oxigraph import OxigraphStore
 from memq.link.index import ENTITIES, MANIFEST, EntityIndex, build_index, normalize
-from memq.link.linker import LinkConfig, Linker, mention_counts
+from memq.link.linker import LinkConfig, Linker, mention_counts, quoted
 from memq.link.resolve import resolve
 from memq.pipeline import Config, Pipeline
 from memq.types import Plan, Trace
@@ -147,6 +147,25 @@ def test_a_name_written_after_a_title_is_found_without_it():
     assert [link.id for link in linker.link("where was st peter killed?")][:1] == ["m.071wp"]
     assert [link.id for link in off.link("where was st peter killed?")][:1] == ["m.0peter"]
     assert [link.id for link in linker.link("what county is st paul va in?")][:1] == ["m.013nm2"]
+
+
+def test_a_quotation_longer_than_a_span_is_looked_up_whole():
+    """CWQ names quotations and titles in double quotes, often longer than the linker's 6-token spans: the quoted
+    text is looked up whole, exactly or fuzzily ("widked"), and is then the mention; 0 turns it off."""
+    rows = [("m.048hg08", 3, "War is too important a matter to be left to the military."),
+            ("m.081pw", 900, "World War II"),
+            ("m.0sun", 3, "The sun also shines on the wicked"), ("m.0rises", 80, "The Sun Also Rises")]
+    index = EntityIndex([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [() for _ in rows])
+    question = ('What was the occupation of the person who said "War is too important a matter to be left to the '
+                'military."?')
+    tokens = normalize(question).split()
+    assert quoted(question, tokens, 6, 30) == [(9, 21)] and quoted(question, tokens, 12, 30) == []
+    assert quoted(question, tokens, 6, 11) == [] and quoted(question.replace('"', "'"), tokens, 6, 30) == []
+    links = Linker(index).link(question)
+    assert links[0].id == "m.048hg08" and links[0].mention == " ".join(tokens[9:21]) and links[0].match == 1.0
+    assert "m.048hg08" not in [link.id for link in Linker(index, LinkConfig(quote_tokens=0)).link(question)]
+    typo = Linker(index).link('Who said \u201cThe sun also shines on the widked now\u201d?')
+    assert typo[0].id == "m.0sun" and typo[0].match < 1.0
 
 
 def test_the_longer_exact_name_wins_over_a_part_of_it(index):

@@ -19,6 +19,7 @@ the pipeline writes into the trace. The weights and thresholds were tuned on Web
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -51,6 +52,7 @@ class LinkConfig:
     fit: 0.903, 1.20, 0.80). A span's second reading is an *alternative*: the planner may name it (optional)."""
 
     max_tokens: int = 6
+    quote_tokens: int = 30  # a longer span in double quotes, up to this many tokens, is looked up whole (0: off)
     fuzzy_cutoff: float = 85.0
     candidates: int = 5  # entities considered per name (the most popular ones)
     partial_match: float = 0.7  # match of a span that is part of a name: this + the rest x the share covered
@@ -170,6 +172,23 @@ class Link:
         return out
 
 
+QUOTED = re.compile(r'["\u201c\u201d]([^"\u201c\u201d]+)["\u201c\u201d]')
+
+
+def quoted(question: str, tokens: list[str], shorter: int, longest: int) -> list[tuple[int, int]]:
+    """The (start, end) token spans of ``tokens`` (the normalised question) that the question quotes in double
+    quotes, of more than ``shorter`` tokens (the shorter ones are among every span the linker looks up) and at most
+    ``longest``: a quotation or a title is one name however long ("Who is rich? He that rejoices in his portion.")."""
+    out = []
+    for text in QUOTED.findall(question):
+        part = normalize(text).split()
+        if not shorter < len(part) <= longest:
+            continue
+        n = len(part)
+        out += [(i, i + n) for i in range(len(tokens) - n + 1) if tokens[i:i + n] == part][:1]
+    return out
+
+
 def best_first(candidate: tuple) -> tuple:
     """The order of the linker's candidates: the highest score first, then the earlier span, then the id."""
     return -candidate[0], candidate[1], candidate[3]
@@ -188,9 +207,19 @@ class Linker:
         return self.fit is not None and self.config.fit_weight > 0
 
     def spans(self, question: str) -> Iterator[tuple[int, int, str, list[tuple[str, float]]]]:
-        """Each span of the question with entities: (start, end, normalised text, [(id, match)])."""
+        """Each span of the question with entities: (start, end, normalised text, [(id, match)]): every span of up to
+        ``max_tokens`` tokens, and the longer ones the question quotes (:func:`quoted`)."""
         cfg, index = self.config, self.index
         tokens = normalize(question).split()
+        for i, j in quoted(question, tokens, cfg.max_tokens, cfg.quote_tokens):  # "War is too important a matter ..."
+            key = " ".join(tokens[i:j])
+            matches = {mid: 1.0 for mid in index.exact(key)[:cfg.candidates]}
+            if not matches:
+                for name, ratio in index.fuzzy(key, cfg.fuzzy_cutoff, cfg.candidates):
+                    for mid in index.exact(name)[:cfg.candidates]:
+                        matches[mid] = max(matches.get(mid, 0.0), cfg.fuzzy_match * ratio / 100)
+            if matches:
+                yield i, j, key, list(matches.items())
         for i in range(len(tokens)):
             for j in range(i + 1, min(len(tokens), i + cfg.max_tokens) + 1):
                 span = tokens[i:j]
@@ -380,7 +409,7 @@ def mention_counts(index: EntityIndex, questions: Iterable[tuple[str, Iterable[s
 # many more classes and roles ("national anthem", "sports team") that seldom name a topic entity
 MENTION_DATASETS = ("webqsp", "cwq")
 # how the counts are made, at the end of the index's mentions_from: a cached index counted otherwise counts again
-MENTIONS_RULE = "named as memq.link.gold.prior_entities has them, titles dropped"
+MENTIONS_RULE = "named as memq.link.gold.prior_entities has them, titles dropped, quotations whole"
 
 
 def training_mentions(index: EntityIndex, datasets: Iterable[str] = MENTION_DATASETS,
