@@ -2,8 +2,8 @@
 the questions whose planner input the setting changes.
 
     .venv/bin/python benchmarks/linked_variant.py BASE.jsonl --link required=1 --out VARIANT.jsonl [--limit N]
-        [--base-link required=-1] [--mentions webqsp,cwq] [--base-mentions webqsp] [--fresh-base] [--rebase]
-        [--shard K/N]
+        [--base-link required=-1] [--base-constraints 0] [--mentions webqsp,cwq] [--base-mentions webqsp]
+        [--fresh-base] [--rebase] [--shard K/N]
 
 ``--mentions`` counts the variant's mention prior on these datasets' training questions (without the dev questions
 when ``--split`` is dev); ``--base-mentions``, the base's, on the whole of their training questions, as the cached
@@ -62,6 +62,8 @@ def main() -> int:
                          "with that (the recorded base F1 is kept as base_f1_recorded)")
     ap.add_argument("--base-link", action="append", default=[], metavar="KEY=VALUE",
                     help="the linker settings BASE.jsonl was run with, where they are not today's defaults")
+    ap.add_argument("--base-constraints", type=float, metavar="SUPPORT",
+                    help="the base's Config.constraints (suggested constraint entities; 0: none), where not today's")
     ap.add_argument("--dataset", default="webqsp")
     ap.add_argument("--split", default="dev")
     ap.add_argument("--planner", default="grounded")
@@ -87,6 +89,8 @@ def main() -> int:
     # the variant starts from today's defaults, not from the base's settings (a --base-link it does not repeat)
     variant_config = replace(config, link=with_settings(config.link, args.link))
     config = replace(config, link=with_settings(config.link, args.base_link))
+    if args.base_constraints is not None:
+        config = replace(config, constraints=args.base_constraints)
     pipe = Pipeline(config)
     variant = Pipeline(variant_config, bank=pipe.bank, kg=pipe.kg, planner=pipe.planner)
     base_hold_out = args.base_held_out and args.split == "dev"
@@ -132,7 +136,7 @@ def main() -> int:
     scored = changed if args.fresh_base else rows
     n = len(scored) or 1
     summary = {"dataset": args.dataset, "split": args.split, "planner": args.planner, "link": args.link,
-               "base_link": args.base_link, "mentions": args.mentions, "base_mentions": args.base_mentions,
+               "base_link": args.base_link, "base_constraints": args.base_constraints, "mentions": args.mentions, "base_mentions": args.base_mentions,
                "base": Path(args.base).name, "questions": len(rows), "changed": len(changed),
                "scored": "the changed questions" if args.fresh_base else "every question",
                "f1": round(sum(r["f1"] for r in scored) / n, 4),
