@@ -136,7 +136,8 @@ def main() -> int:
     scored = changed if args.fresh_base else rows
     n = len(scored) or 1
     summary = {"dataset": args.dataset, "split": args.split, "planner": args.planner, "link": args.link,
-               "base_link": args.base_link, "base_constraints": args.base_constraints, "mentions": args.mentions, "base_mentions": args.base_mentions,
+               "base_link": args.base_link, "base_constraints": args.base_constraints, "mentions": args.mentions,
+               "base_mentions": args.base_mentions,
                "base": Path(args.base).name, "questions": len(rows), "changed": len(changed),
                "scored": "the changed questions" if args.fresh_base else "every question",
                "f1": round(sum(r["f1"] for r in scored) / n, 4),
