@@ -43,6 +43,16 @@ def test_constraint_entities_are_webqsps_topic_entities_the_question_does_not_na
     assert found == {"WebQTest-9": (MARRIAGE,)}
 
 
+def test_a_cwq_training_question_has_the_constraints_it_kept_from_its_webqsp_question():
+    """CWQ annotates no constraint entity, so its training questions voted for none: as the mention prior has it
+    (memq.link.gold.prior_entities), a CWQ question names its WebQSP question's topic entity and the constants it
+    added, and the constraint entities it kept from the WebQSP parse (Male of "brother") are ones it does not name."""
+    qid = "WebQTrn-0_02ed5ce4f0d0e6c1b8d15752a1be80ad"  # "Name the brother of a celebrity that had legal ..."
+    question = next(q for q in datasets.load("cwq", "train") if q.id == qid)
+    assert constraint_entities([question]) == {}  # as the test split is scored: every constant is named
+    assert constraint_entities([question], training=True) == {qid: (MALE,)}
+
+
 def test_a_suggester_needs_training_questions_with_constraints():
     class Bank:  # a bank of schema statements only: no training questions, so nothing votes
         records, sources = [], []

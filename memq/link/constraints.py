@@ -41,7 +41,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..types import Trace
-from .gold import gold_entities
+from .gold import gold_entities, prior_entities
 from .linker import LinkConfig, Linker
 
 
@@ -115,14 +115,18 @@ class CueWords:
         return out
 
 
-def constraint_entities(questions: Iterable) -> dict[str, tuple[tuple[str, str], ...]]:
+def constraint_entities(questions: Iterable, training: bool = False) -> dict[str, tuple[tuple[str, str], ...]]:
     """Question id -> the ``(id, name)`` of the gold topic entities it does not name (WebQSP's constraint
-    entities); questions without any are left out."""
+    entities); questions without any are left out. ``training``: named as the mention prior has a training question
+    name them (:func:`memq.link.gold.prior_entities`), so that a CWQ training question has the constraint entities
+    it kept from the WebQSP question it was made from (Male of "which of jfk's brothers ...")."""
     out = {}
     for q in questions:
         if not q.parses:
             continue
         named, every = gold_entities(q)
+        if training:
+            named = prior_entities(q)
         extra = tuple((mid, name) for mid, name in q.parses[0].topic_entities if mid in every - named)
         if extra:
             out[q.id] = extra
@@ -153,7 +157,7 @@ class ConstraintSuggester:
 
         questions = [q for source in sorted(set().union(*bank.sources) & set(GOLD_SOURCES))
                      for q in gold_questions(source)]
-        constraints = constraint_entities(questions)
+        constraints = constraint_entities(questions, training=True)
         if not constraints:
             return None
         prior = QuestionPrior.from_bank(bank, neighbours=neighbours)
