@@ -149,7 +149,7 @@ class ConstraintSuggester:
     def from_bank(cls, bank, *, neighbours: int = 10, min_support: float = 0.5,
                   link: LinkConfig | None = None) -> ConstraintSuggester | None:
         """The suggester of ``bank``'s training questions (their gold parses), or None when they use no
-        constraint entity (CWQ, GrailQA, a schema-only bank). ``link``: the cue words' settings (``cue_share`` 0:
+        constraint entity (GrailQA, a schema-only bank). ``link``: the cue words' settings (``cue_share`` 0:
         none)."""
         from memq.memory.build import GOLD_SOURCES, gold_questions
         from memq.plan.data import split_of
