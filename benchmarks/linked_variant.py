@@ -120,13 +120,14 @@ def main() -> int:
                 base_fh.flush()
             was = base.get(q.id, {})
             recorded = was.get("f1") or 0.0
+            # the gold-entity F1 of a full record, or of a linked_variant record (a base may be either)
+            gold_f1 = (was.get("gold_entities") or {}).get("f1", was.get("gold_f1"))
             if not same and args.rebase and not fresh:
                 was = {**evaluate_question(pipe, q, args.planner, linked=True),
                        "gold_entities": was.get("gold_entities")}
             record = dict(was) if same else evaluate_question(variant, q, args.planner, linked=True)
             done[q.id] = {"id": q.id, "changed": not same, "f1": record.get("f1") or 0.0,
-                          "base_f1": was.get("f1") or 0.0, "base_f1_recorded": recorded,
-                          "gold_f1": (was.get("gold_entities") or {}).get("f1", was.get("gold_f1")),
+                          "base_f1": was.get("f1") or 0.0, "base_f1_recorded": recorded, "gold_f1": gold_f1,
                           "plan": record.get("plan"), "links": record.get("links"),
                           "base_links": None if same else was.get("links"), "exception": record.get("exception")}
             fh.write(json.dumps(done[q.id]) + "\n")
