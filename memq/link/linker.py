@@ -92,10 +92,11 @@ class LinkConfig:
     # support is one the plan must name too; the others are optional. 0: all are optional
     required_support: float = 0.0
     # constraint entities suggested by the question's words too (memq.link.constraints.CueWords): a cue's share of
-    # the training questions with it that used the entity, and how many did (cue_share 0: off). Off: on WebQSP dev
-    # 0.6 / 3 raised the suggestions' recall of the unnamed gold entities 0.379 -> 0.447 (precision 0.684 ->
-    # 0.697), but end to end it changed 7 of the first 194 questions, 1 up, 1 down (docs/linking.md)
-    cue_share: float = 0.0
+    # the training questions with it that used the entity, and how many did (cue_share 0: off). On WebQSP dev 0.6 / 3
+    # raised the suggestions' recall of the unnamed gold entities 0.379 -> 0.447 (precision 0.684 -> 0.697); end to
+    # end it changed 7 of the first 194 questions, 1 up, 1 down, and was left off; with a later session's planner
+    # 9 of all 321, 3 up, 0 down (docs/linking.md): on
+    cue_share: float = 0.6
     cue_count: int = 3
     # how many linked entities (best first, second readings aside) the planner's prompt names; the optional ones
     # after them are left out of it, as second readings are (a grounded plan may still start there). -1: all
