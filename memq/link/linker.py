@@ -216,9 +216,7 @@ class Linker:
             key = " ".join(tokens[i:j])
             matches = {mid: 1.0 for mid in index.exact(key)[:cfg.candidates]}
             if not matches:
-                for name, ratio in index.fuzzy(key, cfg.fuzzy_cutoff, cfg.candidates):
-                    for mid in index.exact(name)[:cfg.candidates]:
-                        matches[mid] = max(matches.get(mid, 0.0), cfg.fuzzy_match * ratio / 100)
+                self._add_fuzzy(key, matches)
             if matches:
                 yield i, j, key, list(matches.items())
         for i in range(len(tokens)):
@@ -227,29 +225,40 @@ class Linker:
                 if all(t in STOP_WORDS for t in span):
                     continue
                 key = " ".join(span)
-                matches = {mid: 1.0 for mid in index.exact(key)[:cfg.candidates]}
-                for mid, cover in index.partial(key)[:cfg.candidates]:
-                    matches.setdefault(mid, cfg.partial_match + (1 - cfg.partial_match) * cover)
+                matches = self._names(key)
                 named = any(m == 1.0 for m in matches.values())  # some entity has the span's exact name
                 if not named and span[0] not in STOP_WORDS and span[-1] not in STOP_WORDS and len(key) >= 4:
-                    for name, ratio in index.fuzzy(key, cfg.fuzzy_cutoff, cfg.candidates):
-                        for mid in index.exact(name)[:cfg.candidates]:
-                            matches[mid] = max(matches.get(mid, 0.0), cfg.fuzzy_match * ratio / 100)
+                    self._add_fuzzy(key, matches)
                 if cfg.base_match > 0 and j == i + 1 and not named:
                     for name in index.bases(key):  # "egyptian": Egypt
                         for mid in index.exact(name)[:cfg.candidates]:
                             matches[mid] = max(matches.get(mid, 0.0), cfg.base_match)
                 if cfg.title_match > 0 and j > i + 1 and span[0] in TITLES and span[1] not in STOP_WORDS:
                     rest = " ".join(span[1:])  # "st augustine": Augustine of Hippo, as "augustine" finds him
-                    found = [(mid, 1.0) for mid in index.exact(rest)[:cfg.candidates]]
+                    found = self._names(rest)
                     if span[0] == "st":  # "st peter": Saint Peter
-                        found += [(mid, 1.0) for mid in index.exact(f"saint {rest}")[:cfg.candidates]]
-                    found += [(mid, cfg.partial_match + (1 - cfg.partial_match) * cover)
-                              for mid, cover in index.partial(rest)[:cfg.candidates]]
-                    for mid, match in found:  # below the span's own exact name: "st paul" is St. Paul first
+                        found.update((mid, 1.0) for mid in index.exact(f"saint {rest}")[:cfg.candidates])
+                    for mid, match in found.items():  # below the span's own exact name: "st paul" is St. Paul first
                         matches[mid] = max(matches.get(mid, 0.0), cfg.title_match * match)
                 if matches:
                     yield i, j, key, list(matches.items())
+
+    def _names(self, key: str) -> dict[str, float]:
+        """Entity id -> match of the names ``key`` (normalised) is: 1 for an exact name, ``partial_match`` + the
+        rest x the share it covers for a name it is a part of."""
+        cfg = self.config
+        matches = {mid: 1.0 for mid in self.index.exact(key)[:cfg.candidates]}
+        for mid, cover in self.index.partial(key)[:cfg.candidates]:
+            matches.setdefault(mid, cfg.partial_match + (1 - cfg.partial_match) * cover)
+        return matches
+
+    def _add_fuzzy(self, key: str, matches: dict[str, float]) -> None:
+        """Adds to ``matches`` the entities of the names within ``fuzzy_cutoff`` of ``key``, at ``fuzzy_match`` x
+        ratio / 100 (a better match already there stays)."""
+        cfg = self.config
+        for name, ratio in self.index.fuzzy(key, cfg.fuzzy_cutoff, cfg.candidates):
+            for mid in self.index.exact(name)[:cfg.candidates]:
+                matches[mid] = max(matches.get(mid, 0.0), cfg.fuzzy_match * ratio / 100)
 
     def keyphraseness(self, key: str) -> float:
         """How often ``key`` named a gold topic entity where it occurred in the training questions (smoothed
