@@ -82,6 +82,8 @@ def add_search_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--unseen-top", type=int, help=f"{g} Find statements no training question gave (the "
                                                        "schema's): -1 compete with the others, 0 only where none "
                                                        "that one gave binds, K the ranker's K best of them besides")
+    parser.add_argument("--calibrate", type=float, help=f"{g} weight of each Find line's log-probability under a "
+                                                        "question-less prompt, taken off its score (0: off)")
 
 
 def parse_entities(items: list[str]) -> dict[str, str] | list[str] | None:
@@ -205,7 +207,7 @@ def config_from(args: argparse.Namespace):
     search = {k: getattr(args, k) for k in ("beam", "lines", "norm", "max_candidates", "prune", "budget", "prior",
                                              "neighbours", "prior_floor", "coverage", "asked_class", "asked_beam",
                                              "asked_directed", "check_passes", "rank_top", "rank_pool", "rank_weight",
-                                             "unseen_top")
+                                             "unseen_top", "calibrate")
               if getattr(args, k, None) is not None}
     if search:
         changes["search"] = replace(config.search, **search)

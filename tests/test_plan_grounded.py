@@ -220,6 +220,49 @@ def test_cvt_find_check_and_the_constant_s_origin_is_traced(kg, bank, question, 
     assert [n for n in plan.notes if "constant 'Male'" in n and origin in n]
 
 
+class NullLM(ScriptedLM):
+    """A scripted model that, under the question-less prompt (``Question: ?``, token 2), likes ``usual`` alone."""
+
+    def __init__(self, usual: str, *targets: str) -> None:
+        super().__init__(*targets)
+        self.usual = [[ord(c) for c in usual]]
+        self.passes = self.null_passes = 0
+
+    def prompt_ids(self, prompt: str) -> list[int]:
+        return [2] if "Question:\n?\n" in prompt else [1]
+
+    def expand(self, ids, first, children):
+        self.passes += 1
+        if ids[0] != 2:
+            return super().expand(ids, first, children)
+        self.null_passes += 1
+        targets, self.targets = self.targets, self.usual
+        try:
+            return super().expand(ids, first, children)
+        finally:
+            self.targets = targets
+
+
+def test_calibration_takes_the_first_line_the_question_adds_most_to_not_the_one_usual_anyway(kg, bank):
+    spoken = "Find the languages spoken of the country Jamaica, assign it to ?x.\n"
+    official = "Find the official language of the country Jamaica, assign it to ?x.\n"
+    end = "Finally the answer is ?x."
+
+    def plan(**config):
+        lm = NullLM(spoken, spoken + end, official + end)
+        free = FineTunedPlanner(str(REPO_ADAPTER).format(dataset="webqsp"))
+        made = GroundedPlanner(free, kg=kg, bank=bank, config=GroundedConfig(prior=0.0, **config), lm=lm)
+        return made.plan("what is the official language of jamaica?", JAMAICA), lm
+
+    alone, lm = plan()  # one character shorter, so the model alone takes it; it is as likely with no question
+    assert [st.statement for st in alone.steps] == ["spoken", None] and lm.null_passes == 0
+    calibrated, lm = plan(calibrate=1.0)
+    assert [st.statement for st in calibrated.steps] == ["official", None]
+    assert lm.null_passes > 0 and calibrated.cost["forward_passes"] >= lm.passes  # the calibration's are counted
+    with pytest.raises(ValueError, match="calibrate"):
+        GroundedConfig(calibrate=-1.0)
+
+
 def test_no_grounded_line_falls_back_to_free_generation_and_says_so(kg, bank):
     p = planner(kg, bank, "Find the gender of the person Male, assign it to ?x.\nFinally the answer is ?x.")
     plan = p.plan("what is male?", {"m.05zppz": "Male"})  # only a name: no statement starts there
@@ -542,7 +585,8 @@ def test_search_flags_reach_the_config():
     parser = argparse.ArgumentParser()
     parser.add_argument("--planner")
     add_search_args(parser)
-    config = config_from(parser.parse_args(["--planner", "grounded", "--beam", "5", "--norm", "mean", "--budget", "90"]))
+    config = config_from(parser.parse_args(["--planner", "grounded", "--beam", "5", "--norm", "mean", "--budget", "90",
+                                            "--calibrate", "0.5"]))
     assert config.planner == "grounded" and config.search.beam == 5 and config.search.norm == "mean"
-    assert config.search.budget == 90
+    assert config.search.budget == 90 and config.search.calibrate == 0.5
     assert config.search.lines == GroundedConfig().lines

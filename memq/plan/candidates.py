@@ -14,6 +14,8 @@ import re
 from dataclasses import replace
 from functools import cached_property
 
+import numpy as np
+
 from memq.errors import ReconstructionError
 from memq.schema import freebase_schema
 from memq.sparql.model import Var
@@ -22,6 +24,7 @@ from memq.types import PlanStep
 from .asked import reaches
 from .derive import DerivationError, find_step, fresh_variable
 from .lines import Hyp, Line, grail_targets, may_end, shape_lines
+from .linesearch import SearchCost
 from .neighbourhood import Neighbourhood, assigned_types, assigns_cvt, bank_edges, first_edges, path_options
 from .prior import trained_first
 from .ranker import rank_candidates
@@ -39,10 +42,20 @@ ORDERED_TYPES = frozenset({"type.datetime", "type.float", "type.int"})
 KEY_NAME = re.compile(r"\?(?:sk\d+|num)\Z")
 
 
+def statement_tokens(line: Line, lm) -> tuple[int, ...]:
+    """A Find line's tokens up to the ``?`` of its target ("Find the X of the Y Z, assign it to ?"), which the
+    lines of one statement share; all of them when the tokenizer does not split the line there."""
+    cut = line.text.rfind("?")
+    head = list(lm.token_ids(line.text[:cut + 1])) if cut >= 0 else []
+    return tuple(head) if head and list(line.ids[:len(head)]) == head else tuple(line.ids)
+
+
 class CandidateLines:
     """Builds each step's candidate lines for the grounded planner (see the module docstring)."""
 
     keys_offered = True  # whether Find lines of dates and numbers take the sort keys' names (a search may say not)
+    null_prefix: list[int] | None = None  # the question-less prompt's tokens, when Find lines are calibrated
+    null_cost: SearchCost | None = None  # where the calibration's forward passes are counted
 
     def options(self, entities: dict[str, str], assigned, draft, neigh: Neighbourhood) -> list:
         """The bank's path statements whose edges exist at the known nodes (:func:`path_options`)."""
@@ -147,7 +160,33 @@ class CandidateLines:
             best = ranked[entries]["best"] if lines and len(ranked or ()) > entries else None
             lines += self._find_lines(h, unseen, lm, neigh, question, ranked, wide, directed,
                                       cfg.unseen_top if lines else cfg.rank_top, offset + len(lines), best, True)
+        if cfg.calibrate and self.null_prefix is not None and not h.steps and len(lines) > 1:
+            lines = self._calibrated(h, lines, lm)
+            for entry in (ranked or [])[entries:]:
+                for c in entry["candidates"]:
+                    c["bonus"] = round(lines[c["index"] - offset].rank, 4)
         return lines
+
+    def _calibrated(self, h: Hyp, lines: list[Line], lm) -> list[Line]:
+        """The first step's Find lines ``lines`` with ``calibrate`` times the log-probability of each one's statement
+        (its tokens up to the ``?`` of its target) after the question-less prompt (:attr:`null_prefix`) taken off,
+        measured from the least likely one's so that each bonus stays <= 0 (the line search's bound needs it): a
+        line's score then weighs what the question adds to it more than how usual its wording is, and the model alone
+        still names the target. Only the first step's: there Find lines compete with each other alone (no plan ends
+        before a step), where later a shift of every Find line would weigh against the Finally lines. One forward
+        pass a statement (their shared start is kept in the KV cache)."""
+        prefix = self.null_prefix + list(h.ids)
+        null: dict[tuple[int, ...], float] = {}
+        for line in lines:
+            head = statement_tokens(line, lm)
+            if head not in null:
+                null[head] = float(np.sum(lm.expand(prefix + list(head), len(prefix), ())[0]))
+                if self.null_cost is not None:
+                    self.null_cost.passes += 1
+                    self.null_cost.tokens += len(head)
+        low = min(null.values())
+        return [replace(line, rank=line.rank - self.config.calibrate * (null[statement_tokens(line, lm)] - low))
+                for line in lines]
 
     def holds_cvt(self, h: Hyp, var: str) -> bool:
         """Whether a Find step of ``h`` assigns ``var`` a CVT node (by the schema,

@@ -291,7 +291,10 @@ class GroundedPlanner(CandidateLines):
         covered = entity_names({mid: name for mid, name in entities.items() if mid not in optional}) if cover else []
         ask, wide, directed = stage != "off", stage == "wide", stage == "directed"
         asked = self.classes.asked(question, names) if ask and self.classes is not None and cfg.asked_class else None
-        prefix = lm.prompt_ids(self.prompt(question, {m: n for m, n in entities.items() if m not in unprompted}))
+        prompted = {m: n for m, n in entities.items() if m not in unprompted}
+        prefix = lm.prompt_ids(self.prompt(question, prompted))
+        self.null_prefix = lm.prompt_ids(self.prompt("?", prompted)) if cfg.calibrate else None
+        self.null_cost = cost
         sims = self.bank.similarities(question)
         prior = self.prior
         support = prior.support(question) if prior is not None else {}
