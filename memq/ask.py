@@ -82,8 +82,8 @@ def add_search_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--unseen-top", type=int, help=f"{g} Find statements no training question gave (the "
                                                        "schema's): -1 compete with the others, 0 only where none "
                                                        "that one gave binds, K the ranker's K best of them besides")
-    parser.add_argument("--calibrate", type=float, help=f"{g} weight of each Find line's log-probability under a "
-                                                        "question-less prompt, taken off its score (0: off)")
+    parser.add_argument("--calibrate", type=float, help=f"{g} weight of each first-step Find line's log-probability "
+                                                        "under a question-less prompt, taken off its score (0: off)")
 
 
 def parse_entities(items: list[str]) -> dict[str, str] | list[str] | None:

@@ -56,6 +56,10 @@ checks a value first, the ranker and the KG's probes are spared, and the search 
 model's scores. ``unseen_top``: statements no training question gave (the schema's) come only where none that one
 gave binds (0), or their best k beside (k).
 
+**Calibration** (``calibrate``, GrailQA's 0.5). Each first-step Find line loses ``calibrate`` times the
+log-probability of its statement's tokens after the same prompt with "?" for the question, measured from the least
+likely statement's (<= 0, added exactly): the model's liking for a wording whatever the question asks weighs less.
+
 **Pass budget.** Past ``budget`` forward passes a search (60, chosen on dev) the search goes on with a beam of 1
 and one line per step (in the plan's notes). It counts a pass per token an open line writes, as greedy decoding
 would, though drafted tokens are checked several a pass (:meth:`memq.llm.llamacpp.LlamaCppLLM.greedy`).
