@@ -189,7 +189,9 @@ def show(a: Answer, gold: list[tuple[str, str]] | None = None) -> str:
     return "\n".join(lines)
 
 
-def config_from(args: argparse.Namespace):
+def config_from(args: argparse.Namespace, by_bank: bool = True):
+    """The pipeline's config from the command line's flags. ``by_bank``: a memory bank of GrailQA's form
+    (:func:`class_bank`) brings GrailQA's planner and search settings (``memq evaluate`` takes them by dataset)."""
     from dataclasses import replace
 
     from .pipeline import Config
@@ -209,9 +211,33 @@ def config_from(args: argparse.Namespace):
                                              "asked_directed", "check_passes", "rank_top", "rank_pool", "rank_weight",
                                              "unseen_top", "calibrate")
               if getattr(args, k, None) is not None}
+    if by_bank and class_bank(changes.get("memory", config.memory)):  # GrailQA's form of the schema: its planner and search
+        from .plan.search import GRAILQA_SEARCH
+
+        search = {**{k: v for k, v in GRAILQA_SEARCH.items() if getattr(args, k, None) is None}, **search}
+        changes["planner_dataset"] = "grailqa"
     if search:
         changes["search"] = replace(config.search, **search)
     return replace(config, **changes)
+
+
+def class_bank(memory) -> bool:
+    """Whether the memory bank at ``memory`` (or one it includes) holds class statements, GrailQA's form of the
+    schema, by its manifest's counts (the bank is not loaded). Such a bank is answered as ``memq evaluate --dataset
+    grailqa`` answers: GrailQA's adapter and ranker, and its search settings for every flag not given."""
+    from pathlib import Path
+
+    def holds(folder: Path, depth: int) -> bool:
+        try:
+            manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return False
+        counts = manifest.get("counts")
+        if isinstance(counts, dict) and (counts.get("by_structure") or {}).get("class"):
+            return True
+        return depth < 2 and any(holds(folder / rel, depth + 1) for rel in manifest.get("include") or ())
+
+    return holds(Path(memory), 0)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -577,6 +577,38 @@ def test_make_planner_grounded_needs_the_kg_and_the_memory(kg, bank):
     assert isinstance(made, GroundedPlanner) and made.config.beam == 4 and made.calls == 0
 
 
+@pytest.mark.parametrize("included", [False, True])
+def test_a_bank_of_grailqa_s_form_brings_its_planner_and_search_unless_a_flag_says_otherwise(tmp_path, included):
+    import argparse
+    import json
+
+    from memq.ask import add_search_args, config_from
+    from memq.plan.search import GRAILQA_SEARCH
+
+    classes = tmp_path / "classes"
+    classes.mkdir()
+    (classes / "manifest.json").write_text(json.dumps({"counts": {"by_structure": {"1": 5, "class": 2}}}))
+    bank = classes
+    if included:  # a bank that includes it, as banks include the schema's
+        bank = tmp_path / "bank"
+        bank.mkdir()
+        (bank / "manifest.json").write_text(json.dumps({"counts": {"by_structure": {"1": 3}}, "include": ["../classes"]}))
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "manifest.json").write_text(json.dumps({"counts": {"by_structure": {"1": 3, "2": 1}}}))
+    parser = argparse.ArgumentParser()
+    add_search_args(parser)
+    parser.add_argument("--memory")
+    config = config_from(parser.parse_args(["--memory", str(bank)]))
+    assert config.planner_dataset == "grailqa"
+    assert {k: getattr(config.search, k) for k in GRAILQA_SEARCH} == GRAILQA_SEARCH
+    given = config_from(parser.parse_args(["--memory", str(bank), "--beam", "2", "--calibrate", "0"]))
+    assert (given.search.beam, given.search.calibrate, given.search.coverage) == (2, 0.0, GRAILQA_SEARCH["coverage"])
+    for other in (config_from(parser.parse_args(["--memory", str(plain)])),
+                  config_from(parser.parse_args(["--memory", str(bank)]), by_bank=False)):
+        assert other.search == GroundedConfig() and other.planner_dataset is None
+
+
 def test_search_flags_reach_the_config():
     import argparse
 

@@ -95,7 +95,7 @@ def evaluation_config(args: argparse.Namespace):
     from ..pipeline import ROOT
     from ..plan.search import GRAILQA_SEARCH
 
-    config = config_from(args)
+    config = config_from(args, by_bank=False)
     memory = ROOT / "memory_bank" / args.dataset
     if args.dataset == "grailqa":
         if not (args.kg or args.endpoint):
