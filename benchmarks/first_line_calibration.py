@@ -24,6 +24,7 @@ import json
 import re
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -48,7 +49,7 @@ def collect(args, out: Path) -> None:
     from memq.cli import build_parser
     from memq.evaluate.cli import evaluation_config
     from memq.evaluate.run import questions_for
-    from memq.pipeline import Pipeline
+    from memq.pipeline import Pipeline, shown_path
     from memq.plan.candidates import statement_tokens
     from memq.plan.data import load_split
     from memq.plan.lines import Line
@@ -60,7 +61,8 @@ def collect(args, out: Path) -> None:
     argv = ["evaluate", "--dataset", args.dataset, "--split", "dev", "--planner", "grounded", "--calibrate", "0"]
     if args.memory:
         argv += ["--memory", args.memory]
-    pipeline = Pipeline(evaluation_config(build_parser().parse_args(argv)))
+    # the dataset's planner (adapter and ranker), as memq evaluate takes them
+    pipeline = Pipeline(replace(evaluation_config(build_parser().parse_args(argv)), planner_dataset=args.dataset))
     planner = pipeline.planner
     gold = {str(p.question_id): [s.text for s in p.steps] for p in load_split(args.dataset, "dev")}
     questions = questions_for(args.dataset, "dev", args.part)[: args.limit]
@@ -103,6 +105,8 @@ def collect(args, out: Path) -> None:
                           "lines": texts, "bonus": captured["bonus"],
                           **{key: [r[i] for r in rows] for i, key in enumerate(("lq", "lqh", "ln", "lnh"))},
                           "s": round(time.perf_counter() - start, 2)}
+                record["adapter"] = shown_path(getattr(planner.free, "adapter", None))
+                record["ranker"] = shown_path(getattr(planner.ranker, "path", None))
                 fh.write(json.dumps(record) + "\n")
                 fh.flush()
                 print(q.id, len(texts), record["s"], flush=True)
