@@ -222,22 +222,29 @@ def config_from(args: argparse.Namespace, by_bank: bool = True):
 
 
 def class_bank(memory) -> bool:
-    """Whether the memory bank at ``memory`` (or one it includes) holds class statements, GrailQA's form of the
-    schema, by its manifest's counts (the bank is not loaded). Such a bank is answered as ``memq evaluate --dataset
-    grailqa`` answers: GrailQA's adapter and ranker, and its search settings for every flag not given."""
+    """Whether the memory bank at ``memory``, or a bank it includes (as :meth:`memq.memory.bank.MemoryBank.load`
+    follows them: every level, each bank once), holds class statements, GrailQA's form of the schema, by the
+    manifests' counts (the banks are not loaded; an unreadable manifest counts none, and loading says what is
+    wrong). Such a bank is answered as ``memq evaluate --dataset grailqa`` answers: GrailQA's adapter and ranker,
+    and its search settings for every flag not given."""
     from pathlib import Path
 
-    def holds(folder: Path, depth: int) -> bool:
-        try:
-            manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return False
-        counts = manifest.get("counts")
-        if isinstance(counts, dict) and (counts.get("by_structure") or {}).get("class"):
-            return True
-        return depth < 2 and any(holds(folder / rel, depth + 1) for rel in manifest.get("include") or ())
+    from .memory.bank import MANIFEST
 
-    return holds(Path(memory), 0)
+    todo, seen = [Path(memory)], set()
+    while todo:
+        folder = todo.pop()
+        if folder.resolve() in seen:
+            continue
+        seen.add(folder.resolve())
+        try:
+            manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+            if ((manifest.get("counts") or {}).get("by_structure") or {}).get("class"):
+                return True
+            todo += [folder / name for name in manifest.get("include") or () if isinstance(name, str)]
+        except (OSError, ValueError, AttributeError):
+            continue
+    return False
 
 
 def run(args: argparse.Namespace) -> int:

@@ -595,7 +595,7 @@ def test_a_bank_of_grailqa_s_form_brings_its_planner_and_search_unless_a_flag_sa
         (bank / "manifest.json").write_text(json.dumps({"counts": {"by_structure": {"1": 3}}, "include": ["../classes"]}))
     plain = tmp_path / "plain"
     plain.mkdir()
-    (plain / "manifest.json").write_text(json.dumps({"counts": {"by_structure": {"1": 3, "2": 1}}}))
+    (plain / "manifest.json").write_text(json.dumps({"counts": {"by_structure": {"1": 3, "2": 1}}, "include": ["."]}))
     parser = argparse.ArgumentParser()
     add_search_args(parser)
     parser.add_argument("--memory")

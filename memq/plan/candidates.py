@@ -160,7 +160,7 @@ class CandidateLines:
             best = ranked[entries]["best"] if lines and len(ranked or ()) > entries else None
             lines += self._find_lines(h, unseen, lm, neigh, question, ranked, wide, directed,
                                       cfg.unseen_top if lines else cfg.rank_top, offset + len(lines), best, True)
-        if cfg.calibrate and self.null_prefix is not None and not h.steps and len(lines) > 1:
+        if self.null_prefix is not None and not h.steps and len(lines) > 1:  # set by a search when calibrate > 0
             lines = self._calibrated(h, lines, lm)
             for entry in (ranked or [])[entries:]:
                 for c in entry["candidates"]:
@@ -176,17 +176,17 @@ class CandidateLines:
         before a step), where later a shift of every Find line would weigh against the Finally lines. One forward
         pass a statement (their shared start is kept in the KV cache)."""
         prefix = self.null_prefix + list(h.ids)
+        heads = [statement_tokens(line, lm) for line in lines]
         null: dict[tuple[int, ...], float] = {}
-        for line in lines:
-            head = statement_tokens(line, lm)
+        for head in heads:
             if head not in null:
                 null[head] = float(np.sum(lm.expand(prefix + list(head), len(prefix), ())[0]))
                 if self.null_cost is not None:
                     self.null_cost.passes += 1
                     self.null_cost.tokens += len(head)
         low = min(null.values())
-        return [replace(line, rank=line.rank - self.config.calibrate * (null[statement_tokens(line, lm)] - low))
-                for line in lines]
+        return [replace(line, rank=line.rank - self.config.calibrate * (null[head] - low))
+                for line, head in zip(lines, heads, strict=True)]
 
     def holds_cvt(self, h: Hyp, var: str) -> bool:
         """Whether a Find step of ``h`` assigns ``var`` a CVT node (by the schema,
