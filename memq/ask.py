@@ -84,6 +84,11 @@ def add_search_args(parser: argparse.ArgumentParser) -> None:
                                                        "that one gave binds, K the ranker's K best of them besides")
     parser.add_argument("--calibrate", type=float, help=f"{g} weight of each first-step Find line's log-probability "
                                                         "under a question-less prompt, taken off its score (0: off)")
+    parser.add_argument("--backtrack", type=int, help=f"{g} searches again, each without the first lines taken before, "
+                                                      "when a search ends with no complete plan (0: off)")
+    parser.add_argument("--value-finds", action=argparse.BooleanOptionalAction,
+                        help=f"{g} after a class start, a Find line of a number or date only where a number or date "
+                             "the question writes passes a check there (GrailQA's lines)")
 
 
 def parse_entities(items: list[str]) -> dict[str, str] | list[str] | None:
@@ -209,7 +214,7 @@ def config_from(args: argparse.Namespace, by_bank: bool = True):
     search = {k: getattr(args, k) for k in ("beam", "lines", "norm", "max_candidates", "prune", "budget", "prior",
                                              "neighbours", "prior_floor", "coverage", "asked_class", "asked_beam",
                                              "asked_directed", "check_passes", "rank_top", "rank_pool", "rank_weight",
-                                             "unseen_top", "calibrate")
+                                             "unseen_top", "calibrate", "backtrack", "value_finds")
               if getattr(args, k, None) is not None}
     if by_bank and class_bank(changes.get("memory", config.memory)):  # GrailQA's form of the schema: its planner and search
         from .plan.search import GRAILQA_SEARCH

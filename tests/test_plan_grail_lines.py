@@ -601,3 +601,88 @@ def test_a_statement_is_found_once_from_a_node(kg, bank):
               "Find the floors of the building ?x0, assign it to ?x1.")
     finds = [line.text for line in p._lines(h, {}, [], p.lm, Neighbourhood(kg), {}, question) if line.kind == "find"]
     assert not any(t.startswith("Find the floors of the building ?x0") for t in finds)
+
+
+def test_a_find_line_is_not_repeated_from_a_node_by_another_statement_of_the_same_text(tmp_path_factory):
+    # two statements render "the floors of the building ?x0": the second is not offered after the first
+    storeys = "".join(f'<{NS}{mid}> <{NS}architecture.structure.storeys> "{floors}"^^'
+                      f"<http://www.w3.org/2001/XMLSchema#integer> .\n" for mid, (_, floors) in BUILDINGS.items())
+    kg = store_of(tmp_path_factory, _triples() + storeys)
+    bank = bank_of([*STATEMENTS, ("storeys", "1", "?entity1 ns:architecture.structure.storeys ?entity2 .",
+                                  "?entity2 is the floors of the building ?entity1")])
+    p = planner(kg, bank, SORTED)
+    question = "which building has the most floors?"
+    h = grown(p, kg, {}, question, "Find every building, assign it to ?x0.")
+    first = [line for line in p._lines(h, {}, [], p.lm, Neighbourhood(kg), {}, question) if line.kind == "find"]
+    assert {line.statement.id for line in first} == {"floors", "storeys"}  # both bind
+    from types import SimpleNamespace
+
+    [line] = [line for line in first if line.statement.id == "storeys" and line.text.endswith("?x1.")]
+    h = extend(h, line, SimpleNamespace(ids=list(line.ids), score=0.0), p.lm, question, [])
+    finds = [line.text for line in p._lines(h, {}, [], p.lm, Neighbourhood(kg), {}, question) if line.kind == "find"]
+    assert not any(t.startswith("Find the floors of the building ?x0") for t in finds)
+
+
+def test_a_search_that_ends_with_no_plan_backtracks_to_another_first_line(kg, bank):
+    # the model likes the bridges first, but no plan from them can end: a class start needs a check, and no
+    # statement binds at a bridge
+    dead = "Find every bridge, assign it to ?x0.\nFinally the answer is ?x0."
+    good = ("Find every building, assign it to ?x0.\nFind the floors of the building ?x0, assign it to ?x1.\n"
+            "Make sure ?x1 is 40.\nFinally the answer is ?x0.")
+    free = FineTunedPlanner(str(REPO_ADAPTER).format(dataset="webqsp"))
+
+    def plan(backtrack):
+        config = GroundedConfig(prior=0.0, beam=1, lines=1, backtrack=backtrack)
+        return GroundedPlanner(free, kg=kg, bank=bank, config=config, lm=ScriptedLM(dead, good)).plan(
+            "which has 40 floors?", {})
+
+    assert plan(0).cost.get("free_generation")  # without it: free generation
+    again = plan(1)
+    assert again.raw == good and not again.cost.get("free_generation")
+    assert again.notes == ["backtrack: no plan that starts 'Find every bridge, assign it to ?x0.' ends; searched "
+                           "again without that first line"]
+    with pytest.raises(ValueError, match="backtrack must be an int >= 0"):
+        GroundedConfig(backtrack=-1)
+
+
+def test_value_finds_start_and_find_only_where_a_value_the_question_writes_passes(kg, bank):
+    free = FineTunedPlanner(str(REPO_ADAPTER).format(dataset="webqsp"))
+
+    def lines(question, *taken, value_finds=True):
+        p = GroundedPlanner(free, kg=kg, bank=bank, config=GroundedConfig(prior=0.0, value_finds=value_finds),
+                            lm=ScriptedLM(""))
+        h = grown(planner(kg, bank, ""), kg, {}, question, *taken)
+        return {line.text for line in p._lines(h, {}, [], p.lm, Neighbourhood(kg), {}, question)}
+
+    start = "Find every building, assign it to ?x0."
+    floors = "Find the floors of the building ?x0, assign it to ?x1."
+    # no bridge has a value 40 one or two edges away: no start there
+    assert {t for t in lines("which has 40 floors?") if t.startswith("Find every")} == {start}
+    assert {t for t in lines("which has 40 floors?", value_finds=False) if t.startswith("Find every")} == {
+        start, "Find every bridge, assign it to ?x0."}
+    assert not any(t.startswith("Find every") for t in lines("which has 41 floors?"))
+    # after the start, a number is found only where a value passes: = 41 does not; <= 41 (the question compares) does
+    assert floors in lines("which has 40 floors?", start)
+    assert floors not in lines("which has 41 floors?", start)
+    assert floors in lines("which has 41 floors?", start, value_finds=False)
+    assert floors in lines("which has at most 41 floors?", start)
+    assert floors in lines("which building is the tallest?", start)  # no value written: no rule
+
+
+def test_a_value_two_edges_from_a_class_is_reached(tmp_path_factory):
+    from memq.sparql.model import Var
+    from memq.types import PlanStep
+
+    near = f"<{NS}m.0c1> <{NS}architecture.building.nearby> <{NS}m.0b2> .\n"  # Big Bridge -> Mid Tower (8 floors)
+    neigh = Neighbourhood(store_of(tmp_path_factory, _triples() + near))
+    rec = Reconstructor({})
+
+    def checks(value):
+        return [rec.check(PlanStep("check", "", target="?memq_v", op="=", value=value))]
+
+    assert neigh.reaches_value("transportation.bridge", checks("8"), Var("memq_v"))
+    assert not neigh.reaches_value("transportation.bridge", checks("8"), Var("memq_v"), hops=1)
+    assert not neigh.reaches_value("transportation.bridge", checks("40"), Var("memq_v"))
+    assert neigh.reaches_value("architecture.building", checks("40"), Var("memq_v"), hops=1)
+    with pytest.raises(ValueError, match="not a safe absolute IRI"):
+        neigh.reaches_value("bad> <id", checks("8"), Var("memq_v"))

@@ -23,7 +23,17 @@ from memq.types import PlanStep
 
 from .asked import reaches
 from .derive import DerivationError, find_step, fresh_variable
-from .lines import Hyp, Line, grail_targets, may_end, shape_lines
+from .lines import (
+    COMPARE,
+    COMPARES,
+    Hyp,
+    Line,
+    grail_targets,
+    may_end,
+    shape_lines,
+    starts_from_class,
+    unchecked_values,
+)
 from .linesearch import SearchCost
 from .neighbourhood import Neighbourhood, assigned_types, assigns_cvt, bank_edges, first_edges, path_options
 from .prior import trained_first
@@ -40,6 +50,9 @@ LITERAL_TYPES = frozenset({"type.boolean", "type.datetime", "type.enumeration", 
 # are ?sk0, ?sk1, ... (79 of its 95 sorts), CWQ's ?num (1,388 sorts and 1,508 comparisons) or ?skN (299 sorts)
 ORDERED_TYPES = frozenset({"type.datetime", "type.float", "type.int"})
 KEY_NAME = re.compile(r"\?(?:sk\d+|num)\Z")
+# the class starts (with members, best first) whose reach to a value the question writes is looked up two edges away
+# (one for the others)
+VIABLE_CHECKS = 48
 
 
 def statement_tokens(line: Line, lm) -> tuple[int, ...]:
@@ -87,7 +100,10 @@ class CandidateLines:
         offered = 0  # GrailQA's 2,298 train plans never find a statement twice from one node: nor do these
         reach: list[int] = []  # with ``directed``, the Find lines whose values have the class, and the others
         astray: list[int] = []
-        found = {(s.statement, s.source) for s in h.steps if s.kind == "find"} if self.classes is not None else ()
+        # ... nor one of the same text (two statements may render alike: "the ships built of the ship builder ?x0")
+        found = {k for s in h.steps if s.kind == "find" for k in ((s.statement, s.source), s.relation)} \
+            if self.classes is not None else ()
+        waiting = self._values_waiting(h, question)
         for record, mentions, rank in kept:
             if entry is not None and offered >= top:
                 break
@@ -97,7 +113,10 @@ class CandidateLines:
                 group = probe_rec.find(probe, st)
             except (DerivationError, ReconstructionError):
                 continue
-            if (st.id, probe.source) in found or not neigh.binds(h.draft, group, Var("memq_t")):
+            if (st.id, probe.source) in found or probe.relation in found \
+                    or not neigh.binds(h.draft, group, Var("memq_t")):
+                continue
+            if waiting and not self._checkable(h, probe_rec, group, st.id, waiting, question, neigh):
                 continue
             off = directed and not reaches(self.classes.values_named(neigh, h.draft, group), directed, wide)
             offered += 1
@@ -126,6 +145,69 @@ class CandidateLines:
             del entry["logits"]
             ranked.append(entry)
         return lines
+
+    def _values_waiting(self, h: Hyp, question: str) -> list[str]:
+        """With ``value_finds``: the numbers and dates the question writes that no check of ``h`` uses yet, when
+        ``h`` starts from a class and checks nothing yet (:meth:`_checkable` then holds its Find lines to them)."""
+        if not self.config.value_finds or self.classes is None or not starts_from_class(h.steps) \
+                or any(st.kind == "check" for st in h.steps):
+            return []
+        return unchecked_values(h.steps, question)
+
+    def _viable_start(self, h: Hyp, question: str, neigh: Neighbourhood):
+        """With ``value_finds``, before any step of a question that writes numbers or dates: whether a class start
+        may lead to a plan that ends, which needs a check of one of them (:func:`~memq.plan.lines.may_end`): some
+        member of the class has a value that passes one (:meth:`Neighbourhood.reaches_value`; the checks as
+        :meth:`_checkable` reads them) one edge away, or two for the first ``VIABLE_CHECKS`` classes with members
+        that the starts consider (two edges from a large class take seconds). None (any start) otherwise."""
+        values = unchecked_values([], question) if self.config.value_finds and not h.steps else []
+        if not values:
+            return None
+        rec = copy.deepcopy(h.rec)
+        ops = ("=",) + (COMPARE if COMPARES.search(question) else ())
+        checks = []
+        for value in values:
+            for op in ops:
+                try:
+                    checks.append(rec.check(PlanStep("check", "", target="?memq_v", op=op, value=value)))
+                except ReconstructionError:
+                    continue
+        if not checks:
+            return None
+
+        asked = [0]
+
+        def viable(class_id: str) -> bool:
+            asked[0] += 1
+            if neigh.reaches_value(class_id, checks, Var("memq_v"), hops=2 if asked[0] <= VIABLE_CHECKS else 1):
+                return True
+            self._refused("class_starts_no_value_passes")
+            return False
+
+        return viable
+
+    def _checkable(self, h: Hyp, rec, group, statement_id: str, values: list[str], question: str,
+                   neigh: Neighbourhood) -> bool:
+        """Whether a Find line (``group``, its target ``?memq_t``, written by ``rec``) may continue ``h`` while the
+        question's ``values`` wait for a check: any line that finds no number or date may, and one that does only
+        where some value it binds passes a check of one of them (``=``, or a comparison when the question compares:
+        the checks GrailQA's lines would offer next). A plan that starts from a class may end only after a check
+        (:func:`~memq.plan.lines.may_end`), and 117 of the 125 GrailQA train plans that start from a class for a
+        question that writes a value check the value the next Find line found; so a number that passes no check
+        leads the search to a dead end ("Find the effective resolution of the digital camera ?x0" for "may the
+        11st, 2010 is an effective resolution of what digital cameras?", where the release date passes)."""
+        types = self._assigned(statement_id)[1]
+        if not types or not types <= ORDERED_TYPES:
+            return True
+        draft = h.draft.copy()
+        draft.add_alternatives([group])
+        ops = ("=",) + (COMPARE if COMPARES.search(question) else ())
+        for value in values:
+            for op in ops:
+                if neigh.passing(draft, rec, [PlanStep("check", "", target="?memq_t", op=op, value=value)])[0]:
+                    return True
+        self._refused("value_finds_no_value_passes")
+        return False
 
     def _lines(self, h: Hyp, entities: dict[str, str], names, lm, neigh: Neighbourhood, sims, question: str = "",
                ranked: list[dict] | None = None, wide: bool = False, directed: str | None = None) -> list[Line]:
@@ -272,7 +354,8 @@ class CandidateLines:
         lines = []
         if self.classes is not None:
             lines += [Line("shape", sl.text, tuple(lm.token_ids(sl.text + "\n")), sl.step, sl.statement, rank=sl.rank)
-                      for sl in shape_lines(self.classes, h, neigh, sims, question, names, cfg.asked_class, wide)]
+                      for sl in shape_lines(self.classes, h, neigh, sims, question, names, cfg.asked_class, wide,
+                                            self._viable_start(h, question, neigh))]
         ending = [] if self.keys_waiting(h) else h.assigned
         for v in [v for v in ending if not KEY_NAME.match(v)
                   and may_end(h.steps, question if self.classes else "", v, self.bank) and not self.holds_cvt(h, v)]:

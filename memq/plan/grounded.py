@@ -70,6 +70,9 @@ score and the planner's own steps); the pipeline runs them in order and keeps th
 from (``PlanStep.statement``), and recall keeps that statement: two statements can render the same text, and only the
 chosen one was checked to bind.
 
+**Backtracking** (``backtrack``, GrailQA's 2). A search that ends with no complete plan is searched again without
+the first lines it took, at most ``backtrack`` times (in the notes), before the plan is generated freely.
+
 **Fallbacks, all traced** (``Plan.notes``): when no topic entity has a predicate that a memory statement starts
 with, when the beam ends with no complete plan, or when the KG fails (an endpoint timeout: the note names the KG and
 the query), the plan comes from free generation. When llama.cpp is not the backend (the transformers fallback),
@@ -284,9 +287,10 @@ class GroundedPlanner(CandidateLines):
 
     def _search(self, question: str, entities: dict[str, str], lm, neigh: Neighbourhood, cost: SearchCost,
                 optional: frozenset = frozenset(), unprompted: frozenset = frozenset(), stage: str = "first",
-                cover=True, keys=True) -> Plan:
+                cover=True, keys=True, avoid: frozenset = frozenset()) -> Plan:
         """One search; ``stage`` (:data:`STAGES`): how it reads the class the question asks for; ``keys``: whether
-        Find lines of dates and numbers are offered under the sort keys' names too (:meth:`key_targets`)."""
+        Find lines of dates and numbers are offered under the sort keys' names too (:meth:`key_targets`);
+        ``avoid``: first lines not offered (those that searches before this one took, ``backtrack``)."""
         from memq.reconstruct import Draft, Reconstructor
 
         cfg = self.config
@@ -304,7 +308,7 @@ class GroundedPlanner(CandidateLines):
         support = prior.support(question) if prior is not None else {}
         root = Hyp(draft=Draft(), rec=Reconstructor(entities))
         ranked: list[dict] = []
-        beams, complete = [root], []
+        beams, complete, taken = [root], [], set()
         offered = 0
         first = True
         width, lines_each = (max(cfg.beam, cfg.asked_beam), max(cfg.lines, 2)) if wide else (cfg.beam, cfg.lines)
@@ -326,9 +330,15 @@ class GroundedPlanner(CandidateLines):
                 later = not first and find_ids is not None
                 finds = [] if later else self._find_part(h, entities, lm, neigh, sims, question, ranked, wide, toward)
                 lines = finds + self._other_lines(h, names, lm, neigh, sims, question, wide)
+                if first and avoid:
+                    lines = [line for line in lines if line.text not in avoid]
                 if first and not any(line.kind in ("find", "shape") for line in lines):
-                    return self._free(question, entities, "no memory statement starts from an edge of the "
-                                                          f"topic entities {', '.join(entities) or '(none)'} in the KG")
+                    why = (f"no first line but those searched before ({len(avoid)})" if avoid
+                           else "no class start reaches a number or date the question writes"
+                           if self.refused.get("class_starts_no_value_passes") and not entities
+                           else "no memory statement starts from an edge of the topic entities "
+                                f"{', '.join(entities) or '(none)'} in the KG")
+                    return self._free(question, entities, why)
                 bonus = self._bonuses(h, lines, support, prior, covered, asked, wide)
                 made: dict[int, Hyp | None] = {}  # each line found, extended (None: an open line that is unusable)
 
@@ -354,6 +364,8 @@ class GroundedPlanner(CandidateLines):
                         i = c.pop("index")
                         c["llm"] = round(llm[i], 4) if i in llm else None
                 grown.extend(new for scored in found if (new := made[scored.index]) is not None)
+            if first:
+                taken = {h.lines[0] for h in grown}
             first = False
             complete.extend(h for h in grown if h.done)
             live = sorted((h for h in grown if not h.done), key=lambda h: -h.score(cfg.norm))[:width]
@@ -367,20 +379,27 @@ class GroundedPlanner(CandidateLines):
         if not complete and asked:  # no plan that ends names it: wider, then directed to it, then without the rule
             later = [s for s in STAGES[STAGES.index(stage) + 1:]
                      if s == "wide" and cfg.asked_beam > cfg.beam or s == "directed" and cfg.asked_directed]
-            plan = self._search(question, entities, lm, neigh, cost, optional, unprompted, (later or ["off"])[0])
+            plan = self._search(question, entities, lm, neigh, cost, optional, unprompted, (later or ["off"])[0],
+                                avoid=avoid)
             how = " and Find lines directed to it" if directed else ""
             plan.notes.append(f"asked class: no plan that ends names {asked} at the answer with a beam of {beam}{how}")
             return plan
         if not complete and keys and self.refused.get("endings_before_the_key_is_used"):
             # the keys a plan may not end before sorting or checking kept every partial plan from ending: without them
-            plan = self._search(question, entities, lm, neigh, cost, optional, unprompted, stage, cover, keys=False)
+            plan = self._search(question, entities, lm, neigh, cost, optional, unprompted, stage, cover, False, avoid)
             plan.notes.append("sort keys: no plan that ends sorts or checks the date or number it found as ?skN or "
                               "?num; planned again without those names")
             return plan
         if not complete and cfg.coverage and len(covered) > 1 and self.classes is not None:
             # GrailQA's lines name an entity only where the KG has it, so coverage may leave no plan to end
-            plan = self._search(question, entities, lm, neigh, cost, optional, unprompted, "off", cover=False)
+            plan = self._search(question, entities, lm, neigh, cost, optional, unprompted, "off", False, keys, avoid)
             plan.notes.append("entity coverage: no plan that ends names every topic entity; planned again without it")
+            return plan
+        if not complete and taken and len(avoid) < cfg.backtrack:  # each search takes one first line or more
+            plan = self._search(question, entities, lm, neigh, cost, optional, unprompted, stage, cover, keys,
+                                avoid | taken)
+            plan.notes.append(f"backtrack: no plan that starts {' or '.join(map(repr, sorted(taken)))} ends; "
+                              "searched again without that first line")
             return plan
         if not complete:
             why = "the beam ended with no complete plan"

@@ -229,7 +229,7 @@ def grail_targets(used: set[str]) -> list[str]:
 
 
 def shape_lines(classes: ClassStatements, h: Hyp, neigh, sims: dict[str, float], question: str = "",
-                names: list[str] = (), asked_class: float = 0.0, shortened: bool = False) -> list[ShapeLine]:
+                names: list[str] = (), asked_class: float = 0.0, shortened: bool = False, viable=None) -> list[ShapeLine]:
     """GrailQA's lines after the partial plan ``h``: a class to start from (before any step, when the question names no
     entity: ``names`` is empty), or class checks of the ``?variables`` not checked yet, checks of the last one
     against the ``question``'s values (:func:`question_values`) and the topic entity ``names`` no step names
@@ -237,9 +237,8 @@ def shape_lines(classes: ClassStatements, h: Hyp, neigh, sims: dict[str, float],
     superlatives (one a plan). With ``asked_class``, the class the question asks for
     (:meth:`ClassStatements.asked`) is offered first as a start, and the other starts lose that many nats (63 of
     the 65 GrailQA train questions with no entity that ask for a class start from it), and so do the classes it
-    shortens when ``shortened`` (:func:`~memq.plan.asked.shortens`)."""
+    shortens when ``shortened`` (:func:`~memq.plan.asked.shortens`). ``viable(class id)``: whether a start may end."""
     from memq.sparql.model import Var
-
     if not h.assigned:
         if names:
             return []
@@ -251,7 +250,8 @@ def shape_lines(classes: ClassStatements, h: Hyp, neigh, sims: dict[str, float],
 
         if asked:
             first = [c for c, st in classes.by_class.items() if fits(classes.names[st.id])] + first
-        starts = classes.starts(sims, neigh.has_members, first=first)
+        members = neigh.has_members if viable is None else (lambda c: neigh.has_members(c) and viable(c))
+        starts = classes.starts(sims, members, first=first)
         if not any(fits(line.step.value) for line in starts):
             return starts
         return [line if fits(line.step.value) else replace(line, rank=-asked_class) for line in starts]

@@ -225,6 +225,30 @@ class Neighbourhood:
             self._classes[class_id] = bool(self._select(to_standard(query)))
         return self._classes[class_id]
 
+    def reaches_value(self, class_id: str, checks: list, var: Var, hops: int = 2) -> bool:
+        """Whether some node of the class ``class_id`` has a value, one edge away or (``hops`` 2) two, that passes
+        one of ``checks`` (FILTER expressions on ``var``, as :meth:`memq.reconstruct.Reconstructor.check` writes
+        them). One query a hop count, the nearer first; each answer is cached."""
+        from functools import reduce
+
+        from memq.sparql.model import FB, Call
+        from memq.sparql.safety import iri_ref
+
+        iri_ref(FB + class_id)  # validated before it is written (a ValueError names it)
+        s, y = Var("memq_s"), Var("memq_y")
+        member = Triple(s, Iri(FB + "type.object.type"), Iri(FB + class_id))
+        passes = reduce(lambda a, b: Call("||", (a, b)), checks)
+        paths = [(Triple(s, Var("memq_p"), var),), (Triple(s, Var("memq_p"), y), Triple(y, Var("memq_q"), var))]
+        for path in paths[:hops]:
+            query = Query(where=Group(triples=(member, *path), filters=(passes,)), projection=(Projection(s),),
+                          limit=1)
+            key = to_standard(query)
+            if key not in self._classes:
+                self._classes[key] = bool(self._select(key))
+            if self._classes[key]:
+                return True
+        return False
+
     def types(self, var: Var, draft, limit: int = 200) -> set[str]:
         """The classes (``type.object.type``) of the values ``draft`` (the plan so far) binds to ``var``."""
         from memq.sparql.model import FB
