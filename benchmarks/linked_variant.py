@@ -54,6 +54,8 @@ def main() -> int:
     ap.add_argument("--link", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--mentions", metavar="DATASET,...", help="the variant's mention prior (default: the index's)")
     ap.add_argument("--base-mentions", metavar="DATASET,...", help="the base run's mention prior")
+    ap.add_argument("--mentions-exact", action="store_true",
+                    help="the variant's mention prior counts the gold entities a span names exactly as named too")
     ap.add_argument("--base-held-out", action="store_true",
                     help="the base's mention prior was counted without the dev questions (a linked_variant run's)")
     ap.add_argument("--fresh-base", action="store_true", help="answer the changed questions with the base too")
@@ -94,10 +96,12 @@ def main() -> int:
     pipe = Pipeline(config)
     variant = Pipeline(variant_config, bank=pipe.bank, kg=pipe.kg, planner=pipe.planner)
     base_hold_out = args.base_held_out and args.split == "dev"
-    for p, sets, hold_out in ((pipe, args.base_mentions, base_hold_out), (variant, args.mentions, args.split == "dev")):
+    for p, sets, hold_out, exact in ((pipe, args.base_mentions, base_hold_out, False),
+                                     (variant, args.mentions, args.split == "dev", args.mentions_exact)):
         if sets:  # a copy of the index with its own mention prior: the two pipelines read one cached index
             p.linker.index = copy.copy(p.linker.index)
-            p.linker.index.mentions = training_mentions(p.linker.index, sets.split(","), hold_out_dev=hold_out)[0]
+            p.linker.index.mentions = training_mentions(p.linker.index, sets.split(","), hold_out_dev=hold_out,
+                                                        exact=exact)[0]
 
     def planner_input(p, question):
         try:
@@ -138,7 +142,7 @@ def main() -> int:
     n = len(scored) or 1
     summary = {"dataset": args.dataset, "split": args.split, "planner": args.planner, "link": args.link,
                "base_link": args.base_link, "base_constraints": args.base_constraints, "mentions": args.mentions,
-               "base_mentions": args.base_mentions,
+               "base_mentions": args.base_mentions, "mentions_exact": args.mentions_exact,
                "base": Path(args.base).name, "questions": len(rows), "changed": len(changed),
                "scored": "the changed questions" if args.fresh_base else "every question",
                "f1": round(sum(r["f1"] for r in scored) / n, 4),

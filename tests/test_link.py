@@ -186,6 +186,16 @@ def test_the_mention_prior_counts_training_questions_and_silences_a_generic_span
         index.mentions = {}
 
 
+def test_a_gold_entity_that_a_span_names_exactly_counts_as_named_for_the_mention_prior(index):
+    # Male is a constraint of the first question's parse, not the entity it is about: named exactly, it counts
+    questions = [("what is male in jamaica?", ["m.03_r3"], {"m.03_r3", "m.05zppz"}),
+                 ("is male a gender?", ["m.05zppz"], {"m.05zppz"})]
+    assert mention_counts(index, questions)["male"] == (2, 2)
+    assert mention_counts(index, [q[:2] for q in questions])["male"] == (2, 1)  # without the gold set: named only
+    # a gold entity that a span names only in part (Justin Bieber) is not named so
+    assert mention_counts(index, [("is bieber in jamaica?", ["m.03_r3"], {"m.03_r3", "m.06w2sn5"})])["bieber"] == (1, 0)
+
+
 def test_the_mention_prior_counts_every_training_set_and_can_hold_dev_out(index, monkeypatch):
     from memq import datasets
     from memq.datasets import GoldParse, GoldQuestion

@@ -12,8 +12,7 @@
    the first is chosen, a candidate of another span that one CVT joins with it gains ``coherence_weight``
    (:meth:`Linker.joined_with`: the film beside the character of "who plays saruman in lord of the rings?").
 
-Every chosen entity comes back as a :class:`Link` with its mention, score and the runner-up candidates, which
-the pipeline writes into the trace. The weights and thresholds were tuned on WebQSP dev, carved from train (docs/linking.md).
+Each chosen entity is a :class:`Link` (mention, score, runners-up) in the trace; weights tuned on WebQSP dev.
 """
 
 from __future__ import annotations
@@ -396,17 +395,20 @@ class Linker:
                     tuple((o, self.index.name(o) or o, s) for s, o, _ in scored[1:4]))
 
 
-def mention_counts(index: EntityIndex, questions: Iterable[tuple[str, Iterable[str]]],
-                   config: LinkConfig | None = None) -> dict[str, tuple[int, int]]:
-    """Keyphraseness counts from training questions ``(text, ids of the topic entities it names)``: for each span
-    with candidates, the questions it occurs in and those where one of its candidates is a named gold entity."""
+def mention_counts(index: EntityIndex, questions: Iterable[tuple], config: LinkConfig | None = None) -> dict:
+    """Keyphraseness counts from training questions ``(text, ids of the topic entities it names[, every gold id])``:
+    for each span with candidates, the questions it occurs in and those where one of its candidates is a named gold
+    entity. A gold id that a span names exactly (name or alias) is named too: "clippers" names Los Angeles Clippers,
+    a constraint of "what year did lamar odom play for the clippers?" in WebQSP, and was never linked before."""
     linker = Linker(EntityIndex([], [], [], []), config)
     linker.index = index
     counts: dict[str, list[int]] = {}
-    for text, gold in questions:
-        gold = set(gold)
+    for text, gold, *every in questions:
+        spans = list(linker.spans(text))
+        gold = set(gold) | {mid for _, _, _, matches in spans for mid, match in matches
+                            if match == 1.0 and every and mid in every[0]}
         seen: dict[str, bool] = {}
-        for _, _, key, matches in linker.spans(text):
+        for _, _, key, matches in spans:
             seen[key] = seen.get(key, False) or any(mid in gold for mid, _ in matches)
         for key, hit in seen.items():
             c = counts.setdefault(key, [0, 0])
@@ -422,14 +424,13 @@ MENTION_DATASETS = ("webqsp", "cwq")
 MENTIONS_RULE = "named as memq.link.gold.prior_entities has them, titles dropped, quotations whole"
 
 
-def training_mentions(index: EntityIndex, datasets: Iterable[str] = MENTION_DATASETS,
-                      hold_out_dev: bool = False) -> tuple[dict[str, tuple[int, int]], str]:
+def training_mentions(index: EntityIndex, datasets: Iterable[str] = MENTION_DATASETS, hold_out_dev: bool = False,
+                      exact: bool = False) -> tuple[dict[str, tuple[int, int]], str]:
     """Keyphraseness counts (:func:`mention_counts`) over the bundled training questions of ``datasets`` (train
     split only; the test split is never read) and the topic entities they name (memq.link.gold.prior_entities),
-    with a line saying what they were counted on. CWQ's questions built from WebQSP test questions
-    (``WebQTest-N_``) are left out, as the planner and the memory leave them out. ``hold_out_dev``: without the
-    dev questions carved from train (memq.plan.data.split_of), so that a dev evaluation does not read its own
-    questions' mentions."""
+    with a line saying what they were counted on. CWQ's questions built from WebQSP test questions (``WebQTest-N_``)
+    are left out, as the planner and the memory do. ``hold_out_dev``: without the dev questions carved from train
+    (memq.plan.data.split_of). ``exact``: gold entities a span names exactly count as named too (off: linking.md)."""
     from memq import datasets as bundled
     from memq.link.gold import prior_entities
     from memq.plan.data import WEBQSP_TEST_PREFIX, split_of
@@ -438,9 +439,10 @@ def training_mentions(index: EntityIndex, datasets: Iterable[str] = MENTION_DATA
     for dataset in datasets:
         train = [q for q in bundled.load(dataset, "train") if not q.id.startswith(WEBQSP_TEST_PREFIX)
                  and (not hold_out_dev or split_of(q.id) == "train")]
-        pairs += [(q.question, prior_entities(q)) for q in train]
+        pairs += [(q.question, prior_entities(q), {m for p in q.parses[:1] if exact for m, _ in p.topic_entities})
+                  for q in train]
         parts.append(f"{dataset} train{' less dev' if hold_out_dev else ''} ({len(train)} questions)")
-    return mention_counts(index, pairs), f"{', '.join(parts)}; {MENTIONS_RULE}"
+    return mention_counts(index, pairs), f"{', '.join(parts)}; {MENTIONS_RULE}{', exact' if exact else ''}"
 
 
 def add_training_mentions(index: EntityIndex, datasets: Iterable[str] = MENTION_DATASETS) -> None:
