@@ -686,3 +686,25 @@ def test_a_value_two_edges_from_a_class_is_reached(tmp_path_factory):
     assert neigh.reaches_value("architecture.building", checks("40"), Var("memq_v"), hops=1)
     with pytest.raises(ValueError, match="not a safe absolute IRI"):
         neigh.reaches_value("bad> <id", checks("8"), Var("memq_v"))
+
+
+def test_value_finds_take_a_node_only_where_a_value_one_edge_further_passes(tmp_path_factory):
+    xsd = "http://www.w3.org/2001/XMLSchema#integer"
+    extra = (f"<{NS}m.0b1> <{NS}architecture.structure.architect> <{NS}m.0a1> .\n"
+             f'<{NS}m.0a1> <{NS}type.object.name> "Ann Arch"@en .\n'
+             f'<{NS}m.0a1> <{NS}architecture.architect.structure_count> "7"^^<{xsd}> .\n')
+    kg = store_of(tmp_path_factory, _triples() + extra)
+    bank = bank_of([*STATEMENTS, ("architect", "1", "?entity1 ns:architecture.structure.architect ?entity2 .",
+                                  "?entity2 is the architect of the structure ?entity1")])
+    free = FineTunedPlanner(str(REPO_ADAPTER).format(dataset="webqsp"))
+    start, line = "Find every building, assign it to ?x0.", "Find the architect of the structure ?x0, assign it to ?x1."
+
+    def lines(question, value_finds=True):
+        p = GroundedPlanner(free, kg=kg, bank=bank, config=GroundedConfig(prior=0.0, value_finds=value_finds),
+                            lm=ScriptedLM(""))
+        h = grown(planner(kg, bank, ""), kg, {}, question, start)
+        return {line.text for line in p._lines(h, {}, [], p.lm, Neighbourhood(kg), {}, question)}
+
+    assert line in lines("which building's architect designed 7 structures?")  # Ann Arch's count passes
+    assert line not in lines("which building's architect designed 6 structures?")
+    assert line in lines("which building's architect designed 6 structures?", value_finds=False)

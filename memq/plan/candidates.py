@@ -157,24 +157,13 @@ class CandidateLines:
     def _viable_start(self, h: Hyp, question: str, neigh: Neighbourhood):
         """With ``value_finds``, before any step of a question that writes numbers or dates: whether a class start
         may lead to a plan that ends, which needs a check of one of them (:func:`~memq.plan.lines.may_end`): some
-        member of the class has a value that passes one (:meth:`Neighbourhood.reaches_value`; the checks as
-        :meth:`_checkable` reads them) one edge away, or two for the first ``VIABLE_CHECKS`` classes with members
-        that the starts consider (two edges from a large class take seconds). None (any start) otherwise."""
+        member of the class has a value that passes one (:meth:`Neighbourhood.reaches_value`; the checks of
+        :meth:`_value_checks`) one edge away, or two for the first ``VIABLE_CHECKS`` classes with members that the
+        starts consider (two edges from a large class take seconds). None (any start) otherwise."""
         values = unchecked_values([], question) if self.config.value_finds and not h.steps else []
-        if not values:
-            return None
-        rec = copy.deepcopy(h.rec)
-        ops = ("=",) + (COMPARE if COMPARES.search(question) else ())
-        checks = []
-        for value in values:
-            for op in ops:
-                try:
-                    checks.append(rec.check(PlanStep("check", "", target="?memq_v", op=op, value=value)))
-                except ReconstructionError:
-                    continue
+        checks = self._value_checks(h.rec, values, question, "?memq_v")
         if not checks:
             return None
-
         asked = [0]
 
         def viable(class_id: str) -> bool:
@@ -186,26 +175,40 @@ class CandidateLines:
 
         return viable
 
+    @staticmethod
+    def _value_checks(rec, values: list[str], question: str, target: str) -> list:
+        """The FILTER expressions on ``target`` of the checks GrailQA's lines would offer for ``values``: ``=``, and
+        the comparisons when the question compares (``COMPARES``), as ``rec`` writes them."""
+        ops = ("=",) + (COMPARE if COMPARES.search(question) else ())
+        rec, out = copy.deepcopy(rec), []
+        for value in values:
+            for op in ops:
+                try:
+                    out.append(rec.check(PlanStep("check", "", target=target, op=op, value=value)))
+                except ReconstructionError:
+                    continue
+        return out
+
     def _checkable(self, h: Hyp, rec, group, statement_id: str, values: list[str], question: str,
                    neigh: Neighbourhood) -> bool:
         """Whether a Find line (``group``, its target ``?memq_t``, written by ``rec``) may continue ``h`` while the
-        question's ``values`` wait for a check: any line that finds no number or date may, and one that does only
-        where some value it binds passes a check of one of them (``=``, or a comparison when the question compares:
-        the checks GrailQA's lines would offer next). A plan that starts from a class may end only after a check
-        (:func:`~memq.plan.lines.may_end`), and 117 of the 125 GrailQA train plans that start from a class for a
-        question that writes a value check the value the next Find line found; so a number that passes no check
-        leads the search to a dead end ("Find the effective resolution of the digital camera ?x0" for "may the
-        11st, 2010 is an effective resolution of what digital cameras?", where the release date passes)."""
+        question's ``values`` wait for a check: one that finds a number or a date only where some value it binds
+        passes a check of one of them (:meth:`_value_checks`), one that finds nodes only where some node it binds
+        has such a value one edge away (the plan may go on from it). A plan that starts from a class may end only
+        after a check (:func:`~memq.plan.lines.may_end`), and 117 of the 125 GrailQA train plans that start from a
+        class for a question that writes a value check the value the next Find line found (the other 8 one edge
+        further); so a line from which no value passes leads the search to a dead end ("Find the effective
+        resolution of the digital camera ?x0" for "may the 11st, 2010 is an effective resolution of what digital
+        cameras?", where the release date passes)."""
         types = self._assigned(statement_id)[1]
-        if not types or not types <= ORDERED_TYPES:
+        if not types:
             return True
+        numeric = types <= ORDERED_TYPES
         draft = h.draft.copy()
         draft.add_alternatives([group])
-        ops = ("=",) + (COMPARE if COMPARES.search(question) else ())
-        for value in values:
-            for op in ops:
-                if neigh.passing(draft, rec, [PlanStep("check", "", target="?memq_t", op=op, value=value)])[0]:
-                    return True
+        checks = self._value_checks(rec, values, question, "?memq_t" if numeric else "?memq_v")
+        if not checks or neigh.value_near(draft, Var("memq_t"), checks, hops=0 if numeric else 1):
+            return True
         self._refused("value_finds_no_value_passes")
         return False
 

@@ -249,6 +249,20 @@ class Neighbourhood:
                 return True
         return False
 
+    def value_near(self, draft, var: Var, checks: list, hops: int = 0) -> bool:
+        """Whether some value that ``draft`` (the plan so far) binds to ``var`` passes one of ``checks`` (``hops`` 0:
+        FILTER expressions on ``var``), or has a value one edge away that does (``hops`` 1: expressions on
+        ``?memq_v``)."""
+        from functools import reduce
+
+        from memq.sparql.model import Call
+
+        probe = draft.copy()
+        if hops:
+            probe.triples.append(Triple(var, Var("memq_p2"), Var("memq_v")))
+        probe.filters.append(reduce(lambda a, b: Call("||", (a, b)), checks))
+        return bool(self._select(to_standard(probe.probe(var))))
+
     def types(self, var: Var, draft, limit: int = 200) -> set[str]:
         """The classes (``type.object.type``) of the values ``draft`` (the plan so far) binds to ``var``."""
         from memq.sparql.model import FB

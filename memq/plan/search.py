@@ -59,8 +59,9 @@ class GroundedConfig:
     # lines the searches before took (a class start whose plan can check nothing the question writes, "Find every
     # measurement system" for "what measures 1.0 in teus?"), before the plan falls back to free generation; 0: off
     backtrack: int = 0
-    # GrailQA's lines: after a class start, while the question's numbers and dates wait for a check, a Find line of
-    # a number or date only where one of them passes a check (CandidateLines._checkable)
+    # GrailQA's lines: while the question's numbers and dates wait for a check, a class start only where a member
+    # reaches one that passes, and after it a Find line of a number or date only where one passes, of nodes only
+    # where one passes a node's edge away (CandidateLines._viable_start, _checkable)
     value_finds: bool = False
 
     def __post_init__(self) -> None:
@@ -98,6 +99,7 @@ class GroundedConfig:
 # down at 0.5); the tuning part end to end went 0.782 -> 0.788 (docs/results.md). Numbers and dates the question
 # writes hold a class start and the Find after it to values that pass their check (value_finds), and a search that
 # ends with no plan is searched again without its first lines, twice at most (backtrack): of the 66 tuning
-# questions with no entity and a value, the only ones either can change, 3 went up and 1 down (0.02 -> 0)
+# questions with no entity and a value, the only ones either can change, 3 went up and 1 down (0.02 -> 0); with
+# Find lines to nodes held so too, 1 more up, 0 down
 GRAILQA_SEARCH = {"beam": 1, "lines": 1, "coverage": 25.0, "asked_class": 25.0, "asked_beam": 3, "unseen_top": -1,
                   "calibrate": 0.5, "value_finds": True, "backtrack": 2}
