@@ -87,8 +87,8 @@ def add_search_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backtrack", type=int, help=f"{g} searches again, each without the first lines taken before, "
                                                       "when a search ends with no complete plan (0: off)")
     parser.add_argument("--value-finds", action=argparse.BooleanOptionalAction,
-                        help=f"{g} after a class start, a Find line of a number or date only where a number or date "
-                             "the question writes passes a check there (GrailQA's lines)")
+                        help=f"{g} while a number or date the question writes waits for its check, a class start, "
+                             "and a Find line after it, only where a value that passes one is near (GrailQA's lines)")
 
 
 def parse_entities(items: list[str]) -> dict[str, str] | list[str] | None:

@@ -398,8 +398,8 @@ class Linker:
 def mention_counts(index: EntityIndex, questions: Iterable[tuple], config: LinkConfig | None = None) -> dict:
     """Keyphraseness counts from training questions ``(text, ids of the topic entities it names[, every gold id])``:
     for each span with candidates, the questions it occurs in and those where one of its candidates is a named gold
-    entity. A gold id that a span names exactly (name or alias) is named too: "clippers" names Los Angeles Clippers,
-    a constraint of "what year did lamar odom play for the clippers?" in WebQSP, and was never linked before."""
+    entity. With every gold id (``training_mentions(exact=True)``, tried and off), one a span names exactly (name or
+    alias) is named too: "clippers", Los Angeles Clippers, a constraint of WebQSP's "... play for the clippers?"."""
     linker = Linker(EntityIndex([], [], [], []), config)
     linker.index = index
     counts: dict[str, list[int]] = {}

@@ -399,7 +399,7 @@ class GroundedPlanner(CandidateLines):
             plan = self._search(question, entities, lm, neigh, cost, optional, unprompted, stage, cover, keys,
                                 avoid | taken)
             plan.notes.append(f"backtrack: no plan that starts {' or '.join(map(repr, sorted(taken)))} ends; "
-                              "searched again without that first line")
+                              f"searched again without {'that first line' if len(taken) == 1 else 'those first lines'}")
             return plan
         if not complete:
             why = "the beam ended with no complete plan"
