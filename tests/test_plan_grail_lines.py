@@ -162,11 +162,13 @@ def test_a_class_start_only_when_no_entity_is_named_and_no_open_line(kg, bank):
     lines = p._lines(h, {}, [], p.lm, Neighbourhood(kg), {}, question)
     assert not [line for line in lines if line.kind == "open"]  # checks are closed lines: no token-by-token decoding
     checks = {line.text for line in lines if line.step.kind == "check"}
-    assert checks == {"Make sure ?x1 < 9.", "Make sure ?x1 <= 9.", "Make sure ?x1 > 9.", "Make sure ?x1 >= 9."}
+    assert checks == {"Make sure ?x1 < 9.", "Make sure ?x1 <= 9."}  # the way the question compares
     below = {line.text for line in p._lines(h, {}, [], p.lm, Neighbourhood(kg), {}, "less than 3 floors or 99?")
              if line.step.kind == "check"}
-    assert below == {"Make sure ?x1 <= 3.", "Make sure ?x1 > 3.", "Make sure ?x1 >= 3.", "Make sure ?x1 < 99.",
-                     "Make sure ?x1 <= 99."}  # a check that no building's floors pass is no line
+    assert below == {"Make sure ?x1 <= 3.", "Make sure ?x1 < 99.", "Make sure ?x1 <= 99."}  # none passes < 3: no line
+    both = {line.text for line in p._lines(h, {}, [], p.lm, Neighbourhood(kg), {}, "more than 3 or less than 99?")
+            if line.step.kind == "check"}
+    assert {"Make sure ?x1 > 3.", "Make sure ?x1 >= 3.", "Make sure ?x1 <= 3."} <= both
 
 
 def test_a_check_is_offered_only_when_some_value_of_the_plan_so_far_passes_it(kg, bank):
@@ -708,3 +710,22 @@ def test_value_finds_take_a_node_only_where_a_value_one_edge_further_passes(tmp_
     assert line in lines("which building's architect designed 7 structures?")  # Ann Arch's count passes
     assert line not in lines("which building's architect designed 6 structures?")
     assert line in lines("which building's architect designed 6 structures?", value_finds=False)
+
+
+@pytest.mark.parametrize(("question", "ops"), [
+    ("which building has less than 9 floors?", ("<", "<=")),
+    ("which building has at least 9 floors?", (">", ">=")),
+    ("which time zone has an offset from utc no less than 5.0?", (">", ">=")),  # "no" turns it round
+    ("which lighthouse has a height of light not larger than 30.0?", ("<", "<=")),
+    ("which has more floors than 3 and less than 9?", ("<", "<=", ">", ">=")),  # both ways: all four
+])
+def test_a_comparison_is_offered_the_way_the_question_compares(kg, bank, question, ops):
+    from memq.plan.compare import compare_ops
+
+    assert compare_ops(question) == ops
+    p = planner(kg, bank, "")
+    h = grown(p, kg, {}, question, "Find every building, assign it to ?x0.",
+              "Find the floors of the building ?x0, assign it to ?x1.")
+    offered = {line.step.op for line in p._lines(h, {}, [], p.lm, Neighbourhood(kg), {}, question)
+               if line.step.kind == "check" and line.step.target == "?x1"}
+    assert offered <= set(ops) and offered  # only the question's way (where some value passes)

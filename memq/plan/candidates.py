@@ -22,9 +22,9 @@ from memq.sparql.model import Var
 from memq.types import PlanStep
 
 from .asked import reaches
+from .compare import compare_ops
 from .derive import DerivationError, find_step, fresh_variable
 from .lines import (
-    COMPARE,
     COMPARES,
     Hyp,
     Line,
@@ -178,8 +178,9 @@ class CandidateLines:
     @staticmethod
     def _value_checks(rec, values: list[str], question: str, target: str) -> list:
         """The FILTER expressions on ``target`` of the checks GrailQA's lines would offer for ``values``: ``=``, and
-        the comparisons when the question compares (``COMPARES``), as ``rec`` writes them."""
-        ops = ("=",) + (COMPARE if COMPARES.search(question) else ())
+        the comparisons when the question compares (``COMPARES``) the way it does (:func:`compare_ops`), as ``rec``
+        writes them."""
+        ops = ("=",) + (compare_ops(question) if COMPARES.search(question) else ())
         rec, out = copy.deepcopy(rec), []
         for value in values:
             for op in ops:

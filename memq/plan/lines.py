@@ -54,6 +54,7 @@ from memq.sparql.model import Group, Var
 from memq.types import PlanStep
 
 from .asked import asked_class, asked_patterns, shortens
+from .compare import COMPARE, compare_ops
 from .format import VAR, parse_step, render_step
 
 __all__ = ["ClassStatements", "Hyp", "Line", "ShapeLine", "check_lines", "closed", "count_lines", "extend",
@@ -265,7 +266,7 @@ def shape_lines(classes: ClassStatements, h: Hyp, neigh, sims: dict[str, float],
         numbered = re.fullmatch(r"\?x\d+", last.target or "") is not None
         compares = numbered and COMPARES.search(question) is not None  # else = (a question that compares says so)
         checks = check_lines(last.target, question_values(question), [] if numbered else unnamed(h.steps, names),
-                             ops=COMPARE if compares else ("=",))
+                             ops=compare_ops(question) if compares else ("=",))
         passed = neigh.passing(h.draft, h.rec, [line.step for line in checks])  # one no value passes: no line
         out += [line for line, ok in zip(checks, passed, strict=True) if ok]
     if ASKS_COUNT.search(question):
@@ -343,9 +344,6 @@ def question_values(question: str, limit: int = 6) -> list[str]:
         if value not in out:
             out.append(value)
     return out[:limit]
-
-
-COMPARE = ("<", "<=", ">", ">=")
 
 
 def unchecked_values(steps, question: str, names=()) -> list[str]:
