@@ -404,9 +404,8 @@ def mention_counts(index: EntityIndex, questions: Iterable[tuple], config: LinkC
     linker.index = index
     counts: dict[str, list[int]] = {}
     for text, gold, *every in questions:
-        spans = list(linker.spans(text))
-        gold = set(gold) | {mid for _, _, _, matches in spans for mid, match in matches
-                            if match == 1.0 and every and mid in every[0]}
+        spans, exact = list(linker.spans(text)), every[0] if every else ()
+        gold = set(gold) | {mid for *_, matches in spans for mid, match in matches if match == 1.0 and mid in exact}
         seen: dict[str, bool] = {}
         for _, _, key, matches in spans:
             seen[key] = seen.get(key, False) or any(mid in gold for mid, _ in matches)
@@ -432,15 +431,14 @@ def training_mentions(index: EntityIndex, datasets: Iterable[str] = MENTION_DATA
     are left out, as the planner and the memory do. ``hold_out_dev``: without the dev questions carved from train
     (memq.plan.data.split_of). ``exact``: gold entities a span names exactly count as named too (off: linking.md)."""
     from memq import datasets as bundled
-    from memq.link.gold import prior_entities
+    from memq.link.gold import gold_entities, prior_entities
     from memq.plan.data import WEBQSP_TEST_PREFIX, split_of
 
     pairs, parts = [], []
     for dataset in datasets:
         train = [q for q in bundled.load(dataset, "train") if not q.id.startswith(WEBQSP_TEST_PREFIX)
                  and (not hold_out_dev or split_of(q.id) == "train")]
-        pairs += [(q.question, prior_entities(q), {m for p in q.parses[:1] if exact for m, _ in p.topic_entities})
-                  for q in train]
+        pairs += [(q.question, prior_entities(q), gold_entities(q)[1] if exact else set()) for q in train]
         parts.append(f"{dataset} train{' less dev' if hold_out_dev else ''} ({len(train)} questions)")
     return mention_counts(index, pairs), f"{', '.join(parts)}; {MENTIONS_RULE}{', exact' if exact else ''}"
 

@@ -160,8 +160,9 @@ class CandidateLines:
         member of the class has a value that passes one (:meth:`Neighbourhood.reaches_value`; the checks of
         :meth:`_value_checks`) one edge away, or two for the first ``VIABLE_CHECKS`` classes with members that the
         starts consider (two edges from a large class take seconds). None (any start) otherwise."""
-        values = unchecked_values([], question) if self.config.value_finds and not h.steps else []
-        checks = self._value_checks(h.rec, values, question, "?memq_v")
+        if not self.config.value_finds or h.steps:  # called for every line set: no reconstructor copied for nothing
+            return None
+        checks = self._value_checks(h.rec, unchecked_values([], question), question, "?memq_v")
         if not checks:
             return None
         asked = [0]
@@ -180,6 +181,8 @@ class CandidateLines:
         """The FILTER expressions on ``target`` of the checks GrailQA's lines would offer for ``values``: ``=``, and
         the comparisons when the question compares (``COMPARES``) the way it does (:func:`compare_ops`), as ``rec``
         writes them."""
+        if not values:
+            return []
         ops = ("=",) + (compare_ops(question) if COMPARES.search(question) else ())
         rec, out = copy.deepcopy(rec), []
         for value in values:

@@ -13,7 +13,7 @@ from memq.schema import Schema, freebase_schema
 from memq.sparql import to_standard
 from memq.sparql.model import Group, Iri, Projection, Query, Triple, Var
 
-__all__ = ["Edge", "Neighbourhood", "assigned_types", "assigns_cvt", "bank_edges", "first_edges", "path_options",
+__all__ = ["Edge", "Neighbourhood", "any_of", "assigned_types", "assigns_cvt", "bank_edges", "first_edges", "path_options",
            "statement_edges"]
 
 Edge = tuple[str, str]  # (relation id, "out" | "in") seen from a node
@@ -229,15 +229,13 @@ class Neighbourhood:
         """Whether some node of the class ``class_id`` has a value, one edge away or (``hops`` 2) two, that passes
         one of ``checks`` (FILTER expressions on ``var``, as :meth:`memq.reconstruct.Reconstructor.check` writes
         them). One query a hop count, the nearer first; each answer is cached."""
-        from functools import reduce
-
-        from memq.sparql.model import FB, Call
+        from memq.sparql.model import FB
         from memq.sparql.safety import iri_ref
 
         iri_ref(FB + class_id)  # validated before it is written (a ValueError names it)
         s, y = Var("memq_s"), Var("memq_y")
         member = Triple(s, Iri(FB + "type.object.type"), Iri(FB + class_id))
-        passes = reduce(lambda a, b: Call("||", (a, b)), checks)
+        passes = any_of(checks)
         paths = [(Triple(s, Var("memq_p"), var),), (Triple(s, Var("memq_p"), y), Triple(y, Var("memq_q"), var))]
         for path in paths[:hops]:
             query = Query(where=Group(triples=(member, *path), filters=(passes,)), projection=(Projection(s),),
@@ -253,14 +251,10 @@ class Neighbourhood:
         """Whether some value that ``draft`` (the plan so far) binds to ``var`` passes one of ``checks`` (``hops`` 0:
         FILTER expressions on ``var``), or has a value one edge away that does (``hops`` 1: expressions on
         ``?memq_v``)."""
-        from functools import reduce
-
-        from memq.sparql.model import Call
-
         probe = draft.copy()
         if hops:
             probe.triples.append(Triple(var, Var("memq_p2"), Var("memq_v")))
-        probe.filters.append(reduce(lambda a, b: Call("||", (a, b)), checks))
+        probe.filters.append(any_of(checks))
         return bool(self._select(to_standard(probe.probe(var))))
 
     def types(self, var: Var, draft, limit: int = 200) -> set[str]:
@@ -275,3 +269,12 @@ class Neighbourhood:
             self._classes[key] = {term.local for row in self._select(key)
                                   if isinstance(term := row.get(t.name), Iri) and term.is_freebase}
         return self._classes[key]
+
+
+def any_of(checks: list):
+    """One FILTER expression that holds where any of ``checks`` does (``a || b || ...``)."""
+    from functools import reduce
+
+    from memq.sparql.model import Call
+
+    return reduce(lambda a, b: Call("||", (a, b)), checks)
