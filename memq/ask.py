@@ -89,6 +89,9 @@ def add_search_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--value-finds", action=argparse.BooleanOptionalAction,
                         help=f"{g} while a number or date the question writes waits for its check, a class start, "
                              "and a Find line after it, only where a value that passes one is near (GrailQA's lines)")
+    parser.add_argument("--start-lookahead", type=float,
+                        help=f"{g} weight of the ranker's logit of the best Find line after each class start "
+                             "(GrailQA's lines, a question with no entity; 0: off)")
 
 
 def parse_entities(items: list[str]) -> dict[str, str] | list[str] | None:
@@ -214,7 +217,8 @@ def config_from(args: argparse.Namespace, by_bank: bool = True):
     search = {k: getattr(args, k) for k in ("beam", "lines", "norm", "max_candidates", "prune", "budget", "prior",
                                              "neighbours", "prior_floor", "coverage", "asked_class", "asked_beam",
                                              "asked_directed", "check_passes", "rank_top", "rank_pool", "rank_weight",
-                                             "unseen_top", "calibrate", "backtrack", "value_finds")
+                                             "unseen_top", "calibrate", "backtrack", "value_finds",
+                                             "start_lookahead")
               if getattr(args, k, None) is not None}
     if by_bank and class_bank(changes.get("memory", config.memory)):  # GrailQA's form of the schema: its planner and search
         from .plan.search import GRAILQA_SEARCH

@@ -729,3 +729,67 @@ def test_a_comparison_is_offered_the_way_the_question_compares(kg, bank, questio
     offered = {line.step.op for line in p._lines(h, {}, [], p.lm, Neighbourhood(kg), {}, question)
                if line.step.kind == "check" and line.step.target == "?x1"}
     assert offered <= set(ops) and offered  # only the question's way (where some value passes)
+
+
+def test_a_class_start_is_judged_by_the_find_line_that_follows_it(tmp_path_factory):
+    from test_plan_ranker import KeywordRanker
+
+    xsd = "http://www.w3.org/2001/XMLSchema#integer"
+    triples = _triples() + f'<{NS}m.0c1> <{NS}transportation.bridge.total_length> "40"^^<{xsd}> .\n'
+    kg = store_of(tmp_path_factory, triples)
+    bank = bank_of([*STATEMENTS, ("total_length", "1", "?entity1 ns:transportation.bridge.total_length ?entity2 .",
+                                  "?entity2 is the total length of the bridge ?entity1")])
+    bridge = ("Find every bridge, assign it to ?x0.\nFind the total length of the bridge ?x0, assign it to ?x1.\n"
+              "Make sure ?x1 is 40.\nFinally the answer is ?x0.")
+    building = ("Find every building, assign it to ?x0.\nFind the floors of the building ?x0, assign it to ?x1.\n"
+                "Make sure ?x1 is 40.\nFinally the answer is ?x0.")
+    free = FineTunedPlanner(str(REPO_ADAPTER).format(dataset="webqsp"))
+
+    floors = KeywordRanker("floors", margin=1000.0)
+
+    def plan(weight, ranker=floors, kg=kg):
+        config = GroundedConfig(prior=0.0, beam=1, lines=1, value_finds=True, start_lookahead=weight)
+        p = GroundedPlanner(free, kg=kg, bank=bank, config=config, lm=ScriptedLM(bridge))
+        p.ranker = ranker
+        return p.plan("which has 40 floors?", {})
+
+    assert plan(0.0).raw == bridge  # the model alone likes the bridges' words
+    assert plan(1.0, ranker=None).raw == bridge  # no ranker: nothing to look ahead with
+    looked = plan(1.0)
+    assert looked.raw == building
+    [entry] = [e for e in looked.ranked if e.get("lookahead")]
+    assert entry["step"] == 1 and entry["best"] == 1000.0
+    by_line = {c["line"]: c for c in entry["candidates"]}
+    assert by_line["Find every building, assign it to ?x0."]["via"] == \
+        "Find the floors of the building ?x0, assign it to ?x1."
+    assert by_line["Find every bridge, assign it to ?x0."]["bonus"] == -1000.0
+    assert by_line["Find every building, assign it to ?x0."]["llm"] is not None  # the model's score beside it
+
+    class AfterMuseum(KeywordRanker):  # the same line scores a little higher after the museum start
+        def score(self, query, candidates):
+            return super().score(query, candidates) + (1.0 if "museum" in query else 0.0)
+
+    museum = store_of(tmp_path_factory, triples + f"<{NS}m.0b3> <{NS}type.object.type> <{NS}architecture.museum> .\n")
+    tied = {c["line"]: c for c in plan(1.0, AfterMuseum("floors", margin=1000.0), museum).ranked[0]["candidates"]}
+    assert tied["Find every museum, assign it to ?x0."]["via"] == tied["Find every building, assign it to ?x0."]["via"]
+    assert tied["Find every museum, assign it to ?x0."]["ranker"] == 1001.0
+    assert tied["Find every building, assign it to ?x0."]["ranker"] == 1001.0  # the line's best logit, for both
+    assert tied["Find every building, assign it to ?x0."]["bonus"] == 0.0
+    with pytest.raises(ValueError, match="start_lookahead must be >= 0"):
+        GroundedConfig(start_lookahead=-1.0)
+
+
+def test_a_class_start_that_no_find_line_follows_is_not_offered(kg, bank):
+    from test_plan_ranker import KeywordRanker
+
+    free = FineTunedPlanner(str(REPO_ADAPTER).format(dataset="webqsp"))
+    p = GroundedPlanner(free, kg=kg, bank=bank, config=GroundedConfig(prior=0.0, start_lookahead=1.0),
+                        lm=ScriptedLM(""))
+    p.ranker = KeywordRanker("floors")
+    ranked: list[dict] = []
+    h = Hyp(draft=Draft(), rec=Reconstructor({}))
+    starts = [line.text for line in p._lines(h, {}, [], p.lm, Neighbourhood(kg), {}, "which is tall?", ranked)]
+    assert "Find every building, assign it to ?x0." in starts
+    assert "Find every bridge, assign it to ?x0." not in starts  # no statement binds at a bridge here
+    assert p.refused["class_starts_nothing_follows"] == 1
+    assert [c["line"] for c in ranked[-1]["candidates"]] == ["Find every building, assign it to ?x0."]

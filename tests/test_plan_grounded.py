@@ -618,9 +618,10 @@ def test_search_flags_reach_the_config():
     parser.add_argument("--planner")
     add_search_args(parser)
     config = config_from(parser.parse_args(["--planner", "grounded", "--beam", "5", "--norm", "mean", "--budget", "90",
-                                            "--calibrate", "0.5", "--backtrack", "3", "--value-finds"]))
+                                            "--calibrate", "0.5", "--backtrack", "3", "--value-finds",
+                                            "--start-lookahead", "2.5"]))
     assert config.planner == "grounded" and config.search.beam == 5 and config.search.norm == "mean"
     assert config.search.budget == 90 and config.search.calibrate == 0.5
-    assert config.search.backtrack == 3 and config.search.value_finds
+    assert config.search.backtrack == 3 and config.search.value_finds and config.search.start_lookahead == 2.5
     assert not config_from(parser.parse_args(["--no-value-finds"])).search.value_finds
     assert config.search.lines == GroundedConfig().lines

@@ -13,6 +13,7 @@ import copy
 import re
 from dataclasses import replace
 from functools import cached_property
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -28,6 +29,7 @@ from .lines import (
     COMPARES,
     Hyp,
     Line,
+    extend,
     grail_targets,
     may_end,
     shape_lines,
@@ -53,6 +55,7 @@ KEY_NAME = re.compile(r"\?(?:sk\d+|num)\Z")
 # the class starts (with members, best first) whose reach to a value the question writes is looked up two edges away
 # (one for the others)
 VIABLE_CHECKS = 48
+_UNSCORED = SimpleNamespace(ids=(), score=0.0)  # a line taken with no score (to look past it)
 
 
 def statement_tokens(line: Line, lm) -> tuple[int, ...]:
@@ -220,8 +223,8 @@ class CandidateLines:
                ranked: list[dict] | None = None, wide: bool = False, directed: str | None = None) -> list[Line]:
         """Every line the partial plan ``h`` may continue with: its Find lines (:meth:`_find_part`), then the others
         (:meth:`_other_lines`)."""
-        return (self._find_part(h, entities, lm, neigh, sims, question, ranked, wide, directed)
-                + self._other_lines(h, names, lm, neigh, sims, question, wide))
+        finds = self._find_part(h, entities, lm, neigh, sims, question, ranked, wide, directed)
+        return finds + self._other_lines(h, names, lm, neigh, sims, question, wide, ranked, len(finds))
 
     def _find_part(self, h: Hyp, entities: dict[str, str], lm, neigh: Neighbourhood, sims, question: str = "",
                    ranked: list[dict] | None = None, wide: bool = False, directed: str | None = None,
@@ -337,6 +340,54 @@ class CandidateLines:
         refused = self.__dict__.setdefault("refused", {})
         refused[what] = refused.get(what, 0) + 1
 
+    def _looked_ahead(self, h: Hyp, starts: list[Line], lm, neigh: Neighbourhood, sims, question: str,
+                      ranked: list[dict] | None, offset: int) -> list[Line]:
+        """With ``start_lookahead`` and a ranker: the class starts ``starts`` (the first step of a question that names
+        no entity), each judged by the Find lines that may follow it (:meth:`_find_part` after it, which holds them
+        to the question's values), since the start's words alone say little ("Find every tv series episode" and
+        "Find every unit of cargo capacity" for "what measures 1.0 in teus?", where "Find the capacity in TEUs of
+        the unit of cargo capacity ?x0" follows only the second). A start gains ``start_lookahead`` times the
+        ranker's logit of its best following line, less the best start's; one that no Find line follows is not
+        offered (a Find follows the start in all 172 train plans that start from a class), unless none is. The
+        ranker reads the start as the plan so far, so the same line may score a little differently after two
+        starts: starts that one line follows best gain alike, by its best logit (the album's release date after
+        "Find every soundtrack" and "Find every musical soundtrack"). The trace's ``ranked`` gets the starts'
+        entry, each with the line that follows it best (``via``)."""
+        ahead: dict[int, dict] = {}
+        for i, line in enumerate(starts):
+            if line.kind != "shape" or line.step.kind != "class" or line.step.op != "find":
+                continue
+            after = extend(h, line, _UNSCORED, lm, question, ())
+            entries: list[dict] = []
+            if after is not None:
+                self._find_part(after, {}, lm, neigh, sims, question, entries)
+            follows = [c for entry in entries for c in entry["candidates"]]
+            if follows:
+                ahead[i] = max(follows, key=lambda c: c["ranker"])
+        if not ahead:
+            return starts
+        tied: dict[str, float] = {}  # the best logit of each line that follows some start best
+        for c in ahead.values():
+            tied[c["line"]] = max(tied.get(c["line"], c["ranker"]), c["ranker"])
+        ahead = {i: {**c, "ranker": tied[c["line"]]} for i, c in ahead.items()}
+        best = max(tied.values())
+        weight = self.config.start_lookahead
+        out, entry = [], {"step": 1, "plan_so_far": [], "scored": len(ahead), "best": round(best, 4),
+                          "lookahead": True, "candidates": []}
+        for i, line in enumerate(starts):
+            if line.kind == "shape" and line.step.op == "find" and line.step.kind == "class":
+                if i not in ahead:
+                    self._refused("class_starts_nothing_follows")
+                    continue
+                line = replace(line, rank=line.rank + weight * (ahead[i]["ranker"] - best))
+                entry["candidates"].append({"line": line.text, "statement": line.statement.id,
+                                            "ranker": ahead[i]["ranker"], "bonus": round(line.rank, 4),
+                                            "via": ahead[i]["line"], "index": offset + len(out)})
+            out.append(line)
+        if ranked is not None:
+            ranked.append(entry)
+        return out
+
     def _finds(self, h: Hyp, var: str) -> list:
         return [st for st in h.steps if st.kind == "find" and st.target == var and st.statement]
 
@@ -350,8 +401,9 @@ class CandidateLines:
         return known[statement_id]
 
     def _other_lines(self, h: Hyp, names, lm, neigh: Neighbourhood, sims, question: str = "",
-                     wide: bool = False) -> list[Line]:
-        """The lines ``h`` may continue with but Find lines: GrailQA's class lines, *Finally* and the open starts."""
+                     wide: bool = False, ranked: list[dict] | None = None, offset: int = 0) -> list[Line]:
+        """The lines ``h`` may continue with but Find lines: GrailQA's class lines, *Finally* and the open starts.
+        ``ranked`` and ``offset`` as for :meth:`_find_part` (the class starts' entry, with ``start_lookahead``)."""
         cfg = self.config
         counted = [st.target for st in h.steps if st.kind == "count"]
         if counted:  # a count ends the plan
@@ -363,6 +415,8 @@ class CandidateLines:
             lines += [Line("shape", sl.text, tuple(lm.token_ids(sl.text + "\n")), sl.step, sl.statement, rank=sl.rank)
                       for sl in shape_lines(self.classes, h, neigh, sims, question, names, cfg.asked_class, wide,
                                             self._viable_start(h, question, neigh))]
+            if cfg.start_lookahead and self.ranker is not None and not h.steps:
+                lines = self._looked_ahead(h, lines, lm, neigh, sims, question, ranked, offset)
         ending = [] if self.keys_waiting(h) else h.assigned
         for v in [v for v in ending if not KEY_NAME.match(v)
                   and may_end(h.steps, question if self.classes else "", v, self.bank) and not self.holds_cvt(h, v)]:

@@ -329,7 +329,7 @@ class GroundedPlanner(CandidateLines):
                 # line search reaches "Find": often it ends the plan first. Until then a bonus of 0 bounds them
                 later = not first and find_ids is not None
                 finds = [] if later else self._find_part(h, entities, lm, neigh, sims, question, ranked, wide, toward)
-                lines = finds + self._other_lines(h, names, lm, neigh, sims, question, wide)
+                lines = finds + self._other_lines(h, names, lm, neigh, sims, question, wide, ranked, len(finds))
                 if first and avoid:
                     lines = [line for line in lines if line.text not in avoid]
                 if first and not any(line.kind in ("find", "shape") for line in lines):
