@@ -793,3 +793,15 @@ def test_a_class_start_that_no_find_line_follows_is_not_offered(kg, bank):
     assert "Find every bridge, assign it to ?x0." not in starts  # no statement binds at a bridge here
     assert p.refused["class_starts_nothing_follows"] == 1
     assert [c["line"] for c in ranked[-1]["candidates"]] == ["Find every building, assign it to ?x0."]
+
+
+def test_a_class_may_start_the_plan_when_every_entity_given_is_optional(kg, bank):
+    # a linker's guess that a plan may leave out ("Big Bridge" for "bridge") leaves the class starts open
+    building = ("Find every building, assign it to ?x0.\nFind the floors of the building ?x0, assign it to ?x1.\n"
+                "Make sure ?x1 is 40.\nFinally the answer is ?x0.")
+    bridge = {"m.0c1": "Big Bridge"}
+    question = "which building near the bridge has 40 floors?"
+    guessed = planner(kg, bank, building).plan(question, bridge, optional=["m.0c1"])
+    assert guessed.raw == building and not guessed.cost.get("free_generation")
+    # a given entity: the plan starts from it, and no statement binds at the bridge, so the model writes freely
+    assert planner(kg, bank, building).plan(question, bridge).cost.get("free_generation")

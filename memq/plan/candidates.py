@@ -70,6 +70,7 @@ class CandidateLines:
     """Builds each step's candidate lines for the grounded planner (see the module docstring)."""
 
     keys_offered = True  # whether Find lines of dates and numbers take the sort keys' names (a search may say not)
+    open_start = False  # whether a class may start a plan though entities are given (each is optional; a search sets it)
     null_prefix: list[int] | None = None  # the question-less prompt's tokens, when Find lines are calibrated
     null_cost: SearchCost | None = None  # where the calibration's forward passes are counted
 
@@ -412,8 +413,11 @@ class CandidateLines:
                          PlanStep("answer", text, target=counted[-1]))]
         lines = []
         if self.classes is not None:
+            # a plan may start from a class when the question names no entity, or names only optional ones (a linker's
+            # guesses that a plan may leave out: "Desperate Times, Desperate Measures" for "what measures 1.0 in teus?")
+            shape_names = [] if not h.steps and self.open_start else names
             lines += [Line("shape", sl.text, tuple(lm.token_ids(sl.text + "\n")), sl.step, sl.statement, rank=sl.rank)
-                      for sl in shape_lines(self.classes, h, neigh, sims, question, names, cfg.asked_class, wide,
+                      for sl in shape_lines(self.classes, h, neigh, sims, question, shape_names, cfg.asked_class, wide,
                                             self._viable_start(h, question, neigh))]
             if cfg.start_lookahead and self.ranker is not None and not h.steps:
                 lines = self._looked_ahead(h, lines, lm, neigh, sims, question, ranked, offset)

@@ -297,6 +297,7 @@ class GroundedPlanner(CandidateLines):
         self.keys_offered = keys
         names = entity_names(entities)
         covered = entity_names({mid: name for mid, name in entities.items() if mid not in optional}) if cover else []
+        self.open_start = set(entities) <= optional  # GrailQA's class starts too, when no entity is required
         ask, wide, directed = stage != "off", stage == "wide", stage == "directed"
         asked = self.classes.asked(question, names) if ask and self.classes is not None and cfg.asked_class else None
         prompted = {m: n for m, n in entities.items() if m not in unprompted}
