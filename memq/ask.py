@@ -92,6 +92,9 @@ def add_search_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--start-lookahead", type=float,
                         help=f"{g} weight of the ranker's logit of the best Find line after each class start "
                              "(GrailQA's lines, a question with no entity; 0: off)")
+    parser.add_argument("--superlative-ends", action=argparse.BooleanOptionalAction,
+                        help=f"{g} a plan of a question with a superlative word and no number or date ends only "
+                             "after a superlative (GrailQA's lines)")
 
 
 def parse_entities(items: list[str]) -> dict[str, str] | list[str] | None:
@@ -218,7 +221,7 @@ def config_from(args: argparse.Namespace, by_bank: bool = True):
                                              "neighbours", "prior_floor", "coverage", "asked_class", "asked_beam",
                                              "asked_directed", "check_passes", "rank_top", "rank_pool", "rank_weight",
                                              "unseen_top", "calibrate", "backtrack", "value_finds",
-                                             "start_lookahead")
+                                             "start_lookahead", "superlative_ends")
               if getattr(args, k, None) is not None}
     if by_bank and class_bank(changes.get("memory", config.memory)):  # GrailQA's form of the schema: its planner and search
         from .plan.search import GRAILQA_SEARCH

@@ -805,3 +805,38 @@ def test_a_class_may_start_the_plan_when_every_entity_given_is_optional(kg, bank
     assert guessed.raw == building and not guessed.cost.get("free_generation")
     # a given entity: the plan starts from it, and no statement binds at the bridge, so the model writes freely
     assert planner(kg, bank, building).plan(question, bridge).cost.get("free_generation")
+
+
+def test_a_question_that_asks_for_a_superlative_ends_only_after_one(tmp_path_factory):
+    from memq.types import PlanStep
+
+    nearby = "".join(f"<{NS}m.0c1> <{NS}transportation.bridge.nearby> <{NS}{mid}> .\n" for mid in ("m.0b2", "m.0b3"))
+    kg = store_of(tmp_path_factory, _triples() + nearby)
+    bank = bank_of([*STATEMENTS, ("nearby", "1", "?entity1 ns:transportation.bridge.nearby ?entity2 .",
+                                  "?entity2 is the nearby of the bridge ?entity1")])
+    short = "Find the nearby of the bridge Big Bridge, assign it to ?x0.\nFinally the answer is ?x0."
+    free = FineTunedPlanner(str(REPO_ADAPTER).format(dataset="webqsp"))
+
+    def planned(question, superlative_ends=True):
+        config = GroundedConfig(prior=0.0, beam=1, lines=1, superlative_ends=superlative_ends)
+        return GroundedPlanner(free, kg=kg, bank=bank, config=config, lm=ScriptedLM(short)).plan(
+            question, {"m.0c1": "Big Bridge"})
+
+    question = "which building near big bridge has the most floors?"
+    assert planned(question, superlative_ends=False).raw == short  # the model alone ends at once
+    sorted_plan = planned(question)
+    *_, found, sort, end = sorted_plan.raw.splitlines()  # the order is the model's to choose
+    assert (found, end) == ("Find the floors of the building ?x0, assign it to ?x1.", "Finally the answer is ?x0.")
+    assert sort.startswith("Sort ?x1 in ") and sort.endswith(" order and keep every result tied for first.")
+    assert sorted_plan.cost["endings_before_the_superlative"] >= 1
+    for unasked in ("which building near big bridge has 8 floors or the most?",  # a value to check first
+                    "how many buildings near big bridge have the most floors?", "which building is near big bridge?"):
+        assert "endings_before_the_superlative" not in planned(unasked).cost
+
+    p = GroundedPlanner(free, kg=kg, bank=bank, config=GroundedConfig(superlative_ends=True), lm=ScriptedLM(""))
+    found = Hyp(steps=[PlanStep("find", "", relation="the first ascenders of the mountain Mount X", target="?x0")])
+    assert not p.superlative_waiting(found, "which mountain's first ascenders is nima?", ["Nima"])  # the relation's
+    assert not p.superlative_waiting(Hyp(), "what is the first age?", ["First Age"])  # an entity's name
+    assert p.superlative_waiting(Hyp(), "what is the first film of first age?", ["First Age"])
+    assert not GroundedPlanner(free, kg=kg, bank=bank, config=GroundedConfig(), lm=ScriptedLM("")).superlative_waiting(
+        Hyp(), "what is the first film?", [])  # off by default (WebQSP and CWQ)

@@ -391,6 +391,11 @@ class GroundedPlanner(CandidateLines):
             plan.notes.append("sort keys: no plan that ends sorts or checks the date or number it found as ?skN or "
                               "?num; planned again without those names")
             return plan
+        if not complete and keys and self.refused.get("endings_before_the_superlative"):
+            plan = self._search(question, entities, lm, neigh, cost, optional, unprompted, stage, cover, False, avoid)
+            plan.notes.append("superlative: no plan that ends sorts what the question's superlative word asks for; "
+                              "planned again without the rule")
+            return plan
         if not complete and cfg.coverage and len(covered) > 1 and self.classes is not None:
             # GrailQA's lines name an entity only where the KG has it, so coverage may leave no plan to end
             plan = self._search(question, entities, lm, neigh, cost, optional, unprompted, "off", False, keys, avoid)

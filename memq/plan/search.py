@@ -66,6 +66,9 @@ class GroundedConfig:
     # GrailQA's class starts (a question that names no entity), each with this many times the ranker's logit of the
     # best Find line that may follow it, less the best start's (CandidateLines._looked_ahead); 0: off
     start_lookahead: float = 0.0
+    # GrailQA's lines: a plan of a question with a superlative word (outside its entities' names and the relations
+    # its Find steps read) and no number or date ends only after a superlative (CandidateLines.superlative_waiting)
+    superlative_ends: bool = False
 
     def __post_init__(self) -> None:
         for name in ("beam", "lines", "max_candidates", "max_steps", "max_passes", "neighbours", "rank_top",
