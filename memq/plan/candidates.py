@@ -339,12 +339,10 @@ class CandidateLines:
         return False
 
     def superlative_waiting(self, h: Hyp, question: str, names) -> bool:
-        """With ``superlative_ends`` (GrailQA's lines): whether ``h`` may not end yet because the ``question`` asks for a
-        superlative that no step has taken: it has a superlative word (``SUPERLATIVE``) outside the topic entity
-        ``names`` and the relations its Find steps read ("the *highest* grade taught", "the *first* ascenders"),
-        writes no number or date there, and does not ask "how many". 64 of the 67 GrailQA train questions that ask so
-        sort; the others are "most favors", "artest" and "the maximum age for eligibility" (a relation read as
-        "limited by"). A search may turn it off (``keys_offered``, as for the sort keys)."""
+        """With ``superlative_ends`` (GrailQA's lines; tried, off): whether ``h`` may not end before a superlative: the
+        ``question`` has a superlative word outside the entity ``names`` and the relations its Find steps read ("the
+        *first* ascenders"), no number or date, no "how many" (64 of the 67 such train questions sort). A search may
+        turn it off (``keys_offered``, as for the sort keys)."""
         if not self.config.superlative_ends or self.classes is None or not self.keys_offered \
                 or any(st.kind == "superlative" for st in h.steps) or HOW_MANY.search(question) \
                 or unchecked_values([], question, names):
@@ -365,17 +363,12 @@ class CandidateLines:
 
     def _looked_ahead(self, h: Hyp, starts: list[Line], lm, neigh: Neighbourhood, sims, question: str,
                       ranked: list[dict] | None, offset: int) -> list[Line]:
-        """With ``start_lookahead`` and a ranker: the class starts ``starts`` (the first step of a question that names
-        no entity), each judged by the Find lines that may follow it (:meth:`_find_part` after it, which holds them
-        to the question's values), since the start's words alone say little ("Find every tv series episode" and
-        "Find every unit of cargo capacity" for "what measures 1.0 in teus?", where "Find the capacity in TEUs of
-        the unit of cargo capacity ?x0" follows only the second). A start gains ``start_lookahead`` times the
-        ranker's logit of its best following line, less the best start's; one that no Find line follows is not
-        offered (a Find follows the start in all 172 train plans that start from a class), unless none is. The
-        ranker reads the start as the plan so far, so the same line may score a little differently after two
-        starts: starts that one line follows best gain alike, by its best logit (the album's release date after
-        "Find every soundtrack" and "Find every musical soundtrack"). The trace's ``ranked`` gets the starts'
-        entry, each with the line that follows it best (``via``)."""
+        """With ``start_lookahead`` and a ranker: the class ``starts``, each judged by the Find lines that may follow
+        it (:meth:`_find_part` after it), as its words say little ("what measures 1.0 in teus?": "Find the capacity
+        in TEUs of the unit of cargo capacity ?x0" follows the units, not the tv series episodes). A start gains
+        ``start_lookahead`` times the ranker's logit of its best following line (with the start as the plan so far)
+        less the best start's; starts that one line follows best gain alike, by its best logit; one that no Find line
+        follows is not offered, unless none is. The trace's ``ranked`` gets the starts' entry (each with ``via``)."""
         ahead: dict[int, dict] = {}
         for i, line in enumerate(starts):
             if line.kind != "shape" or line.step.kind != "class" or line.step.op != "find":
