@@ -173,14 +173,16 @@ def show(a: Answer, gold: list[tuple[str, str]] | None = None) -> str:
     if ranked:
         lines.append("ranked candidates (ranker logit / best model log-prob of its lines), the five best statements:")
         for entry in ranked:
-            lines.append(f"  step {entry['step']} ({entry['scored']} scored)")
+            ahead = " class starts, each by the ranker's best Find line after it" if entry.get("lookahead") else ""
+            lines.append(f"  step {entry['step']} ({entry['scored']} scored{ahead})")
             best: dict[str, dict] = {}  # a statement's lines differ only in the variable they assign
             for c in entry["candidates"]:
                 b = best.setdefault(c["statement"], dict(c))
                 if c["llm"] is not None and (b["llm"] is None or c["llm"] > b["llm"]):
                     b["llm"] = c["llm"]
             lines += [f"    {c['ranker']:7.3f} / " + (f"{c['llm']:8.3f}" if c["llm"] is not None else "       -")
-                      + f"  {c['line']}" for c in list(best.values())[:5]]
+                      + f"  {c['line']}" + (f"  (then: {c['via']})" if c.get("via") else "")
+                      for c in list(best.values())[:5]]
     if a.trace.plans:
         lines.append("plans tried (execution-guided choice):")
         lines += [f"  {p.get('planner') or 'score ' + str(p['score'])}  rows {p['rows']}  "

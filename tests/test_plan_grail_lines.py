@@ -759,6 +759,14 @@ def test_a_class_start_is_judged_by_the_find_line_that_follows_it(tmp_path_facto
     assert looked.raw == building
     [entry] = [e for e in looked.ranked if e.get("lookahead")]
     assert entry["step"] == 1 and entry["best"] == 1000.0
+    assert [c["ranker"] for c in entry["candidates"]] == [1000.0, 0.0]  # best first, as the trace prints them
+    from memq.ask import show  # what memq ask prints
+    from memq.types import Answer, Trace
+
+    shown = show(Answer("which has 40 floors?", [], "", looked, [], Trace()))
+    assert "step 1 (2 scored class starts, each by the ranker's best Find line after it)" in shown
+    assert "Find every building, assign it to ?x0.  (then: Find the floors of the building ?x0, assign it to ?x1.)" \
+        in shown
     by_line = {c["line"]: c for c in entry["candidates"]}
     assert by_line["Find every building, assign it to ?x0."]["via"] == \
         "Find the floors of the building ?x0, assign it to ?x1."

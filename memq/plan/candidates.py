@@ -401,6 +401,7 @@ class CandidateLines:
                                             "via": ahead[i]["line"], "index": offset + len(out)})
             out.append(line)
         if ranked is not None:
+            entry["candidates"].sort(key=lambda c: -c["ranker"])
             ranked.append(entry)
         return out
 
