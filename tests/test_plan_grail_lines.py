@@ -841,6 +841,17 @@ def test_a_question_that_asks_for_a_superlative_ends_only_after_one(tmp_path_fac
                     "how many buildings near big bridge have the most floors?", "which building is near big bridge?"):
         assert "endings_before_the_superlative" not in planned(unasked).cost
 
+    # nothing to sort (no floors statement): no plan ends under the rule, so the search is planned again without it
+    unsortable = bank_of([s for s in STATEMENTS if s[0] != "floors"] + [
+        ("nearby", "1", "?entity1 ns:transportation.bridge.nearby ?entity2 .",
+         "?entity2 is the nearby of the bridge ?entity1")])
+    config = GroundedConfig(prior=0.0, beam=1, lines=1, superlative_ends=True)
+    again = GroundedPlanner(free, kg=kg, bank=unsortable, config=config, lm=ScriptedLM(short)).plan(
+        question, {"m.0c1": "Big Bridge"})
+    assert again.raw == short
+    assert "superlative: no plan that ends sorts what the question's superlative word asks for; planned again " \
+           "without the rule" in again.notes
+
     p = GroundedPlanner(free, kg=kg, bank=bank, config=GroundedConfig(superlative_ends=True), lm=ScriptedLM(""))
     found = Hyp(steps=[PlanStep("find", "", relation="the first ascenders of the mountain Mount X", target="?x0")])
     assert not p.superlative_waiting(found, "which mountain's first ascenders is nima?", ["Nima"])  # the relation's

@@ -72,7 +72,7 @@ class CandidateLines:
     """Builds each step's candidate lines for the grounded planner (see the module docstring)."""
 
     keys_offered = True  # whether Find lines of dates and numbers take the sort keys' names (a search may say not)
-    open_start = False  # whether a class may start a plan though entities are given (each is optional; a search sets it)
+    open_start = False  # whether a class may start a plan beside entities given (all optional; a search sets it)
     null_prefix: list[int] | None = None  # the question-less prompt's tokens, when Find lines are calibrated
     null_cost: SearchCost | None = None  # where the calibration's forward passes are counted
 
@@ -370,9 +370,9 @@ class CandidateLines:
         less the best start's; starts that one line follows best gain alike, by its best logit; one that no Find line
         follows is not offered, unless none is. The trace's ``ranked`` gets the starts' entry (each with ``via``)."""
         ahead: dict[int, dict] = {}
-        for i, line in enumerate(starts):
-            if line.kind != "shape" or line.step.kind != "class" or line.step.op != "find":
-                continue
+        judged = [i for i, line in enumerate(starts) if line.kind == "shape" and starts_from_class([line.step])]
+        for i in judged:
+            line = starts[i]
             after = extend(h, line, _UNSCORED, lm, question, ())
             entries: list[dict] = []
             if after is not None:
@@ -391,7 +391,7 @@ class CandidateLines:
         out, entry = [], {"step": 1, "plan_so_far": [], "scored": len(ahead), "best": round(best, 4),
                           "lookahead": True, "candidates": []}
         for i, line in enumerate(starts):
-            if line.kind == "shape" and line.step.op == "find" and line.step.kind == "class":
+            if i in judged:
                 if i not in ahead:
                     self._refused("class_starts_nothing_follows")
                     continue

@@ -385,15 +385,14 @@ class GroundedPlanner(CandidateLines):
             how = " and Find lines directed to it" if directed else ""
             plan.notes.append(f"asked class: no plan that ends names {asked} at the answer with a beam of {beam}{how}")
             return plan
-        if not complete and keys and self.refused.get("endings_before_the_key_is_used"):
-            # the keys a plan may not end before sorting or checking kept every partial plan from ending: without them
+        held = [k for k in ("endings_before_the_key_is_used", "endings_before_the_superlative") if self.refused.get(k)]
+        if not complete and keys and held:
+            # the sort keys (or the superlative asked for) that a plan may not end before kept every partial plan from
+            # ending: planned again without them (keys=False turns both rules off)
             plan = self._search(question, entities, lm, neigh, cost, optional, unprompted, stage, cover, False, avoid)
             plan.notes.append("sort keys: no plan that ends sorts or checks the date or number it found as ?skN or "
-                              "?num; planned again without those names")
-            return plan
-        if not complete and keys and self.refused.get("endings_before_the_superlative"):
-            plan = self._search(question, entities, lm, neigh, cost, optional, unprompted, stage, cover, False, avoid)
-            plan.notes.append("superlative: no plan that ends sorts what the question's superlative word asks for; "
+                              "?num; planned again without those names" if held[0].endswith("key_is_used") else
+                              "superlative: no plan that ends sorts what the question's superlative word asks for; "
                               "planned again without the rule")
             return plan
         if not complete and cfg.coverage and len(covered) > 1 and self.classes is not None:
