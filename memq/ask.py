@@ -135,6 +135,7 @@ def answer_json(a: Answer) -> dict:
         "planning_cost": a.trace.cost,
         "plans_tried": a.trace.plans,
         "ranked": ranked_steps(a.plan),
+        "searched": searched_steps(a.plan),
     }
 
 
@@ -144,6 +145,28 @@ def ranked_steps(plan) -> list[dict]:
     if plan.ranked:
         return plan.ranked
     return plan.rescue.ranked if plan.rescue is not None else []
+
+
+def searched_steps(plan) -> list[dict]:
+    """Each line search of the grounded planner (or of the hybrid one's rescue), in order (``Plan.searched``)."""
+    return plan.searched or (plan.rescue.searched if plan.rescue is not None else [])
+
+
+SEARCHED_SHOWN = 24  # line searches shown by ``memq ask`` (all of them in ``--json``)
+
+
+def searched_lines(searched: list[dict]) -> list[str]:
+    """The grounded search as ``memq ask`` shows it: each line search (a partial plan, by its last line) with the
+    lines the model took after it, each with its log-probability and bonus; a line that could not be used is
+    marked. The first ``SEARCHED_SHOWN``, and how many more."""
+    out = ["search (each partial plan by its last line, its score, then the lines taken: log-prob + bonus):"]
+    for s in searched[:SEARCHED_SHOWN]:
+        out.append(f"  [{s['search']}] step {s['step']} after {s['after'] or '(start)'!r} ({s['score']:.2f})")
+        out += [f"      {t['llm']:8.2f} {t['bonus']:+7.2f}  {t['line']}" + ("" if t["usable"] else "  (unusable)")
+                for t in s["taken"]]
+    if len(searched) > SEARCHED_SHOWN:
+        out.append(f"  ... {len(searched) - SEARCHED_SHOWN} more line searches (memq ask --json lists them all)")
+    return out
 
 
 def show(a: Answer, gold: list[tuple[str, str]] | None = None) -> str:
@@ -183,6 +206,8 @@ def show(a: Answer, gold: list[tuple[str, str]] | None = None) -> str:
             lines += [f"    {c['ranker']:7.3f} / " + (f"{c['llm']:8.3f}" if c["llm"] is not None else "       -")
                       + f"  {c['line']}" + (f"  (then: {c['via']})" if c.get("via") else "")
                       for c in list(best.values())[:5]]
+    if searched := searched_steps(a.plan):
+        lines += searched_lines(searched)
     if a.trace.plans:
         lines.append("plans tried (execution-guided choice):")
         lines += [f"  {p.get('planner') or 'score ' + str(p['score'])}  rows {p['rows']}  "

@@ -157,6 +157,8 @@ class Plan:
     notes: list[str] = field(default_factory=list)  # what the planner did that the trace must show
     cost: dict = field(default_factory=dict)  # the planner's cost for this plan (forward passes, tokens, ...)
     ranked: list[dict] = field(default_factory=list)  # a ranked grounded planner: each step's candidates, both scores
+    # a grounded planner's line searches, in order: each partial plan and the lines the model took after it
+    searched: list[dict] = field(default_factory=list)
     rescue: Plan | None = None  # the hybrid planner's grounded plan, made when this plan found nothing
 
 

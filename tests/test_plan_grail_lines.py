@@ -859,3 +859,30 @@ def test_a_question_that_asks_for_a_superlative_ends_only_after_one(tmp_path_fac
     assert p.superlative_waiting(Hyp(), "what is the first film of first age?", ["First Age"])
     assert not GroundedPlanner(free, kg=kg, bank=bank, config=GroundedConfig(), lm=ScriptedLM("")).superlative_waiting(
         Hyp(), "what is the first film?", [])  # off by default (WebQSP and CWQ)
+
+
+def test_the_plan_keeps_each_line_search_and_memq_ask_shows_it(kg, bank):
+    from memq.ask import SEARCHED_SHOWN, searched_lines
+
+    target = ("Find every building, assign it to ?x0.\nFind the floors of the building ?x0, assign it to ?x1.\n"
+              "Make sure ?x1 < 9.\nFinally the answer is ?x0.")
+    plan = planner(kg, bank, target).plan("which building has less than 9 floors?", {})
+    assert plan.raw == target
+    first, *_, last = plan.searched
+    assert (first["search"], first["step"], first["after"], first["score"]) == ("first", 1, None, 0.0)
+    assert [t["line"] for t in first["taken"]][0] == "Find every building, assign it to ?x0."
+    assert (last["after"], last["taken"][0]["line"]) == ("Make sure ?x1 < 9.", "Finally the answer is ?x0.")
+    assert all(t["llm"] <= 0 and t["bonus"] <= 0 for s in plan.searched for t in s["taken"])
+    assert [s["step"] for s in plan.searched] == sorted(s["step"] for s in plan.searched)
+
+    shown = searched_lines(plan.searched)
+    assert shown[1] == "  [first] step 1 after '(start)' (0.00)"
+    assert any(line.endswith("  Finally the answer is ?x0.") for line in shown)
+    many = searched_lines(plan.searched * SEARCHED_SHOWN)
+    assert many[-1].startswith(f"  ... {len(plan.searched) * SEARCHED_SHOWN - SEARCHED_SHOWN} more line searches")
+    from memq.ask import searched_steps
+    from memq.types import Plan
+
+    assert searched_steps(plan) is plan.searched
+    assert searched_steps(Plan(steps=[], rescue=plan)) is plan.searched  # the hybrid planner's rescue's
+    assert searched_steps(Plan(steps=[])) == []

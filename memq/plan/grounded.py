@@ -231,6 +231,7 @@ class GroundedPlanner(CandidateLines):
             before = lm.counters if hasattr(lm, "counters") else None
             threads_before = getattr(lm, "thread_passes", {})
             self.refused = {}  # lines the CVT-answer and entity-sort rules refused (CandidateLines._refused)
+            self.searched = []  # each line search: the partial plan and the lines taken after it (Plan.searched)
             try:
                 plan = self._search(question, entities, lm, neigh, cost, frozenset(optional), frozenset(unprompted))
             except KnowledgeGraphError as exc:
@@ -241,6 +242,7 @@ class GroundedPlanner(CandidateLines):
             plan.cost.update(forward_passes=passes, tokens_scored=tokens, kg_queries=neigh.queries,
                              kg_seconds=round(neigh.seconds, 4), llm_calls=self._lm_calls - calls, **self.refused)
             self._note_threads(plan, lm, threads_before)
+            plan.searched = self.searched
         plan.cost["seconds"] = round(time.perf_counter() - t0, 4)
         return plan
 
@@ -359,6 +361,13 @@ class GroundedPlanner(CandidateLines):
                                    deferred=[(find_ids, make)] if later else ())
                 offered += len(lines)
                 self._lm_calls += 1
+                self.searched.append({
+                    "search": stage + ("" if keys else ", no sort keys") + ("" if cover else ", no coverage")
+                    + (f", without {len(avoid)} first line(s)" if avoid else ""), "step": step + 1,
+                    "after": h.lines[-1] if h.lines else None, "score": round(h.score(cfg.norm), 4),
+                    "taken": [{"line": lines[sc.index].text, "llm": round(sc.logprob, 4),
+                               "bonus": round(sc.bonus, 4), "usable": made.get(sc.index) is not None}
+                              for sc in found]})
                 llm = {sc.index: sc.logprob for sc in found}
                 for entry in ranked[entries:]:  # the ranker's candidates of this search, each with the model's score
                     for c in entry["candidates"]:
