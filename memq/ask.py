@@ -53,8 +53,8 @@ def add_search_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--norm", choices=("sum", "mean"), help=f"{g} how partial plans are ranked")
     parser.add_argument("--max-candidates", type=int, help=f"{g} path statements offered per step")
     parser.add_argument("--prune", type=float, help=f"{g} nats below the best line not expanded")
-    parser.add_argument("--budget", type=int, help=f"{g} forward passes per question after which the search goes on "
-                                                   "with a beam of 1 (0: no budget)")
+    parser.add_argument("--budget", type=int, help=f"{g} forward passes per search (one planned again counts its "
+                                                   "own) after which it goes on with a beam of 1 (0: no budget)")
     parser.add_argument("--prior", type=float, help=f"{g} weight of the question prior on Find lines (0: off)")
     parser.add_argument("--neighbours", type=int, help=f"{g} training questions that vote in the question prior")
     parser.add_argument("--prior-floor", type=float, help=f"{g} added to a statement's support before its log is "

@@ -20,7 +20,9 @@ class GroundedConfig:
     prune: float = 5.0  # nats below the best complete line where the line search stops expanding
     max_steps: int = 8
     max_passes: int = 48  # forward passes per line search
-    budget: int = 60  # forward passes per question after which the search goes on with a beam of 1; 0: none
+    # forward passes per search after which it goes on with a beam of 1, checked between steps (a search planned again,
+    # for the sort keys, coverage or backtracking, counts its own); 0: none
+    budget: int = 60
     prior: float = 1.5  # weight of the question prior (memq.plan.prior) on Find lines; 0: off
     neighbours: int = 10  # training questions that vote in the question prior
     prior_floor: float = 0.1  # added to a statement's support before its log is taken
