@@ -142,14 +142,18 @@ def answer_json(a: Answer) -> dict:
 def ranked_steps(plan) -> list[dict]:
     """Each Find step the statement ranker ordered (the grounded planner's, or the hybrid one's rescue): its
     candidates with the ranker's logit, its bonus and the model's log-probability (None: not among the best)."""
-    if plan.ranked:
-        return plan.ranked
-    return plan.rescue.ranked if plan.rescue is not None else []
+    return _searched(plan, "ranked")
 
 
 def searched_steps(plan) -> list[dict]:
     """Each line search of the grounded planner (or of the hybrid one's rescue), in order (``Plan.searched``)."""
-    return plan.searched or (plan.rescue.searched if plan.rescue is not None else [])
+    return _searched(plan, "searched")
+
+
+def _searched(plan, field: str) -> list[dict]:
+    """The plan's grounded-search ``field`` (``ranked``, ``searched``), or its rescue's when it has none: a hybrid
+    plan that found nothing was searched again by the grounded planner."""
+    return getattr(plan, field) or (getattr(plan.rescue, field) if plan.rescue is not None else [])
 
 
 SEARCHED_SHOWN = 24  # line searches shown by ``memq ask`` (all of them in ``--json``)

@@ -862,7 +862,8 @@ def test_a_question_that_asks_for_a_superlative_ends_only_after_one(tmp_path_fac
 
 
 def test_the_plan_keeps_each_line_search_and_memq_ask_shows_it(kg, bank):
-    from memq.ask import SEARCHED_SHOWN, searched_lines
+    from memq.ask import SEARCHED_SHOWN, searched_lines, searched_steps
+    from memq.types import Plan
 
     target = ("Find every building, assign it to ?x0.\nFind the floors of the building ?x0, assign it to ?x1.\n"
               "Make sure ?x1 < 9.\nFinally the answer is ?x0.")
@@ -880,8 +881,6 @@ def test_the_plan_keeps_each_line_search_and_memq_ask_shows_it(kg, bank):
     assert any(line.endswith("  Finally the answer is ?x0.") for line in shown)
     many = searched_lines(plan.searched * SEARCHED_SHOWN)
     assert many[-1].startswith(f"  ... {len(plan.searched) * SEARCHED_SHOWN - SEARCHED_SHOWN} more line searches")
-    from memq.ask import searched_steps
-    from memq.types import Plan
 
     assert searched_steps(plan) is plan.searched
     assert searched_steps(Plan(steps=[], rescue=plan)) is plan.searched  # the hybrid planner's rescue's
