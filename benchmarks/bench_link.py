@@ -39,7 +39,7 @@ def main() -> int:
     parser.add_argument("--memory", help="memory bank of the fit (default: memory_bank/DATASET)")
     parser.add_argument("--mentions", default=None, metavar="DATASET,...",
                         help="count the mention prior on these datasets' training questions (default: "
-                             "memq.link.linker.MENTION_DATASETS)")
+                             "memq.link.mentions.MENTION_DATASETS)")
     parser.add_argument("--json", help="write the figures here")
     parser.add_argument("--records", help="write each question's links here, a line for each row's (JSON lines)")
     args = parser.parse_args()
@@ -48,14 +48,8 @@ def main() -> int:
     from memq.link.evaluate import link_record, summarise_links
     from memq.link.fit import MemoryFit
     from memq.link.index import EntityIndex, build_index, kg_source
-    from memq.link.linker import (
-        MENTION_DATASETS,
-        LinkConfig,
-        Linker,
-        add_training_mentions,
-        training_mentions,
-        with_settings,
-    )
+    from memq.link.linker import LinkConfig, Linker, with_settings
+    from memq.link.mentions import MENTION_DATASETS, add_training_mentions, training_mentions
     from memq.link.resolve import cached_index
     from memq.memory.bank import MemoryBank
     from memq.pipeline import Config, open_kg

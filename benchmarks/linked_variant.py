@@ -7,7 +7,7 @@ the questions whose planner input the setting changes.
 
 ``--mentions`` counts the variant's mention prior on these datasets' training questions (without the dev questions
 when ``--split`` is dev); ``--base-mentions``, the base's, on the whole of their training questions, as the cached
-entity index counted it when the base ran (memq.link.linker.training_mentions), or without the dev questions
+entity index counted it when the base ran (memq.link.mentions.training_mentions), or without the dev questions
 with ``--base-held-out`` (a base that is itself a linked_variant run on dev). ``--rebase``: a changed question
 is answered with the base settings again too, so that code changed since the base run is not counted for the
 setting. ``--fresh-base``: BASE.jsonl need not exist; a question whose input the variant changes is answered with
@@ -45,7 +45,8 @@ def main() -> int:
     from memq.evaluate.run import evaluate_question, questions_for
     from memq.evaluate.saved import load_records
     from memq.link.evaluate import same_input
-    from memq.link.linker import training_mentions, with_settings
+    from memq.link.linker import with_settings
+    from memq.link.mentions import training_mentions
     from memq.pipeline import Pipeline
     from memq.types import Trace
 

@@ -15,7 +15,8 @@ from memq import api
 from memq.errors import EntityIndexError, LinkingError
 from memq.kg.oxigraph import OxigraphStore
 from memq.link.index import ENTITIES, MANIFEST, EntityIndex, build_index, normalize
-from memq.link.linker import LinkConfig, Linker, mention_counts, quoted
+from memq.link.linker import LinkConfig, Linker, quoted
+from memq.link.mentions import mention_counts
 from memq.link.resolve import resolve
 from memq.pipeline import Config, Pipeline
 from memq.types import Plan, Trace
@@ -186,6 +187,32 @@ def test_the_mention_prior_counts_training_questions_and_silences_a_generic_span
         index.mentions = {}
 
 
+def test_commonness_chooses_the_reading_a_span_named_in_training_and_never_lifts_a_span(index, tmp_path):
+    # the training questions' "jamaica" named the less popular Jamaica twice, the country once
+    counts = mention_counts(index, [("where is jamaica?", ["m.0nn1zzq"]), ("who sang jamaica?", ["m.0nn1zzq"]),
+                                    ("what is spoken in jamaica?", ["m.03_r3"]), ("who is justin bieber?", ["m.06w2sn5"])])
+    assert counts["jamaica"] == (3, 3) and counts.named["jamaica"] == {"m.0nn1zzq": 2, "m.03_r3": 1}
+    # the longest span that finds an entity named it, not a part of it; keyphraseness counts the part as before
+    assert counts.named["justin bieber"] == {"m.06w2sn5": 1} and "bieber" not in counts.named
+    assert counts["bieber"] == (1, 1)
+    index.mentions = counts
+    try:
+        plain, common = Linker(index, LinkConfig(commonness_weight=0.0)), Linker(index, LinkConfig(commonness_weight=3.0))
+        assert common.commonness("jamaica", "m.0nn1zzq") == pytest.approx(2 / 4)
+        assert common.commonness("jamaica", "m.03_r3") == pytest.approx(1 / 4)
+        assert plain.link("where is jamaica?")[0].id == "m.03_r3"  # without it: the more popular one
+        before = {c[3]: c[0] for c in plain.candidates("where is jamaica?")}
+        after = {c[3]: c[0] for c in common.candidates("where is jamaica?")}
+        # the reading named most keeps its score, the other loses by how much less often it was named
+        assert after["m.0nn1zzq"] == pytest.approx(before["m.0nn1zzq"])
+        assert after["m.03_r3"] == pytest.approx(before["m.03_r3"] - 3.0 * (2 / 4 - 1 / 4))
+        assert common.link("where is jamaica?")[0].id == "m.0nn1zzq"
+        index.save(tmp_path / "idx")
+        assert EntityIndex.load(tmp_path / "idx").mentions.named == counts.named  # kept in mentions.tsv
+    finally:
+        index.mentions = {}
+
+
 def test_a_gold_entity_that_a_span_names_exactly_counts_as_named_for_the_mention_prior(index):
     # Male is a constraint of the first question's parse, not the entity it is about: named exactly, it counts
     questions = [("what is male in jamaica?", ["m.03_r3"], {"m.03_r3", "m.05zppz"}),
@@ -199,7 +226,7 @@ def test_a_gold_entity_that_a_span_names_exactly_counts_as_named_for_the_mention
 def test_the_mention_prior_counts_every_training_set_and_can_hold_dev_out(index, monkeypatch):
     from memq import datasets
     from memq.datasets import GoldParse, GoldQuestion
-    from memq.link.linker import training_mentions
+    from memq.link.mentions import training_mentions
 
     def question(qid, text, dataset, ids):
         parse = GoldParse("p", "SELECT ?x WHERE {}", tuple((i, i) for i in ids), None)
@@ -223,7 +250,7 @@ def test_the_mention_prior_counts_every_training_set_and_can_hold_dev_out(index,
 
 def test_a_cached_index_counted_on_older_rules_counts_its_mention_prior_again(tmp_path, monkeypatch):
     from memq.link import resolve
-    from memq.link.linker import MENTION_DATASETS, MENTIONS_RULE
+    from memq.link.mentions import MENTION_DATASETS, MENTIONS_RULE
 
     kg_file = tmp_path / "kg.nt"
     kg_file.write_text(TRIPLES + EXTRA, encoding="utf-8")

@@ -131,8 +131,10 @@ def test_open_linker_wires_the_fit_from_the_config(index, kg, bank, tmp_path):
 
 
 def test_link_config_refuses_a_negative_fit_weight():
-    with pytest.raises(ValueError, match="fit_weight must be >= 0"):
+    with pytest.raises(ValueError, match="fit_weight and commonness_weight must be >= 0, got -1, 0.5"):
         LinkConfig(fit_weight=-1)
+    with pytest.raises(ValueError, match="commonness_weight must be >= 0, got 0.6, -0.5"):
+        LinkConfig(commonness_weight=-0.5)
     with pytest.raises(ValueError, match="fit_recall must be >= 1"):
         LinkConfig(fit_recall=0)
 

@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _build(args: argparse.Namespace) -> int:
     from ..pipeline import Config, open_kg
     from .index import build_index, kg_source
-    from .linker import add_training_mentions
+    from .mentions import add_training_mentions
 
     if args.page is not None and args.page < 1:
         raise ValueError(f"--page must be >= 1, got {args.page}")

@@ -11,6 +11,8 @@ On disk an index is a directory (format version 1), written like a memory bank::
 
     manifest.json   format_version, memq_version, created, source (the KG), counts, files {name: sha256}
     entities.tsv    one entity per line: id, degree, name, aliases (joined by U+001F)
+    mentions.tsv    the mention prior (memq.link.mentions), a span per line: the span, the training questions it
+                    occurs in, those where it names a gold topic entity, and the entities it named (id:count,...)
 
 :meth:`EntityIndex.load` checks the manifest and the sha256 of ``entities.tsv`` and raises
 :class:`~memq.errors.MemQError` naming the file that failed. Lookups: :meth:`EntityIndex.exact` (a normalised
@@ -74,6 +76,15 @@ def _clean(name: str) -> str:
     return " ".join(name.replace(_SEP, " ").split())
 
 
+class MentionCounts(dict):
+    """The mention prior: normalised span -> (questions of a training set it occurs in, those where it names a gold
+    topic entity), and ``named``: span -> {entity id: the questions where the span named that entity}."""
+
+    def __init__(self, counts=(), named: dict[str, dict[str, int]] | None = None) -> None:
+        super().__init__(counts)
+        self.named = {key: dict(ids) for key, ids in (named or {}).items()}
+
+
 class EntityIndex:
     """Entity ids, their names and degrees; normalised name -> entities, most popular first."""
 
@@ -83,8 +94,8 @@ class EntityIndex:
             raise ValueError("ids, degrees, names and aliases must have one entry per entity")
         self.ids, self.degrees, self.names, self.aliases = ids, degrees, names, aliases
         self.info = dict(info or {})
-        # normalised span -> (questions of a training set it occurs in, those where it names a gold topic entity)
-        self.mentions = dict(mentions or {})
+        # the mention prior (MentionCounts; a plain dict of (seen, linked) works, without the entities named)
+        self.mentions = MentionCounts(mentions or {}, getattr(mentions, "named", None))
         self._row = {mid: i for i, mid in enumerate(ids)}
         keyed: dict[str, list[int]] = defaultdict(list)
         for i, (name, more) in enumerate(zip(names, aliases, strict=True)):
@@ -182,7 +193,9 @@ class EntityIndex:
         lines = [f"{mid}\t{deg}\t{_clean(name)}\t{_SEP.join(_clean(a) for a in more)}"
                  for mid, deg, name, more in zip(self.ids, self.degrees, self.names, self.aliases, strict=True)]
         write_atomic(out / ENTITIES, ("\n".join(lines) + "\n").encode("utf-8"))
-        rows = [f"{key}\t{seen}\t{linked}" for key, (seen, linked) in sorted(self.mentions.items())]
+        named = getattr(self.mentions, "named", {})
+        rows = [f"{key}\t{seen}\t{linked}\t{','.join(f'{mid}:{n}' for mid, n in sorted(named.get(key, {}).items()))}"
+                for key, (seen, linked) in sorted(self.mentions.items())]
         write_atomic(out / MENTIONS, ("\n".join(rows) + "\n").encode("utf-8") if rows else b"")
         manifest = {
             "format_version": FORMAT_VERSION,
@@ -216,16 +229,21 @@ class EntityIndex:
                 degrees.append(int(parts[1]))
                 names.append(parts[2])
                 aliases.append(tuple(parts[3].split(_SEP)) if parts[3] else ())
-        mentions = {}
+        mentions, named = {}, {}
         with open(root / MENTIONS, encoding="utf-8") as fh:
             for n, line in enumerate(fh, 1):
                 parts = line.rstrip("\n").split("\t")
-                if len(parts) != 3 or not (parts[1].isdigit() and parts[2].isdigit()):
-                    raise EntityIndexError(f"{root / MENTIONS}: line {n}: expected span, seen, linked; got "
-                                           f"{line[:80]!r}")
+                named_here = [item.rpartition(":") for item in parts[3].split(",") if item] if len(parts) == 4 else []
+                if len(parts) not in (3, 4) or not (parts[1].isdigit() and parts[2].isdigit()) \
+                        or any(not (_ID.match(mid) and k.isdigit()) for mid, _, k in named_here):
+                    raise EntityIndexError(f"{root / MENTIONS}: line {n}: expected span, seen, linked and the "
+                                           f"entities named (id:count,...); got {line[:80]!r}")
                 mentions[parts[0]] = (int(parts[1]), int(parts[2]))
+                if named_here:
+                    named[parts[0]] = {mid: int(k) for mid, _, k in named_here}
         return cls(ids, degrees, names, aliases, {"source": manifest.get("source", {}), "manifest": manifest,
-                                                  "mentions_from": manifest.get("mentions_from")}, mentions)
+                                                  "mentions_from": manifest.get("mentions_from")},
+                   MentionCounts(mentions, named))
 
 
 # ---------------------------------------------------------------------- build

@@ -17,7 +17,8 @@ from pathlib import Path
 from ..errors import EntityIndexError, LinkingError
 from ..types import Trace
 from .index import MANIFEST, EntityIndex, build_index, kg_source
-from .linker import MENTION_DATASETS, MENTIONS_RULE, Link, Linker, add_training_mentions
+from .linker import Link, Linker
+from .mentions import MENTION_DATASETS, MENTIONS_RULE, add_training_mentions
 
 log = logging.getLogger(__name__)
 

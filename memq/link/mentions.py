@@ -1,0 +1,80 @@
+"""The mention prior: how the training questions' spans named their gold topic entities.
+
+A span's keyphraseness (how often it named a gold topic entity where it occurred: "national anthem" seldom does)
+and its commonness (which entity it named: "malcolm x" the activist, not the film) are counted once per entity
+index on the bundled training questions and kept in the index (:class:`~memq.link.index.MentionCounts`,
+``mentions.tsv``); :class:`~memq.link.linker.Linker` reads them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .index import EntityIndex, MentionCounts
+from .linker import LinkConfig, Linker
+
+
+def mention_counts(index: EntityIndex, questions: Iterable[tuple], config: LinkConfig | None = None
+                   ) -> MentionCounts:
+    """Keyphraseness counts from training questions ``(text, ids of the topic entities it names[, every gold id])``:
+    for each span with candidates, the questions it occurs in and those where one of its candidates is a named gold
+    entity, and (``named``) how often each such entity was the one named (the span's commonness). With every gold id
+    (``training_mentions(exact=True)``, tried and off), one a span names exactly (name or alias) is named too:
+    "clippers", Los Angeles Clippers, a constraint of WebQSP's "... play for the clippers?"."""
+    linker = Linker(EntityIndex([], [], [], []), config)
+    linker.index = index
+    counts: dict[str, list[int]] = {}
+    named: dict[str, dict[str, int]] = {}
+    for text, gold, *every in questions:
+        spans, exact = list(linker.spans(text)), every[0] if every else ()
+        gold = set(gold) | {mid for *_, matches in spans for mid, match in matches if match == 1.0 and mid in exact}
+        seen: dict[str, bool] = {}
+        best: dict[str, tuple[float, int, str]] = {}  # gold id -> (match, span length, span) of the span naming it
+        for i, j, key, matches in spans:
+            seen[key] = seen.get(key, False) or any(mid in gold for mid, _ in matches)
+            for mid, match in matches:
+                if mid in gold and (match, j - i) > best.get(mid, (-1.0, 0, ""))[:2]:
+                    best[mid] = (match, j - i, key)
+        for key, hit in seen.items():
+            c = counts.setdefault(key, [0, 0])
+            c[0] += 1
+            c[1] += int(hit)
+        # for commonness, an entity is named by the span that matches it best, then the longest, not by a part of
+        # it ("martin luther" of "martin luther king" did not name King, "ohio" of "... in ohio ... lake waynoka?"
+        # did not name Lake Waynoka, Ohio)
+        for mid, (_, _, key) in best.items():
+            named.setdefault(key, {})[mid] = named.get(key, {}).get(mid, 0) + 1
+    return MentionCounts({k: (a, b) for k, (a, b) in counts.items()}, named)
+
+
+# the training questions the mention prior is counted on: WebQSP's, and CWQ's, whose longer questions name
+# many more classes and roles ("national anthem", "sports team") that seldom name a topic entity
+MENTION_DATASETS = ("webqsp", "cwq")
+# how the counts are made, at the end of the index's mentions_from: a cached index counted otherwise counts again
+MENTIONS_RULE = ("named as memq.link.gold.prior_entities has them, titles dropped, quotations whole, "
+                 "each entity kept at its best-matching span")
+
+
+def training_mentions(index: EntityIndex, datasets: Iterable[str] = MENTION_DATASETS, hold_out_dev: bool = False,
+                      exact: bool = False) -> tuple[MentionCounts, str]:
+    """Keyphraseness counts (:func:`mention_counts`) over the bundled training questions of ``datasets`` (train
+    split only; the test split is never read) and the topic entities they name (memq.link.gold.prior_entities),
+    with a line saying what they were counted on. CWQ's questions built from WebQSP test questions (``WebQTest-N_``)
+    are left out, as the planner and the memory do. ``hold_out_dev``: without the dev questions carved from train
+    (memq.plan.data.split_of). ``exact``: gold entities a span names exactly count as named too (off: linking.md)."""
+    from memq import datasets as bundled
+    from memq.link.gold import gold_entities, prior_entities
+    from memq.plan.data import WEBQSP_TEST_PREFIX, split_of
+
+    pairs, parts = [], []
+    for dataset in datasets:
+        train = [q for q in bundled.load(dataset, "train") if not q.id.startswith(WEBQSP_TEST_PREFIX)
+                 and (not hold_out_dev or split_of(q.id) == "train")]
+        pairs += [(q.question, prior_entities(q), gold_entities(q)[1] if exact else set()) for q in train]
+        parts.append(f"{dataset} train{' less dev' if hold_out_dev else ''} ({len(train)} questions)")
+    return mention_counts(index, pairs), f"{', '.join(parts)}; {MENTIONS_RULE}{', exact' if exact else ''}"
+
+
+def add_training_mentions(index: EntityIndex, datasets: Iterable[str] = MENTION_DATASETS) -> None:
+    """Fill ``index.mentions`` from the bundled training questions of ``datasets`` (:func:`training_mentions`)."""
+    index.mentions, index.info["mentions_from"] = training_mentions(index, datasets)
