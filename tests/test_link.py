@@ -213,6 +213,22 @@ def test_commonness_chooses_the_reading_a_span_named_in_training_and_never_lifts
         index.mentions = {}
 
 
+def test_every_span_s_best_reading_comes_before_a_second_reading(index):
+    # "bieber" has second readings within the margin that outscore "jamaica", which the mention prior holds down
+    index.mentions = {"jamaica": (10, 0)}
+    try:
+        settings = {"max_entities": 2, "same_span_margin": 0.5, "second_threshold": 0.9}
+        first = Linker(index, LinkConfig(**settings)).link("is bieber from jamaica?")
+        assert [(link.mention, link.alternative) for link in first] == [("bieber", False), ("jamaica", False)]
+        assert first[1].id == "m.03_r3"
+        before = Linker(index, LinkConfig(**settings, alternatives_last=False)).link("is bieber from jamaica?")
+        assert [(link.mention, link.alternative) for link in before] == [("bieber", False), ("bieber", True)]
+        roomy = Linker(index, LinkConfig(**{**settings, "max_entities": 3})).link("is bieber from jamaica?")
+        assert roomy[:2] == first and roomy[2].mention == "bieber" and roomy[2].alternative
+    finally:
+        index.mentions = {}
+
+
 def test_a_gold_entity_that_a_span_names_exactly_counts_as_named_for_the_mention_prior(index):
     # Male is a constraint of the first question's parse, not the entity it is about: named exactly, it counts
     questions = [("what is male in jamaica?", ["m.03_r3"], {"m.03_r3", "m.05zppz"}),
@@ -599,6 +615,10 @@ def test_linker_settings_from_the_command_line_are_typed_and_checked():
         with_settings(LinkConfig(), ["nonsense=1"])
     with pytest.raises(ValueError, match="linker setting required takes a int, got 'one'"):
         with_settings(LinkConfig(), ["required=one"])
+    assert not with_settings(LinkConfig(), ["alternatives_last=false"]).alternatives_last  # bool("false") is True
+    assert with_settings(LinkConfig(alternatives_last=False), ["alternatives_last=1"]).alternatives_last
+    with pytest.raises(ValueError, match="linker setting alternatives_last takes a bool, got 'maybe'"):
+        with_settings(LinkConfig(), ["alternatives_last=maybe"])
 
 
 def test_a_linked_run_answers_as_memq_answer_does_without_entities(pipe, tmp_path):

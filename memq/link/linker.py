@@ -72,6 +72,9 @@ class LinkConfig:
     second_threshold: float = 1.4
     max_entities: int = 3
     same_span_margin: float = 0.2  # a second entity for a chosen span within this score of the first (<0: off)
+    # the best reading of every span is chosen before any second reading, so that second readings do not fill
+    # max_entities before another span's entity (False: in score order, as before)
+    alternatives_last: bool = True
     # fit with the question through the memory (a Linker given a MemoryFit): + fit_weight x the best similarity of
     # the fit_recall statements recalled for the question that binds at the candidate; for the fit_candidates best
     # candidates of each span that can still reach the threshold (0: off)
@@ -140,6 +143,11 @@ def with_settings(config: LinkConfig, settings: list[str]) -> LinkConfig:
         if not sep or key not in types:
             raise ValueError(f"a linker setting is KEY=VALUE with KEY one of {', '.join(types)}; got {item!r}")
         try:
+            if types[key] is bool:
+                if value.lower() not in ("true", "false", "1", "0"):
+                    raise ValueError(value)
+                changes[key] = value.lower() in ("true", "1")
+                continue
             changes[key] = types[key](value)
         except ValueError:
             raise ValueError(f"linker setting {key} takes a {types[key].__name__}, got {value!r}") from None
@@ -329,34 +337,39 @@ class Linker:
         found = self.candidates(question)
         chosen: list[Link] = []
         taken: set[int] = set()
-        k = 0
-        while k < len(found):
-            score, i, j, mid, match, pop, (fit, statement, *coherent) = found[k]
-            k += 1
-            if len(chosen) >= cfg.max_entities or score < (cfg.second_threshold if chosen else cfg.threshold):
-                break
-            if any(link.id == mid for link in chosen):
-                continue
-            alternative = bool(taken.intersection(range(i, j)))
-            if alternative:
-                # a second reading of a chosen span ("kennedy": John F. or Ted) when it scores close to the first
-                best = next((x for x in chosen if x.span == (i, j)), None)
-                if best is None or best.score - score > cfg.same_span_margin:
-                    continue
-                if normalize(self.index.name(mid) or mid) == normalize(best.name):
-                    continue  # a plan could not name it apart from the first (two places called Atlanta)
-            taken.update(range(i, j))
-            others = []
-            for c in found:
-                if c[3] != mid and c[1] < j and i < c[2] and all(o[0] != c[3] for o in others):
-                    others.append((c[3], self.index.name(c[3]) or c[3], c[0]))
-                if len(others) == 3:
+        # the best reading of each span first; a span's second readings then, while there is room, so that they
+        # do not crowd out another span's entity ("corporation": News, Sony and Microsoft Corporation before Chrysler)
+        for second in (False, True) if cfg.alternatives_last else (None,):
+            k = 0
+            while k < len(found):
+                score, i, j, mid, match, pop, (fit, statement, *coherent) = found[k]
+                k += 1
+                if len(chosen) >= cfg.max_entities or score < (cfg.second_threshold if chosen else cfg.threshold):
                     break
-            chosen.append(Link(mid, self.index.name(mid) or mid, " ".join(tokens[i:j]), score, match, pop,
-                               tuple(others), (i, j), fit if self.uses_fit else None, statement, alternative,
-                               coherent[0] if coherent else None))
-            if len(chosen) == 1 and self.fit is not None and cfg.coherence_weight > 0:
-                found = found[:k] + self.joined_with(chosen[0], found[k:], tokens)
+                if any(link.id == mid for link in chosen):
+                    continue
+                alternative = bool(taken.intersection(range(i, j)))
+                if second is not None and alternative != second:
+                    continue
+                if alternative:
+                    # a second reading of a chosen span ("kennedy": John F. or Ted) when it scores close to the first
+                    best = next((x for x in chosen if x.span == (i, j)), None)
+                    if best is None or best.score - score > cfg.same_span_margin:
+                        continue
+                    if normalize(self.index.name(mid) or mid) == normalize(best.name):
+                        continue  # a plan could not name it apart from the first (two places called Atlanta)
+                taken.update(range(i, j))
+                others = []
+                for c in found:
+                    if c[3] != mid and c[1] < j and i < c[2] and all(o[0] != c[3] for o in others):
+                        others.append((c[3], self.index.name(c[3]) or c[3], c[0]))
+                    if len(others) == 3:
+                        break
+                chosen.append(Link(mid, self.index.name(mid) or mid, " ".join(tokens[i:j]), score, match, pop,
+                                   tuple(others), (i, j), fit if self.uses_fit else None, statement, alternative,
+                                   coherent[0] if coherent else None))
+                if len(chosen) == 1 and self.fit is not None and cfg.coherence_weight > 0:
+                    found = found[:k] + self.joined_with(chosen[0], found[k:], tokens)
         return chosen
 
     def joined_with(self, first: Link, rest: list, tokens: list[str]) -> list:
