@@ -1,7 +1,7 @@
 """The mention prior: how the training questions' spans named their gold topic entities.
 
 A span's keyphraseness (how often it named a gold topic entity where it occurred: "national anthem" seldom does)
-and its commonness (which entity it named: "malcolm x" the activist, not the film) are counted once per entity
+and its commonness (which entity it named: "sony" Sony Corporation, not Sony BMG) are counted once per entity
 index on the bundled training questions and kept in the index (:class:`~memq.link.index.MentionCounts`,
 ``mentions.tsv``); :class:`~memq.link.linker.Linker` reads them.
 """
