@@ -4,11 +4,14 @@
    up as a whole name (exact), and, when nothing has that exact name, fuzzily (rapidfuzz ``ratio`` >=
    ``fuzzy_cutoff``; "jamaican" finds "Jamaica").
 2. Candidate ranking: ``match`` (1 exact, else ratio / 100) + ``popularity_weight`` x popularity (log degree,
-   0-1) + ``length_weight`` x the span's content tokens (up to 3, over 3), and, with a KG and a memory bank
+   0-1) + ``length_weight`` x the span's content tokens (up to 3, over 3) + the mention prior (how often the span
+   named a gold entity in training, and ``commonness_weight`` x how much less often it named this one than the
+   span's most named reading: :mod:`memq.link.mentions`), and, with a KG and a memory bank
    (:class:`~memq.link.fit.MemoryFit`), ``fit_weight`` x the fit with the question through the memory: the best
    similarity of a statement recalled for the question that binds at the candidate.
 3. Choice: the best (span, entity) first, then the next whose span does not overlap a chosen one, while the
-   score reaches ``threshold`` (``second_threshold`` after the first), at most ``max_entities``. With a KG, once
+   score reaches ``threshold`` (``second_threshold`` after the first), at most ``max_entities``; a second reading
+   of a chosen span within ``same_span_margin`` after every span's best one (``alternatives_last``). With a KG, once
    the first is chosen, a candidate of another span that one CVT joins with it gains ``coherence_weight``
    (:meth:`Linker.joined_with`: the film beside the character of "who plays saruman in lord of the rings?").
 
