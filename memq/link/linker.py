@@ -345,7 +345,7 @@ class Linker:
         for second in (False, True) if cfg.alternatives_last else (None,):
             k = 0
             while k < len(found):
-                score, i, j, mid, match, pop, (fit, statement, *coherent) = found[k]
+                score, i, j, mid = found[k][:4]
                 k += 1
                 if len(chosen) >= cfg.max_entities or score < (cfg.second_threshold if chosen else cfg.threshold):
                     break
@@ -362,18 +362,23 @@ class Linker:
                     if normalize(self.index.name(mid) or mid) == normalize(best.name):
                         continue  # a plan could not name it apart from the first (two places called Atlanta)
                 taken.update(range(i, j))
-                others = []
-                for c in found:
-                    if c[3] != mid and c[1] < j and i < c[2] and all(o[0] != c[3] for o in others):
-                        others.append((c[3], self.index.name(c[3]) or c[3], c[0]))
-                    if len(others) == 3:
-                        break
-                chosen.append(Link(mid, self.index.name(mid) or mid, " ".join(tokens[i:j]), score, match, pop,
-                                   tuple(others), (i, j), fit if self.uses_fit else None, statement, alternative,
-                                   coherent[0] if coherent else None))
+                chosen.append(self._link(found[k - 1], found, tokens, alternative))
                 if len(chosen) == 1 and self.fit is not None and cfg.coherence_weight > 0:
                     found = found[:k] + self.joined_with(chosen[0], found[k:], tokens)
         return chosen
+
+    def _link(self, candidate: tuple, found: list, tokens: list[str], alternative: bool) -> Link:
+        """The :class:`Link` of a chosen ``candidate`` of ``found``, with up to three runners-up: the best other
+        entities of the spans that overlap its own."""
+        score, i, j, mid, match, pop, (fit, statement, *coherent) = candidate
+        others = []
+        for c in found:
+            if c[3] != mid and c[1] < j and i < c[2] and all(o[0] != c[3] for o in others):
+                others.append((c[3], self.index.name(c[3]) or c[3], c[0]))
+            if len(others) == 3:
+                break
+        return Link(mid, self.index.name(mid) or mid, " ".join(tokens[i:j]), score, match, pop, tuple(others),
+                    (i, j), fit if self.uses_fit else None, statement, alternative, coherent[0] if coherent else None)
 
     def joined_with(self, first: Link, rest: list, tokens: list[str]) -> list:
         """``rest`` (the candidates after the first entity chosen), best first again once ``coherence_weight`` is

@@ -43,7 +43,8 @@ def mention_counts(index: EntityIndex, questions: Iterable[tuple], config: LinkC
         # it ("martin luther" of "martin luther king" did not name King, "ohio" of "... in ohio ... lake waynoka?"
         # did not name Lake Waynoka, Ohio)
         for mid, (_, _, key) in best.items():
-            named.setdefault(key, {})[mid] = named.get(key, {}).get(mid, 0) + 1
+            ids = named.setdefault(key, {})
+            ids[mid] = ids.get(mid, 0) + 1
     return MentionCounts({k: (a, b) for k, (a, b) in counts.items()}, named)
 
 
