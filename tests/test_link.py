@@ -3,6 +3,7 @@ ids through Pipeline.answer, memq.answer, memq ask and memq serve."""
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import replace
 
@@ -262,6 +263,32 @@ def test_the_mention_prior_counts_every_training_set_and_can_hold_dev_out(index,
     assert source.startswith("webqsp train less dev (1 questions), cwq train less dev (1 questions);")
     webqsp_only = training_mentions(index, ["webqsp"])[0]
     assert webqsp_only["jamaica"] == (1, 1) and "male" not in webqsp_only
+
+
+def test_a_dev_evaluation_counts_its_linkers_mention_prior_without_the_dev_questions(index, monkeypatch):
+    from memq import datasets
+    from memq.datasets import GoldParse, GoldQuestion
+    from memq.link.evaluate import hold_out_dev
+    from memq.link.linker import Linker
+
+    def question(qid, text, ids):
+        parse = GoldParse("p", "SELECT ?x WHERE {}", tuple((i, i) for i in ids), None)
+        return GoldQuestion(qid, text, "webqsp", "train", (parse,))
+
+    bundled = {"webqsp": [question("TestQ-0", "where is jamaica?", ["m.03_r3"]),
+                          question("TestQ-7", "is jamaica big?", ["m.03_r3"])],  # TestQ-7: dev
+               "cwq": []}
+    monkeypatch.setattr(datasets, "load", lambda dataset, split: bundled[dataset])
+    shared = copy.copy(index)
+    shared.mentions, shared.info = {"jamaica": (9, 9)}, {**index.info, "mentions_from": "webqsp train (9 questions)"}
+    linker = Linker(shared)
+    hold_out_dev(linker)
+    assert linker.index is not shared and shared.mentions == {"jamaica": (9, 9)}  # the shared index is untouched
+    assert linker.index.mentions["jamaica"] == (1, 1)
+    assert linker.index.info["mentions_from"].startswith("webqsp train less dev (1 questions)")
+    counted = linker.index
+    hold_out_dev(linker)  # once is enough
+    assert linker.index is counted
 
 
 def test_a_cached_index_counted_on_older_rules_counts_its_mention_prior_again(tmp_path, monkeypatch):

@@ -109,6 +109,22 @@ def same_linking(saved: dict | None, link: dict) -> bool:
     return saved is not None and core(saved) == core(link)
 
 
+def hold_out_dev(linker) -> None:
+    """Give ``linker`` its own copy of its entity index, with the mention prior counted without the dev questions
+    carved from train: a dev question's own gold entities never lift its spans (the cached index, shared with
+    every other run, counts them)."""
+    import copy
+
+    from .mentions import training_mentions
+
+    held = linker.index.info.get("mentions_from") or ""
+    if "less dev" in held:
+        return
+    linker.index = copy.copy(linker.index)
+    linker.index.info = dict(linker.index.info)
+    linker.index.mentions, linker.index.info["mentions_from"] = training_mentions(linker.index, hold_out_dev=True)
+
+
 def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: int | None = None,
                per_question=None, progress: bool = True, pipeline=None, plans_from=None, shard=None) -> dict:
     """``memq evaluate --entities linked``: linking over the whole split, and end to end over the first ``limit``
@@ -137,6 +153,8 @@ def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: in
         raise ValueError("--entities linked needs an LLM planner: the oracle plans from the gold query's entities")
     config = dc_replace(config or Config(), planner_dataset=dataset, planner=planner)
     pipeline = pipeline or Pipeline(config)
+    if split == "dev":
+        hold_out_dev(pipeline.linker)
     questions = questions_for(dataset, split)
     links = [link_record(pipeline.linker, q) for q in questions]
     block = summarise_links(links)
@@ -201,6 +219,7 @@ def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: in
                             f"linking only (--limit 0): all {len(questions)} questions of the split linked, none "
                             "answered end to end"),
         "entity_index": pipeline.linker.index.info.get("manifest", {}).get("counts"),
+        "mentions_from": pipeline.linker.index.info.get("mentions_from"),
         "link_settings": asdict(pipeline.config.link),
         **({"shard": {"index": shard[0], "of": shard[1], "note": "end to end: every n-th question from the k-th "
                       "of the first --limit, a part of them"}} if shard is not None else {}),
