@@ -277,3 +277,20 @@ def test_entity_pairs_one_cvt_joins_agree_on_virtuoso_and_oxigraph(loaded):
     on_store = MemoryFit(loaded["store"], None).connected(pairs)
     assert on_store >= {frozenset(p) for p in joined}
     assert MemoryFit(loaded["endpoint"], None).connected(pairs) == on_store
+
+
+def test_places_inside_regions_agree_on_virtuoso_and_oxigraph(loaded):
+    # the linker's place rule (memq.link.fit.MemoryFit.contained) asks the same query of an endpoint
+    import re
+
+    from memq.link.fit import CONTAINEDBY, MemoryFit
+
+    rows = loaded["store"].select(f"SELECT DISTINCT ?a ?b WHERE {{ ?a {CONTAINEDBY} ?b }} LIMIT 200")
+    ids = re.compile(r"^[mg]\.[0-9a-z_]+$")
+    inside = [(r["a"].local, r["b"].local) for r in rows if ids.match(r["a"].local) and ids.match(r["b"].local)][:10]
+    assert len(inside) >= 3
+    pairs = inside + [(b, a) for a, b in inside] + [(a, inside[(n + 1) % len(inside)][1])
+                                                     for n, (a, _) in enumerate(inside)]
+    on_store = MemoryFit(loaded["store"], None).contained(pairs)
+    assert on_store >= set(inside)
+    assert MemoryFit(loaded["endpoint"], None).contained(pairs) == on_store

@@ -740,3 +740,22 @@ def test_bad_names_are_refused_before_the_entity_index_loads(tmp_path):
     with pytest.raises(ValueError, match="contains characters a name cannot have"):
         p.answer("what does jamaican people speak?", ["Jam{aica"])
     assert p._linker is None  # the index was never opened
+
+
+def test_a_part_of_a_longer_name_the_question_writes_loses_to_it(tmp_path):
+    from memq.link.context import nested
+
+    path = tmp_path / "kg.nt"
+    path.write_text("".join(f'<{FB}{mid}> {NAME} "{name}"@en .\n' for mid, name in (
+        ("m.0usa", "United States of America"), ("m.0latam", "Latin America"))) + "".join(
+        f"<{FB}m.0usa> <{FB}location.location.contains> <{FB}m.0p{i}> .\n" for i in range(40)), encoding="utf-8")
+    index = build_index(OxigraphStore.from_file(path), source={"kg": "kg.nt"})
+    question = "what does latin america consist of?"
+    assert Linker(index, LinkConfig(nested_weight=0.0)).link(question)[0].id == "m.0usa"  # popular, from "america"
+    links = Linker(index).link(question)
+    assert links[0].id == "m.0latam" and links[0].mention == "latin america"
+    # only a reading that is not its own span's exact name, and only inside a longer exact name
+    found = [(2.0, 2, 3, "m.0usa", 0.8, 1.0, (None, None)), (1.9, 2, 4, "m.0latam", 1.0, 0.4, (None, None)),
+             (1.5, 3, 4, "m.0x", 1.0, 0.4, (None, None)), (1.4, 5, 6, "m.0y", 0.8, 0.4, (None, None))]
+    assert [round(c[0], 2) for c in nested(found, 0.3)] == [1.7, 1.9, 1.5, 1.4]
+    assert nested(found, 0.0) == found

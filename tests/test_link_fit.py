@@ -199,3 +199,53 @@ def test_coherence_prefers_the_reading_one_cvt_joins_with_another_span(coherent_
 def test_coherence_checks_ids_before_they_reach_sparql(coherent_kg, bank):
     with pytest.raises(ValueError, match="not a Freebase id"):
         MemoryFit(coherent_kg, bank).connected([("m.0sar", "m.0x> ?p ?o } #")])
+
+
+# A place beside a place: two cities called "Fresno"; the more popular one is the default reading, but the question
+# names the region of the other right after it ("fresno texas"), and the KG puts only that one in it.
+PLACES = f"""
+<{FB}m.0fca> {NAME} "Fresno"@en .
+<{FB}m.0ftx> {NAME} "Fresno"@en .
+<{FB}m.0tx> {NAME} "Texas"@en .
+<{FB}m.0fsu> {NAME} "Fresno State University"@en .
+<{FB}m.0ftx> <{FB}location.location.containedby> <{FB}m.0county> .
+<{FB}m.0county> <{FB}location.location.containedby> <{FB}m.0tx> .
+<{FB}m.0tx> <{FB}location.location.contains> <{FB}m.0fsu> .
+""" + "".join(f"<{FB}m.0fca> <{FB}location.location.contains> <{FB}m.0p{i}> .\n" for i in range(6))
+
+
+@pytest.fixture(scope="module")
+def places_kg(tmp_path_factory):
+    path = tmp_path_factory.mktemp("placekg") / "kg.nt"
+    path.write_text(PLACES, encoding="utf-8")
+    return OxigraphStore.from_file(path)
+
+
+def test_a_places_reading_is_the_one_inside_the_region_named_after_it(places_kg, bank):
+    index = build_index(places_kg, source={"kg": "kg.nt"})
+    assert index.exact("fresno") == ["m.0fca", "m.0ftx"]
+    fit = MemoryFit(places_kg, bank)
+    assert fit.contained([("m.0ftx", "m.0tx"), ("m.0fca", "m.0tx"), ("m.0fsu", "m.0tx"), ("m.0tx", "m.0ftx")]) == {
+        ("m.0ftx", "m.0tx"), ("m.0fsu", "m.0tx")}  # two containedby edges, or contains; not the other way round
+    off = LinkConfig(fit_weight=0.0, place_weight=0.0)
+    assert Linker(index, off, fit).link("where is fresno texas?")[0].id == "m.0fca"
+    on = replace(off, place_weight=0.5)
+    links = Linker(index, on, fit).link("where is fresno texas?")
+    assert links[0].id == "m.0ftx" and links[0].to_json()["within"] == "m.0tx"
+    assert all("within" not in link.to_json() for link in links[1:])
+    # the region must come right after the place, and a question without one reads the popular city
+    assert Linker(index, on, fit).link("where is fresno?")[0].id == "m.0fca"
+    assert Linker(index, on, fit).link("is texas where fresno is?")[0].id != "m.0ftx"
+    # a place is named exactly: the university inside Texas that "fresno" is part of gains nothing
+    assert all(c[6][3:] == () for c in Linker(index, on, fit).candidates("where is fresno texas?")
+               if c[3] == "m.0fsu")
+    trace = Trace()
+    resolve(Linker(index, on, fit), "where is fresno texas?", None, trace)
+    assert "the KG puts it in m.0tx, named after it" in trace.fallbacks[0]
+    with pytest.raises(ValueError, match="place_weight and nested_weight must be >= 0 and place_candidates >= 2"):
+        LinkConfig(place_weight=-0.5)
+
+
+def test_places_check_ids_before_they_reach_sparql(places_kg, bank):
+    with pytest.raises(ValueError, match="not a Freebase id"):
+        MemoryFit(places_kg, bank).contained([("m.0ftx", "m.0x> ?p ?o } #")])

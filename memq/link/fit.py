@@ -45,6 +45,7 @@ class MemoryFit:
         self._edges: dict[str, frozenset[Edge]] = {}
         self._statement_edges: dict[str, frozenset[Edge]] = {}
         self._connected: dict[frozenset[str], bool] = {}
+        self._contained: dict[tuple[str, str], bool] = {}
         self.queries = 0
         self.seconds = 0.0
 
@@ -83,27 +84,39 @@ class MemoryFit:
         not asked before (cached). A direct edge does not count: in a question that names an entity, the other end
         of a direct edge is most often the answer ("what language is spoken in singapore?": English). Ids are
         checked (:func:`memq.kg.base.check_ids`); a query that fails joins nothing (logged, not asked again)."""
-        todo = []
-        for a, b in pairs:
-            key = frozenset((a, b))
-            if len(key) == 2 and key not in self._connected and key not in todo:
-                todo.append(key)
+        keys = [frozenset(p) for p in pairs]
+        found = self._ask(self._connected, [k for k in keys if len(k) == 2],
+                          lambda todo: connected_query([tuple(sorted(k)) for k in todo]), frozenset, "connects")
+        return {k for k in keys if k in found}
+
+    def contained(self, pairs: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
+        """The ``(place, region)`` pairs where the KG puts the place in the region (:func:`contained_query`: one
+        ``location.location.containedby`` or ``contains`` edge, or two ``containedby`` edges), in one query for the
+        pairs not asked before (cached with the others); checked ids; a query that fails finds none (logged)."""
+        keys = [tuple(p) for p in pairs]
+        found = self._ask(self._contained, [k for k in keys if k[0] != k[1]], contained_query, tuple, "contains")
+        return {k for k in keys if k in found}
+
+    def _ask(self, cache: dict, keys: list, query, key, what: str) -> set:
+        """The ``keys`` (pairs of ids) that the KG holds, by ``query(pairs not in cache)``, whose rows' ``?a ?b``
+        make a pair by ``key((a, b))``; the answers are kept in ``cache``."""
+        todo = list(dict.fromkeys(k for k in keys if k not in cache))
         if todo:
             check_ids(set().union(*todo))
             t0 = time.perf_counter()
             try:
-                rows = self.kg.select(connected_query([tuple(sorted(k)) for k in todo]), timeout=self.timeout)
-                found = {frozenset((r["a"].local, r["b"].local)) for r in rows
+                rows = self.kg.select(query(todo), timeout=self.timeout)
+                found = {key((r["a"].local, r["b"].local)) for r in rows
                          if isinstance(r.get("a"), Iri) and isinstance(r.get("b"), Iri)}
             except KnowledgeGraphError as exc:
-                log.warning("entity linking: which of %d pairs the KG connects could not be read: %s", len(todo), exc)
+                log.warning("entity linking: which of %d pairs the KG %s could not be read: %s", len(todo), what, exc)
                 found = set()
             self.seconds += time.perf_counter() - t0
             self.queries += 1
-            if len(self._connected) >= MAX_CACHED:
-                self._connected = {}
-            self._connected.update((k, k in found) for k in todo)
-        return {frozenset(p) for p in pairs if self._connected.get(frozenset(p))}
+            if len(cache) >= MAX_CACHED:
+                cache.clear()
+            cache.update((k, k in found) for k in todo)
+        return {k for k in keys if cache.get(k)}
 
     def first_edges(self, statement) -> frozenset[Edge]:
         """A statement's edges at ``?entity1`` (its first edge, as it writes it), cached by statement id."""
@@ -147,6 +160,17 @@ def connected_query(pairs: list[tuple[str, str]]) -> str:
     unnamed = f"FILTER NOT EXISTS {{ ?m <{NAME_PREDICATE}> ?n }}"
     return (f"SELECT DISTINCT ?a ?b WHERE {{ VALUES (?a ?b) {{ {values} }} "
             f"{{ ?a ?p ?m . ?m ?q ?b . {unnamed} }} UNION {{ ?b ?p ?m . ?m ?q ?a . {unnamed} }} }}")
+
+
+CONTAINEDBY, CONTAINS = f"<{FB}location.location.containedby>", f"<{FB}location.location.contains>"
+
+
+def contained_query(pairs: list[tuple[str, str]]) -> str:
+    """Standard SPARQL: the ``(?a ?b)`` of ``pairs`` (checked Freebase ids) where ``?a`` is in ``?b``: one
+    containment edge either way, or two ``containedby`` edges (a city's county, then its state)."""
+    values = " ".join(f"(<{FB}{a}> <{FB}{b}>)" for a, b in pairs)
+    return (f"SELECT DISTINCT ?a ?b WHERE {{ VALUES (?a ?b) {{ {values} }} {{ ?a {CONTAINEDBY} ?b }} UNION "
+            f"{{ ?b {CONTAINS} ?a }} UNION {{ ?a {CONTAINEDBY} ?m . ?m {CONTAINEDBY} ?b }} }}")
 
 
 def one_thread(search):

@@ -8,7 +8,9 @@
    named a gold entity in training, and ``commonness_weight`` x how much less often it named this one than the
    span's most named reading: :mod:`memq.link.mentions`), and, with a KG and a memory bank
    (:class:`~memq.link.fit.MemoryFit`), ``fit_weight`` x the fit with the question through the memory: the best
-   similarity of a statement recalled for the question that binds at the candidate.
+   similarity of a statement recalled for the question that binds at the candidate; the question's other spans
+   (:mod:`memq.link.context`): ``place_weight`` for a place inside the region named right after it, and
+   ``-nested_weight`` for a part of a longer name the question writes.
 3. Choice: the best (span, entity) first, then the next whose span does not overlap a chosen one, while the
    score reaches ``threshold`` (``second_threshold`` after the first), at most ``max_entities``; a second reading
    of a chosen span within ``same_span_margin`` after every span's best one (``alternatives_last``). With a KG, once
@@ -21,11 +23,11 @@ Each chosen entity is a :class:`Link` (mention, score, runners-up) in the trace;
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..errors import MemQError
+from .context import nested, placed, quoted
 from .index import EntityIndex, normalize
 
 log = logging.getLogger(__name__)
@@ -92,6 +94,12 @@ class LinkConfig:
     # a span that is part of more names than this is a class word ("language" of Italian Language, "team"): its
     # candidates get no coherence (the answer of "what language did jewish people speak?" is joined with the people)
     coherence_max_names: int = 100
+    # memq.link.context: + place_weight for a place inside the region the next span names ("fresno texas"), among
+    # a span's place_candidates best readings; - nested_weight for a reading that is not its span's exact name,
+    # inside a longer span that is one ("america" of "latin america"). 0: off
+    place_weight: float = 0.5
+    place_candidates: int = 4
+    nested_weight: float = 0.3
     # how many linked entities (best first, second readings aside) a plan must name (the grounded planner's entity
     # coverage); the others are optional: named in the prompt, and a plan may name them. -1: all of them; 0: none
     # (a plan still starts from one). 0 chosen on WebQSP dev (first 100, end to end: F1 0.642 with -1, 0.669
@@ -128,6 +136,9 @@ class LinkConfig:
         if self.fit_weight < 0 or self.commonness_weight < 0:
             raise ValueError(f"fit_weight and commonness_weight must be >= 0, got {self.fit_weight}, "
                              f"{self.commonness_weight}")
+        if self.place_weight < 0 or self.place_candidates < 2 or self.nested_weight < 0:
+            raise ValueError(f"place_weight and nested_weight must be >= 0 and place_candidates >= 2, got "
+                             f"{self.place_weight}, {self.nested_weight}, {self.place_candidates}")
         if self.coherence_weight < 0 or self.coherence_entities < 2 or self.coherence_max_names < 0:
             raise ValueError(f"coherence_weight and coherence_max_names must be >= 0 and coherence_entities >= 2, "
                              f"got {self.coherence_weight}, {self.coherence_max_names}, {self.coherence_entities}")
@@ -173,6 +184,7 @@ class Link:
     fit_statement: str | None = None  # the recalled statement that binds at the entity
     alternative: bool = False  # a second reading of a span linked already (``same_span_margin``): optional
     coherent: str | None = None  # the first entity, when one CVT joins it with this one (coherence_weight)
+    within: str | None = None  # the region the next span names, when the KG puts this place in it (place_weight)
 
     def to_json(self) -> dict:
         out = {"id": self.id, "name": self.name, "mention": self.mention, "score": round(self.score, 4),
@@ -185,24 +197,9 @@ class Link:
             out["alternative"] = True
         if self.coherent:
             out["coherent"] = self.coherent
+        if self.within:
+            out["within"] = self.within
         return out
-
-
-QUOTED = re.compile(r'["\u201c\u201d]([^"\u201c\u201d]+)["\u201c\u201d]')
-
-
-def quoted(question: str, tokens: list[str], shorter: int, longest: int) -> list[tuple[int, int]]:
-    """The (start, end) token spans of ``tokens`` (the normalised question) that the question quotes in double
-    quotes, of more than ``shorter`` tokens (the shorter ones are among every span the linker looks up) and at most
-    ``longest``: a quotation or a title is one name however long ("Who is rich? He that rejoices in his portion.")."""
-    out = []
-    for text in QUOTED.findall(question):
-        part = normalize(text).split()
-        if not shorter < len(part) <= longest:
-            continue
-        n = len(part)
-        out += [(i, i + n) for i in range(len(tokens) - n + 1) if tokens[i:i + n] == part][:1]
-    return out
 
 
 def best_first(candidate: tuple) -> tuple:
@@ -304,8 +301,11 @@ class Linker:
                 pop = index.popularity(mid)
                 found.append((match + cfg.popularity_weight * pop + bonus + cfg.commonness_weight * (
                     common.get(mid, top) - top), i, j, mid, match, pop, (None, None)))
+        found = nested(found, cfg.nested_weight)
         if self.uses_fit and found:
             found = self.with_fit(question, found)
+        if self.fit is not None and cfg.place_weight > 0 and found:
+            found = placed(self, found)
         found.sort(key=best_first)
         return found
 
@@ -370,7 +370,8 @@ class Linker:
     def _link(self, candidate: tuple, found: list, tokens: list[str], alternative: bool) -> Link:
         """The :class:`Link` of a chosen ``candidate`` of ``found``, with up to three runners-up: the best other
         entities of the spans that overlap its own."""
-        score, i, j, mid, match, pop, (fit, statement, *coherent) = candidate
+        score, i, j, mid, match, pop, (fit, statement, *marks) = candidate
+        coherent, within = (*marks, None, None)[:2]
         others = []
         for c in found:
             if c[3] != mid and c[1] < j and i < c[2] and all(o[0] != c[3] for o in others):
@@ -378,7 +379,7 @@ class Linker:
             if len(others) == 3:
                 break
         return Link(mid, self.index.name(mid) or mid, " ".join(tokens[i:j]), score, match, pop, tuple(others),
-                    (i, j), fit if self.uses_fit else None, statement, alternative, coherent[0] if coherent else None)
+                    (i, j), fit if self.uses_fit else None, statement, alternative, coherent, within)
 
     def joined_with(self, first: Link, rest: list, tokens: list[str]) -> list:
         """``rest`` (the candidates after the first entity chosen), best first again once ``coherence_weight`` is
@@ -410,7 +411,7 @@ class Linker:
         partners = {mid for mid in best if frozenset((first.id, mid)) in joined}
         if not partners:
             return rest
-        out = [(c[0] + cfg.coherence_weight, *c[1:6], (*c[6][:2], first.id))
+        out = [(c[0] + cfg.coherence_weight, *c[1:6], (*c[6][:2], first.id, *c[6][3:]))
                if c[3] in partners and apart(c) else c for c in rest]
         out.sort(key=best_first)
         return out

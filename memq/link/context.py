@@ -1,0 +1,104 @@
+"""What a span's neighbours in the question say about its readings: the region named right after a place, the
+longer name a span is part of, and the double quotes around a name.
+
+**The place beside a place** (:func:`placed`; ``LinkConfig.place_weight``): "fresno texas", "kansas city kansas".
+Many places share a name, and a question tells them apart the way an address does, with the region after the
+place: "where is fresno texas located?" asks about Fresno, Texas, where popularity and the mention prior read
+"fresno" as Fresno, California. The region is a span of its own, so neither the span's match nor its commonness
+sees it, and coherence (:meth:`memq.link.linker.Linker.joined_with`) joins only entities one CVT joins.
+So, with a KG (a linker given a :class:`~memq.link.fit.MemoryFit`), for each span with two readings or more that
+have its exact name among its ``place_candidates`` best, and a span that starts right where it ends: when the KG
+puts such a reading inside one of the next span's two best readings with an exact name
+(:meth:`~memq.link.fit.MemoryFit.contained`: ``location.location.containedby`` or ``contains``, or two
+``containedby`` edges), that reading gains ``place_weight``. A place is named exactly: "portland" does not lift
+Portland State University. One query a question, only for questions where such spans meet. The region's id is
+kept in the candidate (``Link.within``), and the region itself is linked or not as any other span.
+
+**The longer name around a span** (:func:`nested`; ``LinkConfig.nested_weight``): a reading that is not its span's
+exact name (a part of a longer name, a fuzzy match, the name an adjective is formed from) loses ``nested_weight``
+when the span lies inside a longer span of the question that is some entity's exact name. "what does latin america
+consist of?" linked the United States of America from "america" (popular, and "america" named it often in
+training) before Latin America; "what show does tamera mowry play on?" Tia Mowry from "mowry". The reading of the
+longer name still competes: the rule only weighs a part against the whole.
+
+**Quotations** (:func:`quoted`; ``LinkConfig.quote_tokens``): a span in double quotes longer than the linker's
+``max_tokens`` is looked up whole too.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from memq.errors import MemQError
+
+from .index import normalize
+
+log = logging.getLogger(__name__)
+
+__all__ = ["nested", "placed", "quoted"]
+
+
+def nested(found: list, weight: float) -> list:
+    """``found`` (:meth:`memq.link.linker.Linker.candidates`' tuples) with ``weight`` taken off each reading that
+    is not its span's exact name, where a longer span that holds the span is some entity's exact name."""
+    exact = {(c[1], c[2]) for c in found if c[4] == 1.0 and c[2] - c[1] > 1} if weight > 0 else ()
+    if not exact:
+        return found
+    return [(c[0] - weight, *c[1:]) if c[4] < 1.0 and any(a <= c[1] and c[2] <= b and (a, b) != (c[1], c[2])
+                                                          for a, b in exact) else c for c in found]
+
+
+def placed(linker, found: list) -> list:
+    """``found`` (:meth:`memq.link.linker.Linker.candidates`' tuples) with ``place_weight`` added to each reading
+    of a span that the KG puts inside a region the next span names; the region's id becomes the fourth part of
+    the candidate's last element (after the fit, its statement and the coherent entity, None here)."""
+    cfg = linker.config
+    spans: dict[tuple[int, int], list] = {}
+    for c in sorted(found, key=lambda c: (-c[0], c[3])):
+        spans.setdefault((c[1], c[2]), []).append(c)
+    regions: dict[tuple[int, int], list[str]] = {}  # a span -> the regions the span right after it names
+    for (i, j), cands in spans.items():
+        readings = list(dict.fromkeys(c[3] for c in cands[:cfg.place_candidates] if c[4] == 1.0))
+        if len(readings) < 2:
+            continue
+        after = [list(dict.fromkeys(c[3] for c in later if c[4] == 1.0))[:2]
+                 for (start, _), later in spans.items() if start == j]
+        regions[(i, j)] = list(dict.fromkeys(z for names in after for z in names))
+    pairs = [(c[3], z) for span, zs in regions.items() for c in spans[span][:cfg.place_candidates] for z in zs
+             if c[4] == 1.0 and c[3] != z]
+    if not pairs:
+        return found
+    try:
+        inside = linker.fit.contained(pairs)
+    except (MemQError, OSError) as exc:  # the KG could not be loaded: link without the places
+        log.warning("entity linking goes on without the place beside a place: %s", exc)
+        return found
+    if not inside:
+        return found
+    out = []
+    for c in found:
+        region = next((z for z in regions.get((c[1], c[2]), ()) if c[4] == 1.0 and (c[3], z) in inside), None)
+        if region is None:
+            out.append(c)
+        else:
+            fit, statement, *_ = c[6]
+            out.append((c[0] + cfg.place_weight, *c[1:6], (fit, statement, None, region)))
+    return out
+
+
+QUOTED = re.compile(r'["\u201c\u201d]([^"\u201c\u201d]+)["\u201c\u201d]')
+
+
+def quoted(question: str, tokens: list[str], shorter: int, longest: int) -> list[tuple[int, int]]:
+    """The (start, end) token spans of ``tokens`` (the normalised question) that the question quotes in double
+    quotes, of more than ``shorter`` tokens (the shorter ones are among every span the linker looks up) and at most
+    ``longest``: a quotation or a title is one name however long ("Who is rich? He that rejoices in his portion.")."""
+    out = []
+    for text in QUOTED.findall(question):
+        part = normalize(text).split()
+        if not shorter < len(part) <= longest:
+            continue
+        n = len(part)
+        out += [(i, i + n) for i in range(len(tokens) - n + 1) if tokens[i:i + n] == part][:1]
+    return out
