@@ -316,6 +316,24 @@ def test_a_cached_index_counted_on_older_rules_counts_its_mention_prior_again(tm
     assert EntityIndex.load(target).mentions == {"jamaica": (3, 1)}  # saved
 
 
+def test_the_mention_rule_names_a_digest_of_the_code_that_counts(monkeypatch):
+    import inspect
+    import re
+
+    from memq.link import mentions
+
+    digest = mentions.counting_code()
+    assert re.fullmatch(r"[0-9a-f]{12}", digest) and mentions.MENTIONS_RULE.endswith(f"; counting code {digest}")
+    monkeypatch.setattr(mentions, "LinkConfig", lambda: LinkConfig(max_tokens=5))  # spans looked up otherwise
+    assert mentions.counting_code() != digest
+
+    def unreadable(obj):
+        raise OSError("no source")
+
+    monkeypatch.setattr(inspect, "getsource", unreadable)
+    assert mentions.counting_code() == "code not read"
+
+
 def test_link_config_refuses_bad_values():
     with pytest.raises(ValueError, match="fuzzy_cutoff is a rapidfuzz ratio in 0-100, got 120"):
         LinkConfig(fuzzy_cutoff=120)

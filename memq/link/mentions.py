@@ -51,9 +51,6 @@ def mention_counts(index: EntityIndex, questions: Iterable[tuple], config: LinkC
 # the training questions the mention prior is counted on: WebQSP's, and CWQ's, whose longer questions name
 # many more classes and roles ("national anthem", "sports team") that seldom name a topic entity
 MENTION_DATASETS = ("webqsp", "cwq")
-# how the counts are made, at the end of the index's mentions_from: a cached index counted otherwise counts again
-MENTIONS_RULE = ("named as memq.link.gold.prior_entities has them, titles dropped, quotations whole, "
-                 "each entity kept at its best-matching span")
 
 
 def training_mentions(index: EntityIndex, datasets: Iterable[str] = MENTION_DATASETS, hold_out_dev: bool = False,
@@ -79,3 +76,28 @@ def training_mentions(index: EntityIndex, datasets: Iterable[str] = MENTION_DATA
 def add_training_mentions(index: EntityIndex, datasets: Iterable[str] = MENTION_DATASETS) -> None:
     """Fill ``index.mentions`` from the bundled training questions of ``datasets`` (:func:`training_mentions`)."""
     index.mentions, index.info["mentions_from"] = training_mentions(index, datasets)
+
+
+def counting_code() -> str:
+    """A digest of the code the counts depend on: the spans the linker looks up (and the settings it looks them up
+    with), how a training question's gold entities are named, and the counting itself. Part of
+    :data:`MENTIONS_RULE`, so that a cached index counted by other code counts again, whether or not the rule's
+    words were changed with it (a later session's test run once read counts an earlier form of the rule had
+    saved)."""
+    import hashlib
+    import inspect
+
+    from . import context, gold, index
+
+    parts = (mention_counts, training_mentions, Linker.spans, Linker._names, Linker._add_fuzzy, context.quoted,
+             gold.prior_entities, gold.gold_entities, index.normalize)
+    try:
+        text = "".join(inspect.getsource(part) for part in parts) + repr(LinkConfig())
+    except (OSError, TypeError):  # no source to read (a frozen build): the rule's words alone
+        return "code not read"
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+# how the counts are made, at the end of the index's mentions_from: a cached index counted otherwise counts again
+MENTIONS_RULE = ("named as memq.link.gold.prior_entities has them, titles dropped, quotations whole, "
+                 f"each entity kept at its best-matching span; counting code {counting_code()}")
