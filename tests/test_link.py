@@ -16,7 +16,7 @@ from memq import api
 from memq.errors import EntityIndexError, LinkingError
 from memq.kg.oxigraph import OxigraphStore
 from memq.link.index import ENTITIES, MANIFEST, EntityIndex, build_index, normalize
-from memq.link.linker import LinkConfig, Linker, quoted
+from memq.link.linker import Link, LinkConfig, Linker, quoted
 from memq.link.mentions import mention_counts
 from memq.link.resolve import resolve
 from memq.pipeline import Config, Pipeline
@@ -777,3 +777,32 @@ def test_a_part_of_a_longer_name_the_question_writes_loses_to_it(tmp_path):
              (1.5, 3, 4, "m.0x", 1.0, 0.4, (None, None)), (1.4, 5, 6, "m.0y", 0.8, 0.4, (None, None))]
     assert [round(c[0], 2) for c in nested(found, 0.3)] == [1.7, 1.9, 1.5, 1.4]
     assert nested(found, 0.0) == found
+
+
+def test_a_title_of_a_place_links_the_place_and_the_title_too_as_second_readings(tmp_path):
+    from memq.link.context import of_parts
+
+    path = tmp_path / "kg.nt"
+    names = (("m.0pres_pk", "President of Pakistan"), ("m.0pk", "Pakistan"), ("m.0pres", "President"),
+             ("m.0ut", "University of Texas"), ("m.0tx", "Texas"))
+    path.write_text("".join(f'<{FB}{mid}> {NAME} "{name}"@en .\n' for mid, name in names) + "".join(
+        f"<{FB}{mid}> <{FB}location.location.contains> <{FB}m.0p{i}> .\n" for mid in ("m.0pk", "m.0tx")
+        for i in range(20)) + "".join(f"<{FB}m.0ut> <{FB}education.university.x> <{FB}m.0u{i}> .\n"
+                                      for i in range(40)) + "".join(
+        f"<{FB}m.0pres_pk> <{FB}government.office.x> <{FB}m.0h{i}> .\n" for i in range(12)), encoding="utf-8")
+    index = build_index(OxigraphStore.from_file(path), source={"kg": "kg.nt"})
+    question = "who was the president of pakistan in 1980?"
+    assert [link.id for link in Linker(index, LinkConfig(of_parts=False)).link(question)] == ["m.0pres_pk"]
+    links = Linker(index).link(question)
+    assert [(link.id, link.alternative) for link in links] == [
+        ("m.0pres_pk", False), ("m.0pk", True), ("m.0pres", True)]  # the place first, then the title
+    assert Linker(index, LinkConfig(max_entities=2)).link(question)[1].id == "m.0pk"
+    # only where the place is the more popular: the university is not read as Texas
+    assert [link.id for link in Linker(index).link("where is the university of texas?")] == ["m.0ut"]
+    tokens = "the president of pakistan".split()
+    found = [(2.3, 1, 4, "m.0pres_pk", 1.0, 0.3, (None, None)), (1.8, 3, 4, "m.0pk", 1.0, 0.6, (None, None)),
+             (1.1, 1, 2, "m.0pres", 1.0, 0.4, (None, None))]
+    chosen = [Link("m.0pres_pk", "President of Pakistan", "president of pakistan", 2.3, 1.0, 0.3, span=(1, 4))]
+    assert [c[3] for c in of_parts(found, chosen, tokens)] == ["m.0pk", "m.0pres"]
+    partial = [replace(chosen[0], match=0.9)]  # a chosen name that is not the span's exact name has no parts
+    assert of_parts(found, partial, tokens) == []

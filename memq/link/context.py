@@ -1,5 +1,6 @@
 """What a span's neighbours in the question say about its readings: the region named right after a place, the
-longer name a span is part of, and the double quotes around a name.
+longer name a span is part of, the place and the title inside "title of place", and the double quotes around a
+name.
 
 **The place beside a place** (:func:`placed`; ``LinkConfig.place_weight``): "fresno texas", "kansas city kansas".
 Many places share a name, and a question tells them apart the way an address does, with the region after the
@@ -21,6 +22,12 @@ consist of?" linked the United States of America from "america" (popular, and "a
 training) before Latin America; "what show does tamera mowry play on?" Tia Mowry from "mowry". The reading of the
 longer name still competes: the rule only weighs a part against the whole.
 
+**The title of a place** (:func:`of_parts`; ``LinkConfig.of_parts``): a chosen exact name "A of B" whose B side is
+the exact name of a more popular entity ("president of pakistan", "prime minister of canada") brings the place and
+the title as second readings (optional, left out of the prompt), the place first, while there is room: WebQSP
+annotates such questions with the place, and the title as the constraint its query checks. A name whose B side is
+no more popular than the name itself keeps its parts out.
+
 **Quotations** (:func:`quoted`; ``LinkConfig.quote_tokens``): a span in double quotes longer than the linker's
 ``max_tokens`` is looked up whole too.
 """
@@ -36,7 +43,7 @@ from .index import normalize
 
 log = logging.getLogger(__name__)
 
-__all__ = ["nested", "placed", "quoted"]
+__all__ = ["nested", "of_parts", "placed", "quoted"]
 
 
 def nested(found: list, weight: float) -> list:
@@ -47,6 +54,27 @@ def nested(found: list, weight: float) -> list:
         return found
     return [(c[0] - weight, *c[1:]) if c[4] < 1.0 and any(a <= c[1] and c[2] <= b and (a, b) != (c[1], c[2])
                                                           for a, b in exact) else c for c in found]
+
+
+def of_parts(found: list, chosen: list, tokens: list[str]) -> list:
+    """The best exact-name reading of each side of "of" in a chosen exact name "A of B" whose B side names a more
+    popular entity (a title of a place: "president of pakistan": Pakistan, then President), not chosen yet; from
+    ``found`` (best first), the place first."""
+    out, have = [], {x.id for x in chosen}
+    for link in [x for x in chosen if not x.alternative and x.match == 1.0]:
+        i, j = link.span
+        for m in range(i + 1, j - 1):
+            if tokens[m] != "of":
+                continue
+            place = next((c for c in found if (c[1], c[2]) == (m + 1, j) and c[4] == 1.0), None)
+            if place is None or place[5] <= link.popularity:
+                continue
+            title = next((c for c in found if (c[1], c[2]) == (i, m) and c[4] == 1.0), None)
+            for part in (place, title):
+                if part is not None and part[3] not in have:
+                    out.append(part)
+                    have.add(part[3])
+    return out
 
 
 def placed(linker, found: list) -> list:

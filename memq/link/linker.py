@@ -15,7 +15,8 @@
    score reaches ``threshold`` (``second_threshold`` after the first), at most ``max_entities``; a second reading
    of a chosen span within ``same_span_margin`` after every span's best one (``alternatives_last``). With a KG, once
    the first is chosen, a candidate of another span that one CVT joins with it gains ``coherence_weight``
-   (:meth:`Linker.joined_with`: the film beside the character of "who plays saruman in lord of the rings?").
+   (:meth:`Linker.joined_with`: the film beside the character of "who plays saruman in lord of the rings?"). The
+   place and the title of a chosen "title of place" follow as second readings (``of_parts``).
 
 Each chosen entity is a :class:`Link` (mention, score, runners-up) in the trace; weights tuned on WebQSP dev.
 """
@@ -27,7 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..errors import MemQError
-from .context import nested, placed, quoted
+from .context import nested, of_parts, placed, quoted
 from .index import EntityIndex, normalize
 
 log = logging.getLogger(__name__)
@@ -100,6 +101,9 @@ class LinkConfig:
     place_weight: float = 0.5
     place_candidates: int = 4
     nested_weight: float = 0.3
+    # the place and the title of a chosen exact name "title of place" whose place is the more popular (memq.link.
+    # context.of_parts: "president of pakistan": Pakistan, President), as second readings
+    of_parts: bool = True
     # how many linked entities (best first, second readings aside) a plan must name (the grounded planner's entity
     # coverage); the others are optional: named in the prompt, and a plan may name them. -1: all of them; 0: none
     # (a plan still starts from one). 0 chosen on WebQSP dev (first 100, end to end: F1 0.642 with -1, 0.669
@@ -365,6 +369,9 @@ class Linker:
                 chosen.append(self._link(found[k - 1], found, tokens, alternative))
                 if len(chosen) == 1 and self.fit is not None and cfg.coherence_weight > 0:
                     found = found[:k] + self.joined_with(chosen[0], found[k:], tokens)
+        if cfg.of_parts:
+            for part in of_parts(found, chosen, tokens)[:cfg.max_entities - len(chosen)]:
+                chosen.append(self._link(part, found, tokens, True))
         return chosen
 
     def _link(self, candidate: tuple, found: list, tokens: list[str], alternative: bool) -> Link:
