@@ -232,6 +232,7 @@ def test_a_places_reading_is_the_one_inside_the_region_named_after_it(places_kg,
     on = replace(off, place_weight=0.5)
     links = Linker(index, on, fit).link("where is fresno texas?")
     assert links[0].id == "m.0ftx" and links[0].to_json()["within"] == "m.0tx"
+    assert links[0].to_json()["within_name"] == "Texas"
     assert all("within" not in link.to_json() for link in links[1:])
     # the region must come right after the place, and a question without one reads the popular city
     assert Linker(index, on, fit).link("where is fresno?")[0].id == "m.0fca"
@@ -241,7 +242,11 @@ def test_a_places_reading_is_the_one_inside_the_region_named_after_it(places_kg,
                if c[3] == "m.0fsu")
     trace = Trace()
     resolve(Linker(index, on, fit), "where is fresno texas?", None, trace)
-    assert "the KG puts it in m.0tx, named after it" in trace.fallbacks[0]
+    assert "the KG puts it in Texas (m.0tx), named after it" in trace.fallbacks[0]
+    from memq.ask import show  # what memq ask prints
+    from memq.types import Answer, Plan
+
+    assert "(in Texas (m.0tx), named after it)" in show(Answer("where is fresno texas?", [], "", Plan([]), [], trace))
     with pytest.raises(ValueError, match="place_weight and nested_weight must be >= 0 and place_candidates >= 2"):
         LinkConfig(place_weight=-0.5)
 

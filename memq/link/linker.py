@@ -189,6 +189,7 @@ class Link:
     alternative: bool = False  # a second reading of a span linked already (``same_span_margin``): optional
     coherent: str | None = None  # the first entity, when one CVT joins it with this one (coherence_weight)
     within: str | None = None  # the region the next span names, when the KG puts this place in it (place_weight)
+    within_name: str | None = None
 
     def to_json(self) -> dict:
         out = {"id": self.id, "name": self.name, "mention": self.mention, "score": round(self.score, 4),
@@ -202,7 +203,7 @@ class Link:
         if self.coherent:
             out["coherent"] = self.coherent
         if self.within:
-            out["within"] = self.within
+            out["within"], out["within_name"] = self.within, self.within_name
         return out
 
 
@@ -386,7 +387,8 @@ class Linker:
             if len(others) == 3:
                 break
         return Link(mid, self.index.name(mid) or mid, " ".join(tokens[i:j]), score, match, pop, tuple(others),
-                    (i, j), fit if self.uses_fit else None, statement, alternative, coherent, within)
+                    (i, j), fit if self.uses_fit else None, statement, alternative, coherent, within,
+                    (self.index.name(within) or within) if within else None)
 
     def joined_with(self, first: Link, rest: list, tokens: list[str]) -> list:
         """``rest`` (the candidates after the first entity chosen), best first again once ``coherence_weight`` is
