@@ -269,7 +269,6 @@ def test_a_dev_evaluation_counts_its_linkers_mention_prior_without_the_dev_quest
     from memq import datasets
     from memq.datasets import GoldParse, GoldQuestion
     from memq.link.evaluate import hold_out_dev
-    from memq.link.linker import Linker
 
     def question(qid, text, ids):
         parse = GoldParse("p", "SELECT ?x WHERE {}", tuple((i, i) for i in ids), None)
