@@ -156,11 +156,15 @@ COHERENT = f"""
             for i in range(6))
 
 
+def store(tmp_path_factory, triples: str) -> OxigraphStore:
+    path = tmp_path_factory.mktemp("kg") / "kg.nt"
+    path.write_text(triples, encoding="utf-8")
+    return OxigraphStore.from_file(path)
+
+
 @pytest.fixture(scope="module")
 def coherent_kg(tmp_path_factory):
-    path = tmp_path_factory.mktemp("cohkg") / "kg.nt"
-    path.write_text(COHERENT, encoding="utf-8")
-    return OxigraphStore.from_file(path)
+    return store(tmp_path_factory, COHERENT)
 
 
 def test_coherence_prefers_the_reading_one_cvt_joins_with_another_span(coherent_kg, bank):
@@ -216,9 +220,7 @@ PLACES = f"""
 
 @pytest.fixture(scope="module")
 def places_kg(tmp_path_factory):
-    path = tmp_path_factory.mktemp("placekg") / "kg.nt"
-    path.write_text(PLACES, encoding="utf-8")
-    return OxigraphStore.from_file(path)
+    return store(tmp_path_factory, PLACES)
 
 
 def test_a_places_reading_is_the_one_inside_the_region_named_after_it(places_kg, bank):
