@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import copy
 import json
 import sys
 from dataclasses import replace
@@ -46,7 +45,7 @@ def main() -> int:
     from memq.evaluate.saved import load_records
     from memq.link.evaluate import same_input
     from memq.link.linker import with_settings
-    from memq.link.mentions import training_mentions
+    from memq.link.mentions import own_mentions
     from memq.pipeline import Pipeline
     from memq.types import Trace
 
@@ -100,9 +99,7 @@ def main() -> int:
     for p, sets, hold_out, exact in ((pipe, args.base_mentions, base_hold_out, False),
                                      (variant, args.mentions, args.split == "dev", args.mentions_exact)):
         if sets:  # a copy of the index with its own mention prior: the two pipelines read one cached index
-            p.linker.index = copy.copy(p.linker.index)
-            p.linker.index.mentions = training_mentions(p.linker.index, sets.split(","), hold_out_dev=hold_out,
-                                                        exact=exact)[0]
+            own_mentions(p.linker, sets.split(","), hold_out_dev=hold_out, exact=exact)
 
     def planner_input(p, question):
         try:

@@ -111,18 +111,12 @@ def same_linking(saved: dict | None, link: dict) -> bool:
 
 def hold_out_dev(linker) -> None:
     """Give ``linker`` its own copy of its entity index, with the mention prior counted without the dev questions
-    carved from train: a dev question's own gold entities never lift its spans (the cached index, shared with
-    every other run, counts them)."""
-    import copy
+    carved from train (:func:`memq.link.mentions.own_mentions`): a dev question's own gold entities never lift its
+    spans (the cached index, shared with every other run, counts them). Once: a prior held out already stays."""
+    from .mentions import own_mentions
 
-    from .mentions import training_mentions
-
-    held = linker.index.info.get("mentions_from") or ""
-    if "less dev" in held:
-        return
-    linker.index = copy.copy(linker.index)
-    linker.index.info = dict(linker.index.info)
-    linker.index.mentions, linker.index.info["mentions_from"] = training_mentions(linker.index, hold_out_dev=True)
+    if "less dev" not in (linker.index.info.get("mentions_from") or ""):
+        own_mentions(linker, hold_out_dev=True)
 
 
 def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: int | None = None,

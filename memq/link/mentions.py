@@ -73,6 +73,19 @@ def training_mentions(index: EntityIndex, datasets: Iterable[str] = MENTION_DATA
     return mention_counts(index, pairs), f"{', '.join(parts)}; {MENTIONS_RULE}{', exact' if exact else ''}"
 
 
+def own_mentions(linker: Linker, datasets: Iterable[str] = MENTION_DATASETS, *, hold_out_dev: bool = False,
+                 exact: bool = False) -> None:
+    """Give ``linker`` its own copy of its entity index, with the mention prior counted again by
+    :func:`training_mentions` (its options); the index other linkers share, the cached one, is left as it is."""
+    import copy
+
+    index = copy.copy(linker.index)
+    index.info = dict(index.info)
+    index.mentions, index.info["mentions_from"] = training_mentions(index, datasets, hold_out_dev=hold_out_dev,
+                                                                     exact=exact)
+    linker.index = index
+
+
 def add_training_mentions(index: EntityIndex, datasets: Iterable[str] = MENTION_DATASETS) -> None:
     """Fill ``index.mentions`` from the bundled training questions of ``datasets`` (:func:`training_mentions`)."""
     index.mentions, index.info["mentions_from"] = training_mentions(index, datasets)
