@@ -3,17 +3,13 @@ linked`` run whose F1 differs from its gold-entity F1, classed by what the linke
 
     .venv/bin/python benchmarks/linked_losses.py RUN.jsonl[.gz] [MORE.jsonl ...] [--list] [--json OUT.json]
 
-The classes, checked in this order (linked: the linked entities, second readings included, and the suggested
-constraint entities; gold: the question's gold topic entities, as the run's ``linking`` block records them):
-
-* ``missed``: a gold entity the question names is not linked (missed, or another entity read for its span);
-* ``constraint``: every named gold entity is linked, but a gold constraint entity is neither linked nor suggested;
-* ``extra``: every gold entity is given, and other entities too;
-* ``same``: the same entities as gold, and another plan.
-
-Each class gets its questions, the F1 it loses over all the run's questions (gold-entity F1 less linked F1, summed,
-over the number of questions) and how many went down and up. Several files are read as one run (the shards of
-``memq evaluate --shard``; a later record of a question wins).
+The classes are :data:`memq.link.evaluate.LOSS_CLASSES` (a named gold entity missed or misread; a constraint entity
+neither linked nor suggested; every gold entity given, and others too; the same entities, another plan), as the
+``losses`` block of the run's summary gives them (:func:`memq.link.evaluate.summarise_losses`). Each class gets its
+questions, the F1 it loses over all the run's questions (gold-entity F1 less linked F1, summed, over the number of
+questions) and how many went down and up; ``--list`` prints them. Several files are read as one run (the shards of
+``memq evaluate --shard``; a later record of a question wins), and runs from before the summary had the block
+too.
 """
 
 from __future__ import annotations
@@ -21,14 +17,10 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import sys
 from pathlib import Path
 
-CLASSES = {
-    "missed": "a named gold entity missed or misread",
-    "constraint": "a constraint entity neither linked nor suggested",
-    "extra": "every gold entity given, and others too",
-    "same": "the same entities, another plan",
-}
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def records(paths: list[str]) -> dict[str, dict]:
@@ -40,40 +32,17 @@ def records(paths: list[str]) -> dict[str, dict]:
     return out
 
 
-def loss_class(linking: dict) -> str:
-    """The class of a question's linked input against its gold entities (:data:`CLASSES`)."""
-    given = {x["id"] for x in linking.get("linked") or []} | {x["id"] for x in linking.get("suggested") or []}
-    named, every = set(linking.get("gold_named") or ()), set(linking.get("gold_all") or ())
-    if named - given:
-        return "missed"
-    if every - given:
-        return "constraint"
-    return "extra" if given - every else "same"
-
-
 def classify(recs: dict[str, dict]) -> dict:
-    """The summary: questions, F1 both ways, and each class's questions, F1 lost over all, down and up."""
+    """The summary: questions, F1 both ways, and :func:`memq.link.evaluate.summarise_losses` with the ids."""
+    from memq.link.evaluate import summarise_losses
+
     scored = [r for r in recs.values() if r.get("linking") and r.get("gold_entities")]
     if not scored:
         raise SystemExit("no record of a linked run (with 'linking' and 'gold_entities') in the files")
     n = len(scored)
-    rows = {k: {"what": what, "questions": 0, "f1_lost": 0.0, "down": 0, "up": 0, "ids": []}
-            for k, what in CLASSES.items()}
-    for r in scored:
-        linked, gold = r.get("f1") or 0.0, r["gold_entities"].get("f1") or 0.0
-        if abs(linked - gold) < 1e-9:
-            continue
-        row = rows[loss_class(r["linking"])]
-        row["questions"] += 1
-        row["f1_lost"] += gold - linked
-        row["down" if linked < gold else "up"] += 1
-        row["ids"].append(r["id"])
-    for row in rows.values():
-        row["f1_lost"] = round(row["f1_lost"] / n, 4)
-    f1 = sum(r.get("f1") or 0.0 for r in scored) / n
-    f1_gold = sum(r["gold_entities"].get("f1") or 0.0 for r in scored) / n
-    return {"questions": n, "f1": round(f1, 4), "f1_gold_entities": round(f1_gold, 4), "gap": round(f1_gold - f1, 4),
-            "differ": sum(row["questions"] for row in rows.values()), "classes": rows}
+    return {"questions": n, "f1": round(sum(r.get("f1") or 0.0 for r in scored) / n, 4),
+            "f1_gold_entities": round(sum(r["gold_entities"].get("f1") or 0.0 for r in scored) / n, 4),
+            **summarise_losses(scored, ids=True)}
 
 
 def main() -> int:

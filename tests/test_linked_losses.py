@@ -1,5 +1,6 @@
-"""benchmarks/linked_losses.py: a linked run's questions whose F1 differs from the gold entities', classed by what
-the linker gave the planner."""
+"""The linked run's losses (memq.link.evaluate.summarise_losses) and benchmarks/linked_losses.py, which reads them
+off per-question files: the questions whose F1 differs from the gold entities', classed by what the linker gave the
+planner."""
 
 from __future__ import annotations
 
@@ -26,13 +27,15 @@ def linking(linked=(), suggested=(), named=(), every=()) -> dict:
             "gold_named": list(named), "gold_all": list(every)}
 
 
-def test_classes_in_order(losses):
+def test_classes_in_order():
+    from memq.link.evaluate import loss_class
+
     # a named entity missing decides, whatever else is given
-    assert losses.loss_class(linking(["m.b", "m.x"], [], ["m.a"], ["m.a", "m.b"])) == "missed"
+    assert loss_class(linking(["m.b", "m.x"], [], ["m.a"], ["m.a", "m.b"])) == "missed"
     # a constraint suggested counts as given; one neither linked nor suggested does not
-    assert losses.loss_class(linking(["m.a"], ["m.c"], ["m.a"], ["m.a", "m.c"])) == "same"
-    assert losses.loss_class(linking(["m.a", "m.x"], [], ["m.a"], ["m.a", "m.c"])) == "constraint"
-    assert losses.loss_class(linking(["m.a", "m.x"], [], ["m.a"], ["m.a"])) == "extra"
+    assert loss_class(linking(["m.a"], ["m.c"], ["m.a"], ["m.a", "m.c"])) == "same"
+    assert loss_class(linking(["m.a", "m.x"], [], ["m.a"], ["m.a", "m.c"])) == "constraint"
+    assert loss_class(linking(["m.a", "m.x"], [], ["m.a"], ["m.a"])) == "extra"
 
 
 def test_summary_over_all_questions(losses, tmp_path):

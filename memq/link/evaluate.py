@@ -82,6 +82,52 @@ def summarise_constraints(questions, links: list[dict]) -> dict:
                     "entities the question does not name"}
 
 
+# where a linked answer's F1 differs from the gold-entity one, by what the linker gave the planner (linked: the
+# linked entities, second readings included, and the suggested constraint entities), checked in this order
+LOSS_CLASSES = {
+    "missed": "a named gold entity missed or misread",
+    "constraint": "a constraint entity neither linked nor suggested",
+    "extra": "every gold entity given, and others too",
+    "same": "the same entities, another plan",
+}
+
+
+def loss_class(link: dict) -> str:
+    """The :data:`LOSS_CLASSES` key of a question's ``linking`` record: a named gold entity not given; else a gold
+    constraint entity not given; else other entities given too; else the same entities."""
+    given = {x["id"] for x in link.get("linked") or ()} | {x["id"] for x in link.get("suggested") or ()}
+    named, every = set(link.get("gold_named") or ()), set(link.get("gold_all") or ())
+    if named - given:
+        return "missed"
+    if every - given:
+        return "constraint"
+    return "extra" if given - every else "same"
+
+
+def summarise_losses(records: list[dict], ids: bool = False) -> dict:
+    """The ``losses`` block of a linked run's summary: of its per-question ``records`` (``f1``, ``linking``,
+    ``gold_entities``), the gap (gold-entity F1 less linked F1, over all of them) and, for each
+    :data:`LOSS_CLASSES` class, the questions whose two F1s differ, the F1 it loses over all the records, and how
+    many went down and up (``ids``: which)."""
+    rows = {key: {"what": what, "questions": 0, "f1_lost": 0.0, "down": 0, "up": 0, **({"ids": []} if ids else {})}
+            for key, what in LOSS_CLASSES.items()}
+    n = len(records) or 1
+    for r in records:
+        linked, gold = r.get("f1") or 0.0, r["gold_entities"].get("f1") or 0.0
+        if abs(linked - gold) < 1e-9:
+            continue
+        row = rows[loss_class(r["linking"])]
+        row["questions"] += 1
+        row["f1_lost"] += (gold - linked) / n
+        row["down" if linked < gold else "up"] += 1
+        if ids:
+            row["ids"].append(r["id"])
+    for row in rows.values():
+        row["f1_lost"] = round(row["f1_lost"], 4)
+    gap = sum((r["gold_entities"].get("f1") or 0.0) - (r.get("f1") or 0.0) for r in records) / n
+    return {"gap": round(gap, 4), "differ": sum(row["questions"] for row in rows.values()), "classes": rows}
+
+
 def linked_question(question, links: list[dict]):
     """``question`` with its first parse's topic entities replaced by the linked ones (the gold answers stay)."""
     from dataclasses import replace
@@ -207,6 +253,7 @@ def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: in
         "same_entities_as_gold": sum(1 for r in records if r["same_entities"]),
         "gold_entity_plans_from": ", ".join(map(shown_path, files)) or None,
         "linking": block,
+        **({"losses": summarise_losses(records)} if records else {}),
         "end_to_end_note": (f"f1, hits@1, ehr, ged, errors: the first {len(records)} questions of the split answered "
                             "with the linked entities; *_gold_entities: the same questions, same run, with the gold "
                             f"topic entities; linking: all {len(questions)} questions of the split" if records else
