@@ -15,7 +15,6 @@ too.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import sys
 from pathlib import Path
@@ -24,11 +23,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def records(paths: list[str]) -> dict[str, dict]:
+    """The records of several per-question files as one run, by question id (a later one wins)."""
+    from memq.evaluate.saved import load_records
+
     out: dict[str, dict] = {}
     for path in paths:
-        opener = gzip.open if path.endswith(".gz") else open
-        with opener(path, "rt", encoding="utf-8") as fh:
-            out.update((r["id"], r) for r in map(json.loads, filter(str.strip, fh)))
+        out.update(load_records(path))
     return out
 
 
