@@ -192,12 +192,13 @@ def test_the_plan_follows_the_model_among_grounded_lines_and_reports_its_cost(kg
 
 @pytest.mark.parametrize("question", ["which male sibling does justin bieber have?", "who is justin bieber's brother?"])
 def test_a_spent_pass_budget_narrows_the_beam_and_says_so(kg, bank, question):
-    """Past its budget of forward passes the search goes on with one partial plan; before it, nothing changes."""
-    wide = planner(kg, bank, BROTHER, budget=0).plan(question, BIEBER)
-    roomy = planner(kg, bank, BROTHER, budget=10_000).plan(question, BIEBER)
+    """Past its budget of forward passes the search goes on with one partial plan; before it, nothing changes.
+    (Pruning off: the scripted model's other lines are all far below its usable *Make sure* line.)"""
+    wide = planner(kg, bank, BROTHER, budget=0, prune=1e9).plan(question, BIEBER)
+    roomy = planner(kg, bank, BROTHER, budget=10_000, prune=1e9).plan(question, BIEBER)
     assert (roomy.raw, roomy.beam, roomy.notes) == (wide.raw, wide.beam, wide.notes)
     assert len(wide.beam) > 1 and not any("pass budget" in n for n in wide.notes)
-    tight = planner(kg, bank, BROTHER, budget=1).plan(question, BIEBER)
+    tight = planner(kg, bank, BROTHER, budget=1, prune=1e9).plan(question, BIEBER)
     assert tight.raw == BROTHER and len(tight.beam) == 1
     assert [n for n in tight.notes if n.startswith("pass budget:") and "budget of 1;" in n]
     assert tight.cost["forward_passes"] <= wide.cost["forward_passes"]
@@ -555,6 +556,19 @@ def test_max_passes_bounds_each_search_not_the_sum_of_searches():
     cost = SearchCost(passes=1000)  # spent by earlier searches of the same question
     found = best_lines(TableLM(0), [9], [[2, 3], [2, 4]], 1, max_passes=5, cost=cost)
     assert len(found) == 1 and cost.passes > 1000
+
+
+@pytest.mark.parametrize("usable_open", [True, False])
+def test_an_open_line_sets_the_prune_bound_once_found_usable(usable_open):
+    """A written *Make sure* line that the caller can use bounds the search as a closed line does: a line far
+    below it (here "Find ...", 0.001 a character) is not expanded. One it cannot use sets no bound."""
+    lm = ScriptedLM("Make sure ?x is Male.")
+    cands = [[ord(c) for c in "Make sure"], [ord(c) for c in "Find the gender of ?x, assign it to ?g."]]
+    cost = SearchCost()
+    found = best_lines(lm, [1], cands, 2, open_ends=[True, False], prune=5.0, max_passes=10_000, cost=cost,
+                       usable=lambda scored: usable_open or scored.index != 0)
+    assert lm.decode(found[0].ids).startswith("Make sure ?x is Male.")
+    assert [s.index for s in found] == ([0] if usable_open else [0, 1])
 
 
 def test_bad_search_settings_are_refused_by_name():

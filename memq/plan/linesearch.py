@@ -19,8 +19,8 @@ prefix tree (trie) and searched best-first:
   the search stays exact, and a branch whose candidates all carry a low bonus
   waits until its bound is reached, where it used to be expanded first when the
   model liked its first tokens;
-* branches more than ``prune`` nats below the best complete line (not an open
-  one, which the caller may find unusable) are not expanded (the beam threshold
+* branches more than ``prune`` nats below the best complete line (an open one
+  only once the caller finds it usable) are not expanded (the beam threshold
   of speech decoders), and at most ``max_passes`` forward passes are spent.
 
 A candidate may be *open*: a line start (``Make sure``) whose rest the model
@@ -173,8 +173,9 @@ def best_lines(model: LineModel, prefix: list[int], candidates: Sequence[Sequenc
             break
         if isinstance(item, Scored):  # complete, and no entry left scores higher: it is the next best line
             found.append(item)
-            counted += usable is None or bool(usable(item))
-            if best is None and not opens[item.index]:  # an open line may yet prove unusable: it sets no bound
+            ok = usable is None or bool(usable(item))
+            counted += ok
+            if best is None and (ok or not opens[item.index]):  # an open line sets the bound once found usable
                 best = item.score
             continue
         node, path, lps = item
