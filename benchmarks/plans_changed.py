@@ -9,17 +9,15 @@ Compares the questions both files hold. ``--plans`` prints each changed question
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
+import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from memq.evaluate.saved import load_records  # noqa: E402
+
 RULES = ("cvt_answers_withheld", "entity_sorts_refused", "checks_none_passes")
-
-
-def records(path: str) -> dict[str, dict]:
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        return {r["id"]: r for r in map(json.loads, f)}
 
 
 def compare(before: dict[str, dict], after: dict[str, dict]) -> dict:
@@ -52,7 +50,7 @@ def main() -> None:
     ap.add_argument("--plans", action="store_true", help="print each changed question's plans")
     ap.add_argument("--json", help="write the comparison here")
     args = ap.parse_args()
-    out = compare(records(args.before), records(args.after))
+    out = compare(load_records(args.before), load_records(args.after))
     for c in out["questions_changed"]:
         print(f"{c['id']:16} {c['f1_before']:.2f} -> {c['f1_after']:.2f}  {c['refused'] or ''}  {c['question']}")
         if args.plans:
