@@ -98,7 +98,8 @@ def best_lines(model: LineModel, prefix: list[int], candidates: Sequence[Sequenc
 
     ``usable(line)``: whether the caller can use a complete line (an open line the model completed may not parse).
     The search then stops at the ``k`` best usable lines and also returns the unusable ones it found before them
-    (the caller sees every line it paid for); without it every line counts.
+    (the caller sees every line it paid for); without it every line counts. The first line found sets the ``prune``
+    threshold, unless it is an open line the caller cannot use.
 
     ``deferred``: ``(path, make)`` pairs for candidates that cost something to make (the grounded planner's Find
     lines, which the statement ranker scores first). Each is made only when the search reaches ``path``, the
