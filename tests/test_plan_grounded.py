@@ -564,8 +564,7 @@ def test_an_open_line_sets_the_prune_bound_once_found_usable(usable_open):
     below it (here "Find ...", 0.001 a character) is not expanded. One it cannot use sets no bound."""
     lm = ScriptedLM("Make sure ?x is Male.")
     cands = [[ord(c) for c in "Make sure"], [ord(c) for c in "Find the gender of ?x, assign it to ?g."]]
-    cost = SearchCost()
-    found = best_lines(lm, [1], cands, 2, open_ends=[True, False], prune=5.0, max_passes=10_000, cost=cost,
+    found = best_lines(lm, [1], cands, 2, open_ends=[True, False], prune=5.0, max_passes=10_000,
                        usable=lambda scored: usable_open or scored.index != 0)
     assert lm.decode(found[0].ids).startswith("Make sure ?x is Male.")
     assert [s.index for s in found] == ([0] if usable_open else [0, 1])
