@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+from dataclasses import replace
 from functools import partial
 from types import SimpleNamespace
 
@@ -393,6 +394,21 @@ def test_a_written_sort_line_sorts_dates_and_numbers_never_entities(kg):
     assert extend(h, sort, scored, p.lm, "", ["Jamaica"], allows) is None
     scored = SimpleNamespace(ids=tuple(p.lm.token_ids("Sort" + text.replace("?x", "?d"))), score=0.0)
     assert extend(h, sort, scored, p.lm, "", ["Jamaica"], allows).steps[-1].target == "?d"
+
+
+def test_a_sort_ends_the_plan(kg, bank):
+    """Every WebQSP and CWQ train plan that sorts answers next: after a Sort step only Finally lines are offered, no
+    Find line and no open Make sure / Sort start (a search once wrote four date checks after its Sort)."""
+    from memq.types import PlanStep
+
+    p = planner(kg, bank, "")
+    found = PlanStep("find", "", source="Jamaica", target="?x", statement="official")
+    before = Hyp(steps=[found], assigned=["?x"], draft=Draft(), rec=Reconstructor(JAMAICA))
+    kinds = {line.kind for line in p._lines(before, JAMAICA, ["Jamaica"], p.lm, Neighbourhood(kg), {})}
+    assert {"find", "open", "answer"} <= kinds
+    h = replace(before, steps=[found, PlanStep("sort", "", target="?x", op="desc", limit=1)])
+    lines = p._lines(h, JAMAICA, ["Jamaica"], p.lm, Neighbourhood(kg), {})
+    assert [line.text for line in lines] == ["Finally the answer is ?x."]
 
 
 def test_a_date_or_number_may_take_the_sort_key_names_the_train_plans_give_it(tmp_path_factory):

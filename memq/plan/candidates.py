@@ -237,7 +237,8 @@ class CandidateLines:
         step's lines, which start at ``offset``). When some Find line's values have a class that names
         ``directed`` (the class asked for), the other Find lines lose ``asked_class`` nats."""
         cfg = self.config
-        if any(st.kind == "count" for st in h.steps):  # a count ends the plan
+        # a count ends the plan, and a Sort (each of the 95 WebQSP and 1,818 CWQ train plans that sorts answers next)
+        if any(st.kind in ("count", "sort") for st in h.steps):
             return []
         options = self.options(entities, h.assigned, h.draft, neigh)
         options.sort(key=lambda o: -sims.get(o[0].statement.id, -1.0))
@@ -443,7 +444,8 @@ class CandidateLines:
             text = f"Finally the answer is {v}."
             lines.append(Line("answer", text, tuple(lm.token_ids(text)) + (lm.eos_id,),
                               PlanStep("answer", text, target=v)))
-        if h.assigned and self.classes is None:  # GrailQA's checks and superlatives are closed lines
+        # GrailQA's checks and superlatives are closed lines; nothing but a Finally line follows a Sort
+        if h.assigned and self.classes is None and not any(st.kind == "sort" for st in h.steps):
             for start in OPEN_STARTS:
                 lines.append(Line("open", start, tuple(lm.token_ids(start))))
         return lines
