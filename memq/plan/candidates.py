@@ -237,8 +237,7 @@ class CandidateLines:
         step's lines, which start at ``offset``). When some Find line's values have a class that names
         ``directed`` (the class asked for), the other Find lines lose ``asked_class`` nats."""
         cfg = self.config
-        # a count ends the plan, and a Sort (each of the 95 WebQSP and 1,818 CWQ train plans that sorts answers next)
-        if any(st.kind in ("count", "sort") for st in h.steps):
+        if any(st.kind in ("count", "sort") for st in h.steps):  # a count or a Sort ends the plan (_other_lines)
             return []
         options = self.options(entities, h.assigned, h.draft, neigh)
         options.sort(key=lambda o: -sims.get(o[0].statement.id, -1.0))
@@ -444,7 +443,7 @@ class CandidateLines:
             text = f"Finally the answer is {v}."
             lines.append(Line("answer", text, tuple(lm.token_ids(text)) + (lm.eos_id,),
                               PlanStep("answer", text, target=v)))
-        # GrailQA's checks and superlatives are closed lines; nothing but a Finally line follows a Sort
+        # GrailQA's checks and superlatives are closed; only Finally follows a Sort, as in each WebQSP/CWQ train plan
         if h.assigned and self.classes is None and not any(st.kind == "sort" for st in h.steps):
             for start in OPEN_STARTS:
                 lines.append(Line("open", start, tuple(lm.token_ids(start))))

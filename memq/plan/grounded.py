@@ -15,7 +15,8 @@ planner lets the same fine-tuned model (the committed adapter) choose, one plan 
 * **Finally** ``the answer is ?v`` for each assigned ``?v`` (then EOS).
 * **Make sure / Sort** lines are *open*: the line start is a candidate, and when the search reaches it the model writes
   the rest greedily. A line that does not parse, or checks or sorts a variable the plan has not assigned, is dropped. A
-  check's constant is traced as *copied* (it occurs in the question) or *generated*.
+  check's constant is traced as *copied* (it occurs in the question) or *generated*. After a Sort only *Finally* lines
+  are offered, as every train plan that sorts answers next.
 
 **How the lines are scored (measured, then chosen).** Scoring every candidate in full with llama.cpp took 10.2 s for
 20 candidates (317 tokens, one forward pass each) on one thread of the 2-core CPU; free generation of a whole plan
