@@ -230,6 +230,57 @@ def test_every_span_s_best_reading_comes_before_a_second_reading(index):
         index.mentions = {}
 
 
+def test_a_span_annotated_in_training_becomes_a_learnt_alias_of_its_entity(index):
+    from memq.link.mentions import learnt_aliases
+
+    # "the isle" names Jamaica in its annotation, and no name of the index finds it there; "jamaica" finds it already
+    questions = [("what do people of the isle speak?", ["m.03_r3"], set(), [("the isle", "m.03_r3")]),
+                 ("where is jamaica?", ["m.03_r3"], set(), [("jamaica", "m.03_r3")]),
+                 ("is the isle a song?", ["m.0nn1zzq"], set(), [("the isle", "m.0nn1zzq")]),
+                 ("who visited the isle?", ["m.06w2sn5"], set(), [("the isle", "m.03_r3")])]  # not its gold: no
+    linker = Linker(index)
+    assert learnt_aliases(linker, questions) == {"the isle": {"m.03_r3": 1, "m.0nn1zzq": 1}}
+    counts = mention_counts(index, questions)
+    # counted as any reading: seen in three questions, naming a gold entity in two, each reading once
+    assert counts["the isle"] == (3, 2) and counts.named["the isle"] == {"m.03_r3": 1, "m.0nn1zzq": 1}
+    assert counts.named["jamaica"] == {"m.03_r3": 1}
+    # with alias_match 0 the counts are those of spans the index finds, as before aliases were learnt
+    off = mention_counts(index, questions, LinkConfig(alias_match=0.0))
+    assert "the isle" not in off and off == mention_counts(index, [q[:3] for q in questions])
+    index.mentions = counts
+    try:
+        links = Linker(index, LinkConfig(max_entities=1)).link("what is the isle famous for?")
+        assert [(link.id, link.mention, link.match) for link in links] == [("m.03_r3", "the isle", 0.9)]
+        assert Linker(index, LinkConfig(alias_match=0.0)).link("what is the isle famous for?") == []
+        # a reading the index has keeps its own match: "jamaica" is still an exact name
+        assert Linker(index).link("where is jamaica?")[0].match == 1.0
+    finally:
+        index.mentions = {}
+
+
+def test_annotated_mentions_come_from_webqsp_train_and_the_cwq_questions_made_from_it(monkeypatch):
+    from memq.datasets import GoldParse, GoldQuestion
+    from memq.link import gold
+
+    monkeypatch.setattr(gold, "_webqsp_train_mentions", lambda: {"WebQTrn-5": ("the US", "m.09c7w0")})
+    monkeypatch.setattr(gold, "_webqsp_train", lambda: {"WebQTrn-5": (("m.09c7w0",), {"m.09c7w0"})})
+
+    def question(qid, text, dataset, split="train"):
+        parse = GoldParse("p", "SELECT ?x WHERE {}", (("m.09c7w0", "United States of America"),), None)
+        return GoldQuestion(qid, text, dataset, split, (parse,))
+
+    assert gold.annotated_mentions(question("WebQTrn-5", "what kind government does the us have?", "webqsp")) \
+        == (("the US", "m.09c7w0"),)
+    # a CWQ question made from it keeps the span where it still writes it
+    assert gold.annotated_mentions(question("WebQTrn-5_ab12", "what party rules the us and has a donkey?", "cwq")) \
+        == (("the US", "m.09c7w0"),)
+    assert gold.annotated_mentions(question("WebQTrn-5_cd34", "what party rules america?", "cwq")) == ()
+    # never a test question's, nor a span inside a word ("us" of "status")
+    assert gold.annotated_mentions(question("WebQTrn-5", "what kind government does the us have?", "webqsp",
+                                            "test")) == ()
+    assert gold.annotated_mentions(question("WebQTrn-5", "what is the status of it?", "webqsp")) == ()
+
+
 def test_a_gold_entity_that_a_span_names_exactly_counts_as_named_for_the_mention_prior(index):
     # Male is a constraint of the first question's parse, not the entity it is about: named exactly, it counts
     questions = [("what is male in jamaica?", ["m.03_r3"], {"m.03_r3", "m.05zppz"}),
@@ -334,7 +385,7 @@ def test_the_mention_rule_names_a_digest_of_the_code_that_counts(monkeypatch):
 
 
 def test_link_config_refuses_bad_values():
-    with pytest.raises(ValueError, match="fuzzy_cutoff is a rapidfuzz ratio in 0-100, got 120"):
+    with pytest.raises(ValueError, match="fuzzy_cutoff is a rapidfuzz ratio in 0-100 and alias_match a match in 0-1, got 120"):
         LinkConfig(fuzzy_cutoff=120)
     with pytest.raises(ValueError, match="must be >= 1"):
         LinkConfig(max_entities=0)

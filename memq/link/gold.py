@@ -64,3 +64,35 @@ def prior_entities(question) -> set[str]:
         return every
     named, kept = base
     return (set(named) & every) | (every - kept)
+
+
+@lru_cache(maxsize=1)
+def _webqsp_train_mentions() -> dict[str, tuple[str, str]]:
+    """WebQSP train question id -> (the span its annotators marked as naming the topic entity, that entity's id):
+    ``PotentialTopicEntityMention`` and ``TopicEntityMid`` of the first parse (the train split only)."""
+    out = {}
+    with gzip.open(datasets.data_path("webqsp", "WebQSP.train.json.gz"), "rt", encoding="utf-8") as fh:
+        for q in json.load(fh)["Questions"]:
+            first = q["Parses"][0] if q["Parses"] else {}
+            if first.get("PotentialTopicEntityMention") and first.get("TopicEntityMid"):
+                out[q["QuestionId"]] = (first["PotentialTopicEntityMention"], first["TopicEntityMid"])
+    return out
+
+
+def annotated_mentions(question) -> tuple[tuple[str, str], ...]:
+    """(span, entity id) pairs a WebQSP training question's annotators marked (``PotentialTopicEntityMention``:
+    "us" of "what kind government does the us have?" names the United States), for the mention prior's learnt
+    aliases (memq.link.mentions). A CWQ question made from a WebQSP train question keeps its span when it still
+    writes it and still names the entity (:func:`prior_entities`). Never a test question's: () for any other."""
+    from .index import normalize
+
+    if question.split != "train" or question.dataset not in ("webqsp", "cwq"):
+        return ()
+    found = _webqsp_train_mentions().get(question.id.split("_")[0] if question.dataset == "cwq" else question.id)
+    if found is None:
+        return ()
+    span, mid = found
+    words, text = normalize(span), f" {normalize(question.question)} "
+    if not words or f" {words} " not in text or (question.dataset == "cwq" and mid not in prior_entities(question)):
+        return ()
+    return ((span, mid),)

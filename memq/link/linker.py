@@ -1,8 +1,7 @@
 """Linker: a question's topic entities from an :class:`~memq.link.index.EntityIndex`.
 
-1. Mention detection: every span of up to ``max_tokens`` normalised tokens that is not all stop words is looked
-   up as a whole name (exact), and, when nothing has that exact name, fuzzily (rapidfuzz ``ratio`` >=
-   ``fuzzy_cutoff``; "jamaican" finds "Jamaica").
+1. Mention detection: each span of up to ``max_tokens`` normalised tokens, not all stop words, is looked up as a
+   name (exact, else rapidfuzz ``ratio`` >= ``fuzzy_cutoff``: "jamaican" finds "Jamaica") and a learnt alias.
 2. Candidate ranking: ``match`` (1 exact, else ratio / 100) + ``popularity_weight`` x popularity (log degree,
    0-1) + ``length_weight`` x the span's content tokens (up to 3, over 3) + the mention prior (how often the span
    named a gold entity in training, and ``commonness_weight`` x how much less often it named this one than the
@@ -14,12 +13,10 @@
 3. Choice: the best (span, entity) first, then the next whose span does not overlap a chosen one, while the
    score reaches ``threshold`` (``second_threshold`` after the first), at most ``max_entities``; with
    ``same_span_margin`` (off by default), a second reading of a chosen span within it, after every span's best one
-   (``alternatives_last``). With a KG, once
-   the first is chosen, a candidate of another span that one CVT joins with it gains ``coherence_weight``
-   (:meth:`Linker.joined_with`: the film beside the character of "who plays saruman in lord of the rings?"). The
-   place and the title of a chosen "title of place" follow as second readings (``of_parts``).
-
-Each chosen entity is a :class:`Link` (mention, score, runners-up) in the trace; weights tuned on WebQSP dev.
+   (``alternatives_last``). With a KG, once the first is chosen, a candidate of another span that one CVT joins
+   with it gains ``coherence_weight`` (:meth:`Linker.joined_with`: the film beside the character of "who plays
+   saruman in lord of the rings?"). The place and the title of a chosen "title of place" follow as second readings
+   (``of_parts``). Each chosen entity is a :class:`Link` (mention, score, runners-up) in the trace.
 """
 
 from __future__ import annotations
@@ -68,6 +65,8 @@ class LinkConfig:
     # a span that starts with a title (TITLES: "st augustine", "sir isaac newton") also matches what the rest of it
     # matches, x this (0: off)
     title_match: float = 0.9
+    # a learnt alias (memq.link.mentions.learnt_aliases: "the us", "king tut"): a reading at this match (0: off)
+    alias_match: float = 0.9
     popularity_weight: float = 0.8
     mention_weight: float = 2.0  # x min(0, keyphraseness - 0.5): spans that seldom named a gold entity in training
     # x (commonness - the best commonness of the span's entities): of the training questions where the span named a
@@ -78,9 +77,8 @@ class LinkConfig:
     threshold: float = 0.9
     second_threshold: float = 1.4
     max_entities: int = 3
-    # a second entity for a chosen span within this score of the first (<0: off). Off by default since a later
-    # session: on all of WebQSP dev, off against 0.2 changed 26 plans, 1 up, 0 down, at linking precision 0.890
-    # against 0.831 (recall 0.953 against 0.960; docs/linking.md)
+    # a second entity for a chosen span within this score of the first (<0: off; off since all of WebQSP dev gave
+    # 1 up, 0 down of 26 plans changed, at linking precision 0.890 against 0.831 with 0.2; docs/linking.md)
     same_span_margin: float = -1.0
     # the best reading of every span is chosen before any second reading, so that second readings do not fill
     # max_entities before another span's entity (False: in score order, as before)
@@ -150,8 +148,9 @@ class LinkConfig:
         if self.coherence_weight < 0 or self.coherence_entities < 2 or self.coherence_max_names < 0:
             raise ValueError(f"coherence_weight and coherence_max_names must be >= 0 and coherence_entities >= 2, "
                              f"got {self.coherence_weight}, {self.coherence_max_names}, {self.coherence_entities}")
-        if not 0 <= self.fuzzy_cutoff <= 100:
-            raise ValueError(f"fuzzy_cutoff is a rapidfuzz ratio in 0-100, got {self.fuzzy_cutoff}")
+        if not 0 <= self.fuzzy_cutoff <= 100 or not 0 <= self.alias_match <= 1:
+            raise ValueError(f"fuzzy_cutoff is a rapidfuzz ratio in 0-100 and alias_match a match in 0-1, got "
+                             f"{self.fuzzy_cutoff}, {self.alias_match}")
 
 
 def with_settings(config: LinkConfig, settings: list[str]) -> LinkConfig:
@@ -261,6 +260,8 @@ class Linker:
                         found.update((mid, 1.0) for mid in index.exact(f"saint {rest}")[:cfg.candidates])
                     for mid, match in found.items():  # below the span's own exact name: "st paul" is St. Paul first
                         matches[mid] = max(matches.get(mid, 0.0), cfg.title_match * match)
+                for mid in getattr(index.mentions, "named", {}).get(key, ()) if cfg.alias_match > 0 else ():
+                    matches.setdefault(mid, cfg.alias_match)  # a learnt alias (a reading the index has is kept)
                 if matches:
                     yield i, j, key, list(matches.items())
 

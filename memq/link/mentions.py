@@ -8,25 +8,32 @@ index on the bundled training questions and kept in the index (:class:`~memq.lin
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable
 
-from .index import EntityIndex, MentionCounts
+from .index import EntityIndex, MentionCounts, normalize
 from .linker import LinkConfig, Linker
 
 
 def mention_counts(index: EntityIndex, questions: Iterable[tuple], config: LinkConfig | None = None
                    ) -> MentionCounts:
-    """Keyphraseness counts from training questions ``(text, ids of the topic entities it names[, every gold id])``:
-    for each span with candidates, the questions it occurs in and those where one of its candidates is a named gold
-    entity, and (``named``) how often each such entity was the one named (the span's commonness). With every gold id
-    (``training_mentions(exact=True)``, tried and off), one a span names exactly (name or alias) is named too:
-    "clippers", Los Angeles Clippers, a constraint of WebQSP's "... play for the clippers?"."""
+    """Keyphraseness counts from training questions ``(text, ids of the topic entities it names[, every gold id[,
+    annotated (span, id) pairs]])``: for each span with candidates, the questions it occurs in and those where one
+    of its candidates is a named gold entity, and (``named``) how often each such entity was the one named (the
+    span's commonness). With every gold id (``training_mentions(exact=True)``, tried and off), one a span names
+    exactly (name or alias) is named too: "clippers", Los Angeles Clippers, a constraint of WebQSP's "... play for
+    the clippers?". An annotated span whose readings in the index miss its entity (:func:`learnt_aliases`: "the
+    us", the United States) first makes the entity one of its readings, so that it is counted as the others."""
     linker = Linker(EntityIndex([], [], [], []), config)
-    linker.index = index
+    linker.index = copy.copy(index)
+    linker.index.mentions = MentionCounts()  # the counts never read earlier counts
+    questions = list(questions)
+    if linker.config.alias_match > 0:
+        linker.index.mentions = MentionCounts({}, learnt_aliases(linker, questions))
     counts: dict[str, list[int]] = {}
     named: dict[str, dict[str, int]] = {}
-    for text, gold, *every in questions:
-        spans, exact = list(linker.spans(text)), every[0] if every else ()
+    for text, gold, *more in questions:
+        spans, exact = list(linker.spans(text)), more[0] if more else ()
         gold = set(gold) | {mid for *_, matches in spans for mid, match in matches if match == 1.0 and mid in exact}
         seen: dict[str, bool] = {}
         best: dict[str, tuple[float, int, str]] = {}  # gold id -> (match, span length, span) of the span naming it
@@ -48,41 +55,60 @@ def mention_counts(index: EntityIndex, questions: Iterable[tuple], config: LinkC
     return MentionCounts({k: (a, b) for k, (a, b) in counts.items()}, named)
 
 
+def learnt_aliases(linker: Linker, questions: list[tuple]) -> dict[str, dict[str, int]]:
+    """Span -> {entity id: questions} of the annotated spans of ``questions`` (their fourth element: (span, id)
+    pairs, WebQSP's ``PotentialTopicEntityMention``) whose own readings in the index do not hold their named entity:
+    "us" of "... does the us have?" (United States of America), "king tut" (Tutankhamun). The linker reads them as
+    readings of the span at ``LinkConfig.alias_match``."""
+    out: dict[str, dict[str, int]] = {}
+    for _, gold, *more in questions:
+        for span, mid in more[1] if len(more) > 1 else ():
+            key = normalize(span)
+            if mid not in gold or not key:
+                continue
+            found = next((matches for i, j, _, matches in linker.spans(key) if (i, j) == (0, len(key.split()))), [])
+            if all(m != mid for m, _ in found):
+                ids = out.setdefault(key, {})
+                ids[mid] = ids.get(mid, 0) + 1
+    return out
+
+
 # the training questions the mention prior is counted on: WebQSP's, and CWQ's, whose longer questions name
 # many more classes and roles ("national anthem", "sports team") that seldom name a topic entity
 MENTION_DATASETS = ("webqsp", "cwq")
 
 
 def training_mentions(index: EntityIndex, datasets: Iterable[str] = MENTION_DATASETS, hold_out_dev: bool = False,
-                      exact: bool = False) -> tuple[MentionCounts, str]:
+                      exact: bool = False, config: LinkConfig | None = None) -> tuple[MentionCounts, str]:
     """Keyphraseness counts (:func:`mention_counts`) over the bundled training questions of ``datasets`` (train
     split only; the test split is never read) and the topic entities they name (memq.link.gold.prior_entities),
     with a line saying what they were counted on. CWQ's questions built from WebQSP test questions (``WebQTest-N_``)
     are left out, as the planner and the memory do. ``hold_out_dev``: without the dev questions carved from train
-    (memq.plan.data.split_of). ``exact``: gold entities a span names exactly count as named too (off: linking.md)."""
+    (memq.plan.data.split_of). ``exact``: gold entities a span names exactly count as named too (off: linking.md).
+    ``config``: the linker settings the spans are read with (the defaults, as the cached index counts)."""
     from memq import datasets as bundled
-    from memq.link.gold import gold_entities, prior_entities
+    from memq.link.gold import annotated_mentions, gold_entities, prior_entities
     from memq.plan.data import WEBQSP_TEST_PREFIX, split_of
 
     pairs, parts = [], []
     for dataset in datasets:
         train = [q for q in bundled.load(dataset, "train") if not q.id.startswith(WEBQSP_TEST_PREFIX)
                  and (not hold_out_dev or split_of(q.id) == "train")]
-        pairs += [(q.question, prior_entities(q), gold_entities(q)[1] if exact else set()) for q in train]
+        pairs += [(q.question, prior_entities(q), gold_entities(q)[1] if exact else set(), annotated_mentions(q))
+                  for q in train]
         parts.append(f"{dataset} train{' less dev' if hold_out_dev else ''} ({len(train)} questions)")
-    return mention_counts(index, pairs), f"{', '.join(parts)}; {MENTIONS_RULE}{', exact' if exact else ''}"
+    return mention_counts(index, pairs, config), f"{', '.join(parts)}; {MENTIONS_RULE}{', exact' if exact else ''}"
 
 
 def own_mentions(linker: Linker, datasets: Iterable[str] = MENTION_DATASETS, *, hold_out_dev: bool = False,
                  exact: bool = False) -> None:
     """Give ``linker`` its own copy of its entity index, with the mention prior counted again by
-    :func:`training_mentions` (its options); the index other linkers share, the cached one, is left as it is."""
-    import copy
-
+    :func:`training_mentions` (its options, and the linker's settings); the index other linkers share, the cached
+    one, is left as it is."""
     index = copy.copy(linker.index)
     index.info = dict(index.info)
     index.mentions, index.info["mentions_from"] = training_mentions(index, datasets, hold_out_dev=hold_out_dev,
-                                                                     exact=exact)
+                                                                     exact=exact, config=linker.config)
     linker.index = index
 
 
@@ -102,8 +128,8 @@ def counting_code() -> str:
 
     from . import context, gold, index
 
-    parts = (mention_counts, training_mentions, Linker.spans, Linker._names, Linker._add_fuzzy, context.quoted,
-             gold.prior_entities, gold.gold_entities, index.normalize)
+    parts = (mention_counts, learnt_aliases, training_mentions, Linker.spans, Linker._names, Linker._add_fuzzy,
+             context.quoted, gold.prior_entities, gold.gold_entities, gold.annotated_mentions, index.normalize)
     try:
         text = "".join(inspect.getsource(part) for part in parts) + repr(LinkConfig())
     except (OSError, TypeError):  # no source to read (a frozen build): the rule's words alone
