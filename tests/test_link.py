@@ -387,6 +387,8 @@ def test_the_mention_rule_names_a_digest_of_the_code_that_counts(monkeypatch):
 def test_link_config_refuses_bad_values():
     with pytest.raises(ValueError, match="fuzzy_cutoff is a rapidfuzz ratio in 0-100 and alias_match a match in 0-1, got 120"):
         LinkConfig(fuzzy_cutoff=120)
+    with pytest.raises(ValueError, match="alias_match a match in 0-1, got 85.0, 1.5"):
+        LinkConfig(alias_match=1.5)
     with pytest.raises(ValueError, match="must be >= 1"):
         LinkConfig(max_entities=0)
 
