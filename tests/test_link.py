@@ -254,6 +254,10 @@ def test_a_span_annotated_in_training_becomes_a_learnt_alias_of_its_entity(index
         assert Linker(index, LinkConfig(alias_match=0.0)).link("what is the isle famous for?") == []
         # a reading the index has keeps its own match: "jamaica" is still an exact name
         assert Linker(index).link("where is jamaica?")[0].match == 1.0
+        # memq link show says which readings are learnt aliases
+        from memq.link.cli import learnt_alias
+        assert learnt_alias(Linker(index), "the isle", "m.03_r3") and not learnt_alias(Linker(index), "jamaica", "m.03_r3")
+        assert not learnt_alias(Linker(index, LinkConfig(alias_match=0.0)), "the isle", "m.03_r3")
     finally:
         index.mentions = {}
 

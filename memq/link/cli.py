@@ -65,17 +65,33 @@ def _show(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     links = linker.link(args.question)
     ms = (time.perf_counter() - t0) * 1000
+    learnt = {x.id for x in links if learnt_alias(linker, x.mention, x.id)}
     if args.json:
-        print(json.dumps({"question": args.question, "linked": [x.to_json() for x in links],
-                          "ms": round(ms, 3)}, indent=2))
+        print(json.dumps({"question": args.question, "linked": [
+            {**x.to_json(), **({"learnt_alias": True} if x.id in learnt else {})} for x in links],
+            "ms": round(ms, 3)}, indent=2))
         return 0
     print(f"Q: {args.question}")
     for x in links:
         print(f"  {x.name} ({x.id})  from {x.mention!r}  score {x.score:.3f}  match {x.match:.2f}  "
-              f"popularity {x.popularity:.2f}")
+              f"popularity {x.popularity:.2f}{'  (a learnt alias)' if x.id in learnt else ''}")
         for i, n, s in x.runners_up:
             print(f"      runner-up {n} ({i})  {s:.3f}")
     if not links:
         print("  (no entity found)")
     print(f"time: {ms:.1f} ms")
     return 0
+
+
+def learnt_alias(linker, mention: str, mid: str) -> bool:
+    """Whether ``mid`` is a reading of the span ``mention`` only as a learnt alias (memq.link.mentions.
+    learnt_aliases): the span alone, read without aliases, does not find it."""
+    from dataclasses import replace
+
+    from .linker import Linker
+
+    if mid not in getattr(linker.index.mentions, "named", {}).get(mention, {}) or linker.config.alias_match <= 0:
+        return False
+    plain = Linker(linker.index, replace(linker.config, alias_match=0.0))
+    whole = (0, len(mention.split()))
+    return all(m != mid for i, j, _, matches in plain.spans(mention) if (i, j) == whole for m, _ in matches)
