@@ -86,12 +86,7 @@ def _show(args: argparse.Namespace) -> int:
 def learnt_alias(linker, mention: str, mid: str) -> bool:
     """Whether ``mid`` is a reading of the span ``mention`` only as a learnt alias (memq.link.mentions.
     learnt_aliases): the span alone, read without aliases, does not find it."""
-    from dataclasses import replace
+    from .mentions import index_readings
 
-    from .linker import Linker
-
-    if mid not in getattr(linker.index.mentions, "named", {}).get(mention, {}) or linker.config.alias_match <= 0:
-        return False
-    plain = Linker(linker.index, replace(linker.config, alias_match=0.0))
-    whole = (0, len(mention.split()))
-    return all(m != mid for i, j, _, matches in plain.spans(mention) if (i, j) == whole for m, _ in matches)
+    named = getattr(linker.index.mentions, "named", {}).get(mention, {})
+    return linker.config.alias_match > 0 and mid in named and mid not in index_readings(linker, mention)

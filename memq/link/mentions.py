@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable
+from dataclasses import replace
 
 from .index import EntityIndex, MentionCounts, normalize
 from .linker import LinkConfig, Linker
@@ -60,17 +61,24 @@ def learnt_aliases(linker: Linker, questions: list[tuple]) -> dict[str, dict[str
     pairs, WebQSP's ``PotentialTopicEntityMention``) whose own readings in the index do not hold their named entity:
     "us" of "... does the us have?" (United States of America), "king tut" (Tutankhamun). The linker reads them as
     readings of the span at ``LinkConfig.alias_match``."""
+    plain = Linker(linker.index, replace(linker.config, alias_match=0.0))
     out: dict[str, dict[str, int]] = {}
     for _, gold, *more in questions:
         for span, mid in more[1] if len(more) > 1 else ():
             key = normalize(span)
-            if mid not in gold or not key:
-                continue
-            found = next((matches for i, j, _, matches in linker.spans(key) if (i, j) == (0, len(key.split()))), [])
-            if all(m != mid for m, _ in found):
+            if mid in gold and key and mid not in index_readings(plain, key):
                 ids = out.setdefault(key, {})
                 ids[mid] = ids.get(mid, 0) + 1
     return out
+
+
+def index_readings(linker: Linker, key: str) -> set[str]:
+    """The entities the span ``key`` (normalised) reads alone in the index, as ``linker`` reads spans (exact, partial,
+    fuzzy, base and title matches), without learnt aliases."""
+    if linker.config.alias_match > 0:
+        linker = Linker(linker.index, replace(linker.config, alias_match=0.0))
+    whole = (0, len(key.split()))
+    return {mid for i, j, _, matches in linker.spans(key) if (i, j) == whole for mid, _ in matches}
 
 
 # the training questions the mention prior is counted on: WebQSP's, and CWQ's, whose longer questions name
@@ -128,8 +136,9 @@ def counting_code() -> str:
 
     from . import context, gold, index
 
-    parts = (mention_counts, learnt_aliases, training_mentions, Linker.spans, Linker._names, Linker._add_fuzzy,
-             context.quoted, gold.prior_entities, gold.gold_entities, gold.annotated_mentions, index.normalize)
+    parts = (mention_counts, learnt_aliases, index_readings, training_mentions, Linker.spans, Linker._names,
+             Linker._add_fuzzy, context.quoted, gold.prior_entities, gold.gold_entities, gold.annotated_mentions,
+             index.normalize)
     try:
         text = "".join(inspect.getsource(part) for part in parts) + repr(LinkConfig())
     except (OSError, TypeError):  # no source to read (a frozen build): the rule's words alone
