@@ -27,10 +27,9 @@ def mention_counts(index: EntityIndex, questions: Iterable[tuple], config: LinkC
     us", the United States) first makes the entity one of its readings, so that it is counted as the others."""
     linker = Linker(EntityIndex([], [], [], []), config)
     linker.index = copy.copy(index)
-    linker.index.mentions = MentionCounts()  # the counts never read earlier counts
     questions = list(questions)
-    if linker.config.alias_match > 0:
-        linker.index.mentions = MentionCounts({}, learnt_aliases(linker, questions))
+    aliases = learnt_aliases(linker, questions) if linker.config.alias_match > 0 else {}
+    linker.index.mentions = MentionCounts({}, aliases)  # the spans read the learnt aliases, never earlier counts
     counts: dict[str, list[int]] = {}
     named: dict[str, dict[str, int]] = {}
     for text, gold, *more in questions:
