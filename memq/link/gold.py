@@ -17,6 +17,7 @@ import json
 from functools import lru_cache
 
 from .. import datasets
+from .index import normalize
 
 
 @lru_cache(maxsize=4)
@@ -84,8 +85,6 @@ def annotated_mentions(question) -> tuple[tuple[str, str], ...]:
     "us" of "what kind government does the us have?" names the United States), for the mention prior's learnt
     aliases (memq.link.mentions). A CWQ question made from a WebQSP train question keeps its span when it still
     writes it and still names the entity (:func:`prior_entities`). Never a test question's: () for any other."""
-    from .index import normalize
-
     if question.split != "train" or question.dataset not in ("webqsp", "cwq"):
         return ()
     found = _webqsp_train_mentions().get(question.id.split("_")[0] if question.dataset == "cwq" else question.id)
