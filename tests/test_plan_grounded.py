@@ -475,6 +475,32 @@ def test_with_check_passes_a_written_check_is_kept_only_when_some_value_passes_i
     assert extend(h, start, dated, p.lm, "", ["Justin Bieber"], allows) is not None
 
 
+def test_a_written_line_the_plan_has_already_is_refused(kg, bank):
+    """The same Make sure twice is the same FILTER twice, which changes no answer; a search once spent its pass budget
+    writing one plan's two date checks over and over. A written line the plan has already is refused and counted in
+    the plan's cost; another check of the same variable is not, nor the same line without the rules."""
+    p = planner(kg, bank, "")
+    h = Hyp(draft=Draft(), rec=Reconstructor(BIEBER))
+    for text in ("Find the sibling of the siblings of the person Justin Bieber, assign it to ?x.",
+                 "Find the gender of the person ?x, assign it to ?gender."):
+        line = next(x for x in p._lines(h, BIEBER, ["Justin Bieber"], p.lm, Neighbourhood(kg), {}) if x.text == text)
+        h = extend(h, line, SimpleNamespace(ids=(), score=0.0), p.lm, "", ["Justin Bieber"])
+    start = Line("open", "Make sure", tuple(p.lm.token_ids("Make sure")))
+    allows = partial(p.allows, neigh=Neighbourhood(kg))
+
+    def written(text):
+        return SimpleNamespace(ids=tuple(p.lm.token_ids(text + "\n")), score=0.0)
+
+    male = "Make sure ?gender is Male."
+    p.refused = {}
+    once = extend(h, start, written(male), p.lm, "", ["Justin Bieber"], allows)
+    assert once is not None and once.lines[-1] == male and p.refused == {}
+    assert extend(once, start, written(male), p.lm, "", ["Justin Bieber"], allows) is None
+    assert p.refused == {"repeated_lines_refused": 1}
+    assert extend(once, start, written("Make sure ?gender is Female."), p.lm, "", ["Justin Bieber"], allows)
+    assert extend(once, start, written(male), p.lm, "", ["Justin Bieber"]).lines[-2:] == [male, male]
+
+
 def test_saved_beam_is_read_back_for_rescoring():
     from memq.evaluate.run import saved_plan
 
