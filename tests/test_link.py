@@ -254,10 +254,17 @@ def test_a_span_annotated_in_training_becomes_a_learnt_alias_of_its_entity(index
         assert Linker(index, LinkConfig(alias_match=0.0)).link("what is the isle famous for?") == []
         # a reading the index has keeps its own match: "jamaica" is still an exact name
         assert Linker(index).link("where is jamaica?")[0].match == 1.0
-        # memq link show says which readings are learnt aliases
-        from memq.link.cli import learnt_alias
+        # memq link show and the answer's trace say which readings are learnt aliases
+        from memq.link.mentions import learnt_alias
         assert learnt_alias(Linker(index), "the isle", "m.03_r3") and not learnt_alias(Linker(index), "jamaica", "m.03_r3")
         assert not learnt_alias(Linker(index, LinkConfig(alias_match=0.0)), "the isle", "m.03_r3")
+        trace = Trace()
+        assert resolve(Linker(index, LinkConfig(max_entities=1)), "what is the isle famous for?", None, trace) \
+            == {"m.03_r3": "Jamaica"}
+        assert trace.links[0]["learnt_alias"] is True and "from 'the isle', a learnt alias (" in trace.fallbacks[0]
+        trace = Trace()
+        resolve(Linker(index), "where is jamaica?", None, trace)
+        assert "learnt_alias" not in trace.links[0] and "learnt alias" not in trace.fallbacks[0]
     finally:
         index.mentions = {}
 

@@ -54,6 +54,7 @@ def _show(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from ..pipeline import Config
+    from .mentions import learnt_alias
     from .resolve import open_linker
 
     config = Config()
@@ -81,12 +82,3 @@ def _show(args: argparse.Namespace) -> int:
         print("  (no entity found)")
     print(f"time: {ms:.1f} ms")
     return 0
-
-
-def learnt_alias(linker, mention: str, mid: str) -> bool:
-    """Whether ``mid`` is a reading of the span ``mention`` only as a learnt alias (memq.link.mentions.
-    learnt_aliases): the span alone, read without aliases, does not find it."""
-    from .mentions import index_readings
-
-    named = getattr(linker.index.mentions, "named", {}).get(mention, {})
-    return linker.config.alias_match > 0 and mid in named and mid not in index_readings(linker, mention)
