@@ -240,6 +240,11 @@ def test_a_span_annotated_in_training_becomes_a_learnt_alias_of_its_entity(index
                  ("who visited the isle?", ["m.06w2sn5"], set(), [("the isle", "m.03_r3")])]  # not its gold: no
     linker = Linker(index)
     assert learnt_aliases(linker, questions) == {"the isle": {"m.03_r3": 1, "m.0nn1zzq": 1}}
+    # a span the index names exactly ("jamaica") becomes an alias of another entity only when alias_floor (2)
+    # questions say so; alias_floor 1 learns it from one, as before the floor
+    odd = [("is jamaica by bieber?", ["m.06w2sn5"], set(), [("jamaica", "m.06w2sn5")])]
+    assert learnt_aliases(linker, odd) == {} and learnt_aliases(linker, odd * 2) == {"jamaica": {"m.06w2sn5": 2}}
+    assert learnt_aliases(Linker(index, LinkConfig(alias_floor=1)), odd) == {"jamaica": {"m.06w2sn5": 1}}
     counts = mention_counts(index, questions)
     # counted as any reading: seen in three questions, naming a gold entity in two, each reading once
     assert counts["the isle"] == (3, 2) and counts.named["the isle"] == {"m.03_r3": 1, "m.0nn1zzq": 1}
@@ -402,6 +407,8 @@ def test_link_config_refuses_bad_values():
         LinkConfig(alias_match=1.5)
     with pytest.raises(ValueError, match="must be >= 1"):
         LinkConfig(max_entities=0)
+    with pytest.raises(ValueError, match="fit_recall and alias_floor must be >= 1, got .*, 0"):
+        LinkConfig(alias_floor=0)
 
 
 def test_resolve_names_alone_and_trace_what_was_dropped(index):

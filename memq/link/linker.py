@@ -62,11 +62,12 @@ class LinkConfig:
     fuzzy_match: float = 0.95  # a fuzzy match's ratio / 100 is scaled by this
     # the match of a name an adjective is formed from ("egyptian": Egypt, EntityIndex.bases; 0: off)
     base_match: float = 0.85
-    # a span that starts with a title (TITLES: "st augustine", "sir isaac newton") also matches what the rest of it
-    # matches, x this (0: off)
+    # a span that starts with a title (TITLES: "st augustine") also matches what the rest of it does, x this (0: off)
     title_match: float = 0.9
-    # a learnt alias (memq.link.mentions.learnt_aliases: "the us", "king tut"): a reading at this match (0: off)
+    # a learnt alias (memq.link.mentions.learnt_aliases: "the us", "king tut"): a reading at this match (0: off); of a
+    # span that is an exact name in the index, only with alias_floor training questions for it (1: with any)
     alias_match: float = 0.9
+    alias_floor: int = 2
     popularity_weight: float = 0.8
     mention_weight: float = 2.0  # x min(0, keyphraseness - 0.5): spans that seldom named a gold entity in training
     # x (commonness - the best commonness of the span's entities): of the training questions where the span named a
@@ -127,10 +128,10 @@ class LinkConfig:
 
     def __post_init__(self) -> None:
         if self.max_tokens < 1 or self.candidates < 1 or self.max_entities < 1 or self.fit_candidates < 1 \
-                or self.fit_recall < 1:
-            raise ValueError(f"max_tokens, candidates, max_entities, fit_candidates and fit_recall must be >= 1, "
-                             f"got {self.max_tokens}, {self.candidates}, {self.max_entities}, "
-                             f"{self.fit_candidates}, {self.fit_recall}")
+                or self.fit_recall < 1 or self.alias_floor < 1:
+            raise ValueError(f"max_tokens, candidates, max_entities, fit_candidates, fit_recall and alias_floor must "
+                             f"be >= 1, got {self.max_tokens}, {self.candidates}, {self.max_entities}, "
+                             f"{self.fit_candidates}, {self.fit_recall}, {self.alias_floor}")
         if not 0 <= self.cue_share <= 1 or self.cue_count < 1:
             raise ValueError(f"cue_share must be in [0, 1] (0: off) and cue_count >= 1, got {self.cue_share}, "
                              f"{self.cue_count}")
