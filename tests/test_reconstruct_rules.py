@@ -111,6 +111,32 @@ def test_sort_orders_numbers_kept_as_text_as_numbers_and_dates_as_dates(tmp_path
     assert top("founded", "ascending") == "m.us"
 
 
+def test_a_check_of_a_bare_year_compares_numbers_as_numbers_and_dates_as_dates(tmp_path):
+    # "fewer than 2416 postgraduates", "less than 2400 people": four digits read as a year, and a count cast to a
+    # date is an error (800) or a year, so counts under 1000 were lost. A number, or text that writes one, now
+    # compares as a number; a date still compares as a date.
+    date, integer = "<http://www.w3.org/2001/XMLSchema#dateTime>", "<http://www.w3.org/2001/XMLSchema#integer>"
+    kg = _triples(("m.jp", "type.object.name", '"Japan"@en'),
+                  *[("m.jp", "x.country.exports_to", c) for c in ("m.ki", "m.us", "m.kr")],
+                  ("m.ki", "x.country.population", f'"800"^^{integer}'),
+                  ("m.us", "x.country.population", f'"300000000"^^{integer}'),
+                  ("m.kr", "x.country.population", '"1500"'),
+                  ("m.ki", "x.country.founded", f'"1979-07-12T00:00:00"^^{date}'),
+                  ("m.us", "x.country.founded", f'"1776-07-04T00:00:00"^^{date}'),
+                  ("m.kr", "x.country.founded", f'"1948-08-15T00:00:00"^^{date}'))
+    pipe = _pipeline(tmp_path, kg, ["x.country.exports_to", "x.country.population", "x.country.founded"])
+
+    def answers(key: str, check: str) -> set[str]:
+        plan = parse_plan(f"Find the exports to of Japan, assign it to ?x.\nFind the {key} of ?x, assign it to ?n.\n"
+                          f"Make sure ?n {check}.\nFinally the answer is ?x.", ["Japan"])
+        return {a[0] for a in pipe.answer("which?", {"m.jp": "Japan"}, plan=plan).answers}
+
+    assert answers("population", "is before 2400") == {"m.ki", "m.kr"}
+    assert answers("population", "is after 1000") == {"m.us", "m.kr"}
+    assert answers("founded", "is before 1950") == {"m.us", "m.kr"}
+    assert answers("founded", "is after 1950") == {"m.ki"}
+
+
 def test_a_tie_at_one_step_is_taken_back_when_a_later_step_binds_nothing_after_it(tmp_path):
     # CWQ's "who is the subject of the film X, and what is their profession": a relation and its reverse property
     # share a description, so step 1 recalls both, tied, and both bind. The preferred one (seen in training)

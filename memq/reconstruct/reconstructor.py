@@ -49,6 +49,7 @@ from .filters import ORDERING, language_filter, named_filter, value_comparators,
 
 _VAR_NAME = re.compile(r"^\?[A-Za-z_][A-Za-z0-9_]{0,40}$")
 _DATE = re.compile(r"^(-?\d{4})(-\d{2}(-\d{2})?)?(T[0-9:.]+Z?)?$")
+_YEAR = re.compile(r"^-?\d{4}$")  # a date of a year alone, or a number of four digits
 _NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
 _SCIENTIFIC = re.compile(r"^-?\d+(\.\d+)?[eE][+-]?\d+$")  # 1.519e+06, as GrailQA's floats are written
 XSD_DATETIME = XSD + "dateTime"
@@ -252,7 +253,17 @@ class Reconstructor:
         if op not in ("=", "!=", "<", "<=", ">", ">="):
             raise ReconstructionError(f"step {step.text!r}: unknown comparison {op!r}")
         if isinstance(value, Literal) and value.datatype == XSD_DATETIME:
-            return Call(op, (Call(XSD_DATETIME, (target,)), value))
+            dated = Call(op, (Call(XSD_DATETIME, (target,)), value))
+            year = _YEAR.match(step.value.strip().strip('"').strip())
+            if not year:
+                return dated
+            # a bare year may be a number too ("fewer than 2416 postgraduates", "less than 2400 people"): a number, or
+            # text that writes one (the benchmark KG holds some counts as strings), compares as a number, anything
+            # else as a date as before (800 cast to a date is an error, and its row was lost)
+            numeric = Call("||", (Call("isnumeric", (target,)),
+                                  Call("regex", (Call("str", (target,)), Literal(r"^-?[0-9]+([.][0-9]+)?$")))))
+            number = Call(op, (Call(XSD_DOUBLE, (target,)), Literal(year.group(), datatype=XSD + "integer")))
+            return Call("||", (Call("&&", (numeric, number)), Call("&&", (Call("!", (numeric,)), dated))))
         if isinstance(value, Literal) and value.datatype is None:
             if op in ("=", "!="):  # no given entity has this name: the node named so, or a literal of that text
                 self.notes[step.text] = f"{value.value!r} is no given entity: ?{target.name} is matched by its name"
