@@ -260,6 +260,21 @@ def test_sort_orders_numbers_kept_as_text_as_numbers_on_both_stores(loaded):
         assert dates["virtuoso"] == dates["oxigraph"] == (["2001", "1999"] if op == "desc" else ["1999", "2001"])
 
 
+def test_a_check_of_a_bare_year_compares_numbers_as_numbers_on_both_stores(loaded):
+    from memq.reconstruct import Reconstructor
+    from memq.types import PlanStep
+
+    values = (f'"800"^^<{XSD}integer> "3000"^^<{XSD}integer> "1500" "2.50"^^<{XSD}decimal> "2009"^^<{XSD}gYear> '
+              f'"1961-08-04T00:00:00Z"^^<{XSD}dateTime> "2500-05-03"^^<{XSD}date>')
+    base = parse_query(f"SELECT ?k WHERE {{ VALUES ?k {{ {values} }} }}")
+    for op, kept in (("<", {"800", "1500", "2.5", "2009", "1961"}), (">", {"3000", "2500"})):
+        check = Reconstructor({}).check(PlanStep("check", "Make sure ?k ...", target="?k", op=op, value="2400"))
+        query = to_standard(replace(base, where=replace(base.where, filters=(check,))))
+        got = {name: {row["k"].value[:4].rstrip("-") for row in kg.select(query)} for name, kg in
+               (("virtuoso", loaded["endpoint"]), ("oxigraph", loaded["store"]))}
+        assert got == {"virtuoso": kept, "oxigraph": kept}, op
+
+
 def test_entity_pairs_one_cvt_joins_agree_on_virtuoso_and_oxigraph(loaded):
     # the linker's coherence (memq.link.fit.MemoryFit.connected) asks the same query of an endpoint
     import re

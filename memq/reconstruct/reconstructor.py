@@ -257,12 +257,13 @@ class Reconstructor:
             year = _YEAR.match(step.value.strip().strip('"').strip())
             if not year:
                 return dated
-            # a bare year may be a number too ("fewer than 2416 postgraduates", "less than 2400 people"): a number, or
-            # text that writes one (the benchmark KG holds some counts as strings), compares as a number, anything
+            # a bare year may be a number too ("fewer than 2416 postgraduates", "less than 2400 people"): a value that
+            # writes a number (a number, a count the benchmark KG holds as text, a gYear) compares as one, anything
             # else as a date as before (800 cast to a date is an error, and its row was lost)
             numeric = Call("||", (Call("isnumeric", (target,)),
                                   Call("regex", (Call("str", (target,)), Literal(r"^-?[0-9]+([.][0-9]+)?$")))))
-            number = Call(op, (Call(XSD_DOUBLE, (target,)), Literal(year.group(), datatype=XSD + "integer")))
+            written = Call(XSD_DOUBLE, (Call("str", (target,)),))
+            number = Call(op, (written, Literal(year.group(), datatype=XSD + "integer")))
             return Call("||", (Call("&&", (numeric, number)), Call("&&", (Call("!", (numeric,)), dated))))
         if isinstance(value, Literal) and value.datatype is None:
             if op in ("=", "!="):  # no given entity has this name: the node named so, or a literal of that text
