@@ -135,7 +135,7 @@ def test_link_config_refuses_a_negative_fit_weight():
         LinkConfig(fit_weight=-1)
     with pytest.raises(ValueError, match="commonness_weight must be >= 0, got 0.6, -0.5"):
         LinkConfig(commonness_weight=-0.5)
-    with pytest.raises(ValueError, match="fit_recall must be >= 1"):
+    with pytest.raises(ValueError, match="fit_recall and alias_floor must be >= 1, got 6, 5, 3, 4, 0, 2"):
         LinkConfig(fit_recall=0)
 
 
