@@ -86,7 +86,6 @@ def index_readings(linker: Linker, key: str) -> set[str]:
     return {mid for i, j, _, matches in linker.spans(key) if (i, j) == whole for mid, _ in matches}
 
 
-
 def learnt_alias(linker: Linker, mention: str, mid: str) -> bool:
     """Whether ``mid`` is a reading of the span ``mention`` only as a learnt alias (:func:`learnt_aliases`): the span
     alone, read without aliases, does not find it. A stand-in linker (``link`` alone, no index or settings) has none."""
@@ -94,6 +93,7 @@ def learnt_alias(linker: Linker, mention: str, mid: str) -> bool:
         return False
     named = getattr(linker.index.mentions, "named", {}).get(mention, {})
     return linker.config.alias_match > 0 and mid in named and mid not in index_readings(linker, mention)
+
 
 # the training questions the mention prior is counted on: WebQSP's, and CWQ's, whose longer questions name
 # many more classes and roles ("national anthem", "sports team") that seldom name a topic entity
