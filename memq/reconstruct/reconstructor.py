@@ -56,6 +56,11 @@ XSD_DATETIME = XSD + "dateTime"
 XSD_DOUBLE = XSD + "double"
 
 
+def _value_text(text: str) -> str:
+    """A check's value as :meth:`Reconstructor.value` reads it: unquoted, without the spaces around it."""
+    return text.strip().strip('"').strip()
+
+
 @dataclass
 class Draft:
     """The query being built, step by step."""
@@ -254,7 +259,7 @@ class Reconstructor:
             raise ReconstructionError(f"step {step.text!r}: unknown comparison {op!r}")
         if isinstance(value, Literal) and value.datatype == XSD_DATETIME:
             dated = Call(op, (Call(XSD_DATETIME, (target,)), value))
-            year = _YEAR.match(step.value.strip().strip('"').strip())
+            year = _YEAR.match(_value_text(step.value))
             if not year:
                 return dated
             # a bare year may be a number too ("fewer than 2416 postgraduates", "less than 2400 people"): a value that
@@ -290,7 +295,7 @@ class Reconstructor:
     def value(self, text: str | None) -> Term | None:
         if text is None:
             return None
-        text = text.strip().strip('"').strip()
+        text = _value_text(text)
         if not text:
             return None
         ent = self.entity(text)
