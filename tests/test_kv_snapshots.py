@@ -1,0 +1,133 @@
+"""The llama.cpp runner's kept branch states (memq.llm.kv_state.Runner): a request that goes back to a branch it cut
+starts from that branch's saved KV state, evaluates only the tokens after it, and gets the logits it got before."""
+
+from __future__ import annotations
+
+import ctypes
+import zlib
+from collections import OrderedDict
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from memq.llm.base import LLMError
+from memq.llm.kv_state import Runner, snapshots_from_env
+
+VOCAB = 16
+
+
+class FakeLlama:
+    """llama.cpp's calls that Runner.logits makes, over one sequence whose KV cache is its list of tokens. A token's
+    logits depend on every token before it, so a wrong cache gives wrong logits; a decode must continue the cache."""
+
+    def __init__(self, refuse: bool = False) -> None:
+        self.kv: list[int] = []
+        self.rows: list[ctypes.Array] = []
+        self.refuse = refuse
+        self.restores = 0
+
+    def llama_memory_seq_rm(self, memory, seq, p0, p1):
+        assert seq == 0 and p1 == -1
+        del self.kv[max(p0, 0):]
+
+    def llama_decode(self, ctx, batch):
+        assert batch.pos[0] == len(self.kv), "a decode must continue the cached tokens"
+        self.rows = []
+        for j in range(batch.n_tokens):
+            self.kv.append(batch.token[j])
+            rng = np.random.default_rng(zlib.crc32(repr(self.kv).encode()))
+            self.rows.append((ctypes.c_float * VOCAB)(*rng.normal(size=VOCAB)))
+        return 0
+
+    def llama_get_logits_ith(self, ctx, j):
+        return ctypes.cast(self.rows[j], ctypes.POINTER(ctypes.c_float))
+
+    def llama_state_seq_get_size(self, ctx, seq):
+        return 4 * len(self.kv)
+
+    def llama_state_seq_get_data(self, ctx, buffer, size, seq):
+        data = np.asarray(self.kv, dtype=np.int32).tobytes()
+        ctypes.memmove(buffer, data, len(data))
+        return len(data)
+
+    def llama_state_seq_set_data(self, ctx, buffer, size, seq):
+        assert not self.kv, "a state is put back into an empty sequence"
+        if self.refuse:
+            return 0
+        self.restores += 1
+        self.kv = np.frombuffer(ctypes.string_at(buffer, size), dtype=np.int32).tolist()
+        return size
+
+
+def _runner(keep: int, lib: FakeLlama) -> Runner:
+    runner = Runner.__new__(Runner)  # a Runner over a fake llama.cpp
+    runner.lib, runner.llama, runner.memory, runner.state = lib, SimpleNamespace(ctx="ctx"), "memory", None
+    runner.n_vocab, runner.n_ctx, runner.n_batch, runner._save_state = VOCAB, 512, 64, False
+    runner.batch = SimpleNamespace(n_tokens=0, token=[0] * 64, pos=[0] * 64, n_seq_id=[0] * 64,
+                                   seq_id=[[0] for _ in range(64)], logits=[False] * 64)
+    runner.decodes = runner.decoded = runner.restored = 0
+    runner.governor, runner.passes_by_threads = None, {}
+    runner.ids, runner.keep, runner.snapshots = [], keep, OrderedDict()
+    return runner
+
+
+PROMPT = list(range(1, 30))
+# a line search's requests: two partial plans (lines 20.. and 40..) and their next tokens, back and forth
+REQUESTS = [(PROMPT + [20, 21, 22], 30), (PROMPT + [40, 41, 42, 43], 30), (PROMPT + [20, 21, 22, 23, 24], 33),
+            (PROMPT + [40, 41, 42, 43, 44], 34), (PROMPT + [20, 21, 22, 23, 24, 25], 35),
+            (PROMPT + [20, 21, 9], 32), (PROMPT + [40, 41, 42, 43, 44, 45], 35)]
+
+
+def test_a_branch_cut_and_gone_back_to_starts_from_its_kept_state_with_the_same_logits():
+    plain, kept = _runner(0, FakeLlama()), _runner(16, FakeLlama())
+    for ids, first in REQUESTS:
+        assert np.array_equal(plain.logits(ids, first), kept.logits(ids, first))
+        assert kept.ids == plain.ids == ids
+    assert kept.restored == kept.lib.restores == 4  # the 3rd, 4th, 5th and last requests went back to a branch
+    assert plain.decoded == 59 and kept.decoded == 42  # after a branch is put back, only the tokens it lacks
+    assert plain.snapshots == {} and len(kept.snapshots) == 6  # one per branch cut
+
+
+def test_the_least_recently_used_state_goes_first_and_a_refused_one_is_evaluated_in_full():
+    two = _runner(2, FakeLlama())
+    for ids, first in REQUESTS:
+        two.logits(ids, first)
+    # the 2nd request's branch was given up before the 4th went back to it, and the 4th's before the 7th
+    assert len(two.snapshots) == 2 and two.restored == 2 and two.decoded == 51
+    refused, plain = _runner(16, FakeLlama(refuse=True)), _runner(0, FakeLlama())
+    for ids, first in REQUESTS:
+        assert np.array_equal(refused.logits(ids, first), plain.logits(ids, first))
+    assert refused.restored == 0 and refused.decoded > plain.decoded  # each refusal evaluated the prompt again
+
+
+@pytest.mark.parametrize("value", ["-1", "many", "257"])
+def test_a_bad_snapshot_count_is_named(monkeypatch, value):
+    monkeypatch.setenv("MEMQ_LLAMA_SNAPSHOTS", value)
+    with pytest.raises(LLMError, match=repr(value)):
+        snapshots_from_env()
+    monkeypatch.setenv("MEMQ_LLAMA_SNAPSHOTS", "0")
+    assert snapshots_from_env() == 0
+
+
+@pytest.mark.slow
+def test_llama_cpp_answers_a_branch_gone_back_to_from_its_kept_state(monkeypatch):
+    pytest.importorskip("llama_cpp")
+    from memq.llm.llamacpp import LlamaCppLLM
+
+    rows = {}
+    for keep in ("16", "0"):
+        monkeypatch.setenv("MEMQ_LLAMA_SNAPSHOTS", keep)
+        llm = LlamaCppLLM("smollm2", n_ctx=1024 + int(keep))  # a context of its own each
+        runner = llm.load().runner
+        prompt = llm.prompt_ids("Name three colours.")
+        red, one = llm.token_ids(" red, green and blue"), llm.token_ids(" one, two and three")
+        runner.logits(prompt + red, len(prompt))
+        runner.logits(prompt + one, len(prompt))
+        decoded = runner.decoded
+        rows[keep] = runner.logits(prompt + red + [red[0]], len(prompt + red) + 1)
+        assert runner.decoded - decoded == (1 if keep == "16" else len(red) + 1)
+        assert runner.restored == (keep == "16")
+    # the same logits up to rounding: without the kept state the branch was evaluated again in a smaller batch,
+    # which runs other kernels (logits of about 20 differ by a few thousandths)
+    assert np.allclose(rows["16"], rows["0"], atol=0.02) and rows["16"].argmax() == rows["0"].argmax()
