@@ -632,6 +632,17 @@ def test_make_planner_grounded_needs_the_kg_and_the_memory(kg, bank):
     assert isinstance(made, GroundedPlanner) and made.config.beam == 4 and made.calls == 0
 
 
+def test_make_planner_loads_the_ranker_for_its_dataset(kg, bank, monkeypatch):
+    """The ranker's runtime may depend on the dataset (memq.plan.ranker.DATASET_RUNTIMES), so it is told which."""
+    from memq.plan import ranker as ranker_mod
+    from memq.plan.planner import make_planner
+
+    seen = []
+    monkeypatch.setattr(ranker_mod, "load_ranker", lambda path, **kw: seen.append((path, kw)))
+    make_planner("grounded", kg=kg, bank=bank, ranker="R", dataset="cwq")
+    assert seen == [("R", {"dataset": "cwq"})]
+
+
 @pytest.mark.parametrize("included", [False, True])
 def test_a_bank_of_grailqa_s_form_brings_its_planner_and_search_unless_a_flag_says_otherwise(tmp_path, included):
     import argparse

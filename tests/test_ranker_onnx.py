@@ -11,7 +11,7 @@ import pytest
 
 from memq.errors import MemQError
 from memq.plan import ranker as ranker_mod
-from memq.plan.ranker import DEFAULT_RANKER, RUNTIMES, StatementRanker, load_ranker
+from memq.plan.ranker import DEFAULT_RANKER, RUNTIMES, StatementRanker, default_ranker, default_runtime, load_ranker
 
 QUERY = "who plays ken barlow in coronation street?"
 CANDIDATES = ["the actor of the regular tv appearance with character Ken Barlow and series Coronation Street",
@@ -52,6 +52,20 @@ def test_the_int8_graph_keeps_a_clear_first_choice(cache):
     assert CANDIDATES[int(np.argmax(scores))] == CANDIDATES[0]
     manifest = json.loads(next(cache.glob("onnx/ranker-*-onnx-int8-f1/manifest.json")).read_text())
     assert 0 < manifest["max_abs_diff_vs_torch"] < 3  # int8 moves the logits; recorded, not refused
+
+
+def test_the_committed_ranker_runs_on_int8_for_webqsp_alone(cache, monkeypatch, tmp_path):
+    """int8 tied float32 on WebQSP dev and plans faster; GrailQA's ranker lost on int8 and CWQ's was not tried, and a
+    ranker of one's own was measured nowhere: those run on the first runtime. ``$MEMQ_RANKER_RUNTIME`` wins."""
+    monkeypatch.delenv("MEMQ_RANKER_RUNTIME", raising=False)
+    assert default_runtime(DEFAULT_RANKER, "webqsp") == "onnx-int8"
+    assert default_runtime(DEFAULT_RANKER, "cwq") == default_runtime(DEFAULT_RANKER) == RUNTIMES[0]
+    assert default_runtime(default_ranker("grailqa"), "grailqa") == RUNTIMES[0]
+    assert default_runtime(tmp_path / "my-ranker", "webqsp") == RUNTIMES[0]
+    assert load_ranker(DEFAULT_RANKER, dataset="webqsp").runtime == "onnx-int8"
+    assert load_ranker(DEFAULT_RANKER, dataset="cwq").runtime == "onnx"
+    monkeypatch.setenv("MEMQ_RANKER_RUNTIME", "torch")
+    assert default_runtime(DEFAULT_RANKER, "webqsp") == "torch"
 
 
 def test_a_changed_graph_is_exported_again_and_said_so(cache, caplog):

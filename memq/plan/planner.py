@@ -186,7 +186,7 @@ def make_planner(kind: str = "fewshot", *, model: str = "qwen2.5-coder-0.5b", ad
         if ranker is not None:
             from .ranker import load_ranker
 
-            scorer = load_ranker(ranker)
+            scorer = load_ranker(ranker, dataset=dataset)
         grounded = GroundedPlanner(free, kg=kg, bank=bank, config=search, timeout=timeout, ranker=scorer)
         if kind == "grounded":
             return grounded

@@ -47,9 +47,9 @@ from memq.errors import MemQError
 
 from .ranker_onnx import QUERY_KEEP, fit_candidates
 
-__all__ = ["FORMAT", "QUERY_KEEP", "RUNTIMES", "StatementRanker", "candidate_text", "default_ranker", "encode_pairs",
-           "fit_candidates", "load_ranker", "query_text",
-           "rank_candidates", "ranker_choice"]
+__all__ = ["DATASET_RUNTIMES", "FORMAT", "QUERY_KEEP", "RUNTIMES", "StatementRanker", "candidate_text", "default_ranker",
+           "default_runtime", "encode_pairs", "fit_candidates", "load_ranker", "query_text", "rank_candidates",
+           "ranker_choice"]
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +68,9 @@ def encode_pairs(tokenizer, queries: Sequence[str], candidates: Sequence[str], m
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_RANKER = ROOT / "memory_bank" / "ranker"
 RUNTIMES = ("onnx", "onnx-int8", "torch")  # memq.plan.ranker_onnx; the first is the default
+# the committed ranker of a dataset runs on int8 weights where they tied float32 on that dataset's dev and plan
+# faster: WebQSP (docs/planner.md, "The int8 ranker for WebQSP"); GrailQA's ranker lost on int8, CWQ's was not tried
+DATASET_RUNTIMES = {"webqsp": "onnx-int8"}
 
 
 def query_text(question: str, lines: Sequence[str] = ()) -> str:
@@ -175,11 +178,23 @@ class StatementRanker:
         return score_batches(self, candidates, run)
 
 
-def load_ranker(path: str | Path, *, runtime: str | None = None, threads: int | None = None):
-    """The ranker saved in ``path`` on ``runtime`` (default ``$MEMQ_RANKER_RUNTIME``, else the first of
-    :data:`RUNTIMES`), loaded once per process. An ONNX runtime that cannot run here (onnxruntime missing, the export
-    refused) falls back to torch, and the ranker's ``fallback`` says why (the planner puts it in the plan's notes)."""
-    runtime = runtime or os.environ.get("MEMQ_RANKER_RUNTIME", "").strip() or RUNTIMES[0]
+def default_runtime(path: str | Path, dataset: str | None = None) -> str:
+    """Where the ranker in ``path`` runs unless told: ``$MEMQ_RANKER_RUNTIME``, else :data:`DATASET_RUNTIMES`'
+    choice when ``path`` is the committed ranker of the planner's ``dataset`` (:func:`default_ranker`), else the
+    first of :data:`RUNTIMES`."""
+    chosen = os.environ.get("MEMQ_RANKER_RUNTIME", "").strip()
+    if chosen:
+        return chosen
+    own = default_ranker(dataset) if dataset in DATASET_RUNTIMES else None
+    return DATASET_RUNTIMES[dataset] if own and Path(path).resolve() == own.resolve() else RUNTIMES[0]
+
+
+def load_ranker(path: str | Path, *, runtime: str | None = None, threads: int | None = None,
+                dataset: str | None = None):
+    """The ranker saved in ``path`` on ``runtime`` (default :func:`default_runtime` for the planner's ``dataset``),
+    loaded once per process. An ONNX runtime that cannot run here (onnxruntime missing, the export refused) falls
+    back to torch, and the ranker's ``fallback`` says why (the planner puts it in the plan's notes)."""
+    runtime = runtime or default_runtime(path, dataset)
     if runtime not in RUNTIMES:
         raise MemQError(f"unknown ranker runtime {runtime!r}; expected one of {', '.join(RUNTIMES)}")
     if runtime == "torch":
