@@ -89,12 +89,19 @@ def test_a_branch_cut_and_gone_back_to_starts_from_its_kept_state_with_the_same_
     assert plain.snapshots == {} and len(kept.snapshots) == 6  # one per branch cut
 
 
-def test_the_least_recently_used_state_goes_first_and_a_refused_one_is_evaluated_in_full():
+def test_the_least_recently_used_state_goes_first_and_a_refused_one_is_evaluated_in_full(monkeypatch):
+    from memq.llm import kv_state
+
     two = _runner(2, FakeLlama())
     for ids, first in REQUESTS:
         two.logits(ids, first)
     # the 2nd request's branch was given up before the 4th went back to it, and the 4th's before the 7th
     assert len(two.snapshots) == 2 and two.restored == 2 and two.decoded == 51
+    monkeypatch.setattr(kv_state, "SNAPSHOT_BYTES", 2 * 4 * 35)  # room for two states (the fake's: 4 bytes a token)
+    small = _runner(16, FakeLlama())
+    for ids, first in REQUESTS:
+        small.logits(ids, first)
+    assert len(small.snapshots) == 2 and small.restored == 2 and small.decoded == 51
     refused, plain = _runner(16, FakeLlama(refuse=True)), _runner(0, FakeLlama())
     for ids, first in REQUESTS:
         assert np.array_equal(refused.logits(ids, first), plain.logits(ids, first))

@@ -44,7 +44,8 @@ from .draft import DRAFT
 logger = logging.getLogger(__name__)
 
 FORMAT = 1
-SNAPSHOTS = 16  # branches whose KV state a Runner keeps (the module docstring)
+SNAPSHOTS = 16  # branches whose KV state a Runner keeps (the module docstring) ...
+SNAPSHOT_BYTES = 128 << 20  # ... in at most this many bytes (a state takes 12 KB a token for Qwen2.5-0.5B)
 
 
 def snapshots_from_env() -> int:
@@ -164,7 +165,8 @@ class Runner:
         return np.stack(rows)
 
     def _snapshot(self) -> None:
-        """Keep the sequence's state under its tokens (the least recently used one goes past :attr:`keep`)."""
+        """Keep the sequence's state under its tokens (the least recently used ones go past :attr:`keep` states or
+        :data:`SNAPSHOT_BYTES`)."""
         key = tuple(self.ids)
         if key in self.snapshots:
             self.snapshots.move_to_end(key)
@@ -172,7 +174,8 @@ class Runner:
         size = self.lib.llama_state_seq_get_size(self.llama.ctx, 0)
         buffer = (ctypes.c_uint8 * size)()
         self.snapshots[key] = (buffer, self.lib.llama_state_seq_get_data(self.llama.ctx, buffer, size, 0))
-        while len(self.snapshots) > self.keep:
+        while self.snapshots and (len(self.snapshots) > self.keep
+                                  or sum(n for _, n in self.snapshots.values()) > SNAPSHOT_BYTES):
             self.snapshots.popitem(last=False)
 
     def _resume(self, ids: list[int], first: int, start: int) -> int:
