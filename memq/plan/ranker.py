@@ -69,7 +69,8 @@ ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_RANKER = ROOT / "memory_bank" / "ranker"
 RUNTIMES = ("onnx", "onnx-int8", "torch")  # memq.plan.ranker_onnx; the first is the default
 # the committed ranker of a dataset runs on int8 weights where they tied float32 on that dataset's dev and plan
-# faster: WebQSP (docs/planner.md, "The int8 ranker for WebQSP"); GrailQA's ranker lost on int8, CWQ's was not tried
+# faster: WebQSP (docs/planner.md, "Kept branch states, and the int8 ranker for WebQSP"); GrailQA's ranker lost
+# on int8, and CWQ was not tried
 DATASET_RUNTIMES = {"webqsp": "onnx-int8"}
 
 
