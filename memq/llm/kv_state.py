@@ -16,7 +16,7 @@ A :class:`Runner` also keeps the KV state of the last :data:`SNAPSHOTS` branches
 (``$MEMQ_LLAMA_SNAPSHOTS``; 0: none). The grounded planner's line search moves between partial plans: from a line
 after "Find X ..." to one after "Find Y ...". The cache holds one sequence, so each move evaluated again every token
 after the branch point, the plan's earlier lines included: about half of the tokens its forward passes evaluated
-(1,963 for 913 wanted on 7 slow WebQSP dev questions), and each token a pass evaluates adds to its time. Before a
+(1,841 for 913 wanted on 7 slow WebQSP dev questions), and each token a pass evaluates adds to its time. Before a
 request cuts the sequence, its state is copied out (``llama_state_seq_get_data``: about 0.2 ms for 150 tokens); a
 request that shares more with a kept state than with the sequence puts that state back (``llama_state_seq_set_data``:
 0.3 ms) and evaluates only the tokens after it. The state put back is the one the tokens were evaluated into (the
