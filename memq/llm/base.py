@@ -267,6 +267,16 @@ def cut_at_stop(text: str, stop: list[str] | None) -> str:
     return text
 
 
+def shared_prefix(a, b) -> int:
+    """The length of the prefix the token sequences ``a`` and ``b`` share."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
 def check_generate_args(prompts: list[str], max_new_tokens: int) -> None:
     """Raise :class:`LLMError` naming the bad value unless ``generate``'s arguments are a list of str and >= 1."""
     if not isinstance(prompts, list) or not all(isinstance(p, str) for p in prompts):

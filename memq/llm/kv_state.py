@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from ..files import write_atomic
-from .base import LLMError, cache_root
+from .base import LLMError, cache_root, shared_prefix
 from .draft import DRAFT
 
 logger = logging.getLogger(__name__)
@@ -147,7 +147,7 @@ class Runner:
         if not self.ids and self.state is not None:  # a new context: start from the saved prompt, once
             self.ids = restore(self.lib, self.llama.ctx, self.state)
             self._save_state, self.state = not self.ids, None if self.ids else self.state
-        start = min(_common(self.ids, ids), first - 1)
+        start = min(shared_prefix(self.ids, ids), first - 1)
         if self.keep and start < len(self.ids):
             self._snapshot()
             start = self._resume(ids, first, start)
@@ -181,7 +181,7 @@ class Runner:
     def _resume(self, ids: list[int], first: int, start: int) -> int:
         """Put back the kept state that shares the most of ``ids`` (up to ``first`` - 1 tokens) when it shares more
         than the sequence does (``start``); the tokens the sequence now shares with ``ids``."""
-        shared, key = max(((min(_common(k, ids), first - 1), k) for k in self.snapshots), default=(0, ()))
+        shared, key = max(((min(shared_prefix(k, ids), first - 1), k) for k in self.snapshots), default=(0, ()))
         if shared <= start:
             return start
         buffer, size = self.snapshots[key]
@@ -278,16 +278,6 @@ class Runner:
         ptr = self.lib.llama_get_logits_ith(self.llama.ctx, j)
         row = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
         return row.copy() if copy else row
-
-
-def _common(a, b) -> int:
-    """The length of the prefix the token sequences ``a`` and ``b`` share."""
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 def log_softmax_at(rows: np.ndarray, ids: list[int]) -> np.ndarray:

@@ -31,7 +31,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .base import LLMError, cut_at_stop
+from .base import LLMError, cut_at_stop, shared_prefix
 
 MAX_SEQ = 64
 _LOCK = threading.Lock()
@@ -48,13 +48,7 @@ def common_prefix(seqs: list[list[int]]) -> int:
     """The length of the prefix all of ``seqs`` share."""
     if not seqs:
         return 0
-    first = seqs[0]
-    n = min(len(s) for s in seqs)
-    for i in range(n):
-        t = first[i]
-        if any(s[i] != t for s in seqs[1:]):
-            return i
-    return n
+    return min((shared_prefix(seqs[0], s) for s in seqs[1:]), default=len(seqs[0]))
 
 
 class ParallelDecoder:
