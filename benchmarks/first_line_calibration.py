@@ -50,7 +50,7 @@ def collect(args, out: Path) -> None:
     from memq.evaluate.cli import evaluation_config
     from memq.evaluate.run import questions_for
     from memq.pipeline import Pipeline, shown_path
-    from memq.plan.candidates import statement_tokens
+    from memq.plan.calibrate import statement_tokens
     from memq.plan.data import load_split
     from memq.plan.lines import Line
 

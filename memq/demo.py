@@ -43,26 +43,22 @@ def _timed(label: str, fn):
 
 
 def load_parts(pipe, with_planner: bool) -> None:
-    """Load the memory, the KG and the planner's model, saying how long each takes and what a first run builds."""
+    """Load the memory, the KG and the planner's model (:meth:`memq.pipeline.Pipeline.warm_up`), saying how long
+    each takes and what a first run builds."""
     print("loading (a first run builds caches under the memq cache: the KG's on-disk store, the model files; "
           "later runs reuse them)")
-    bank = _timed(f"memory bank {pipe.config.memory.rsplit('/', 1)[-1]}", lambda: pipe.bank)
-    _timed("sentence embedder (MiniLM)", lambda: bank.search("the spouse of a person", 1))
-    if getattr(bank.embedder, "fallback", None):
-        print(f"  fallback: {bank.embedder.fallback}")
-    _timed("knowledge graph (embedded Oxigraph)", lambda: pipe.kg)
-    if not with_planner:
-        return
-    planner = pipe.planner
-    llm = planner.llm
-    for note in getattr(planner, "fallbacks", ()):
+
+    def step(what: str, fn):
+        out = _timed(what, fn)
+        for built, seconds in getattr(out, "prepared", ()):  # the planner model's files, built on a first run
+            print(f"    built {built} in {seconds:.1f} s")
+        return out
+
+    pipe.warm_up(step, planner=with_planner)
+    notes = [getattr(pipe.bank.embedder, "fallback", None)] + list(getattr(pipe.planner, "fallbacks", ())
+                                                                    if with_planner else ())
+    for note in filter(None, notes):
         print(f"  fallback: {note}")
-    loaded = _timed(f"planner model ({getattr(llm, 'backend', '?')}: {getattr(llm, 'name', planner.name)})",
-                    llm.load) if hasattr(llm, "load") else None
-    for what, seconds in getattr(loaded, "prepared", ()):
-        print(f"    built {what} in {seconds:.1f} s")
-    if callable(getattr(planner, "warm_up", None)):
-        _timed("grounded search (question prior, statement index, ranker)", planner.warm_up)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -4,7 +4,8 @@ Every file memq writes for later (a memory bank, a cache entry, a saved state, a
 written at a temporary name beside its target and renamed onto it, so a reader never sees half a file and a
 crash leaves the old one: :func:`write_atomic` for bytes in hand, :func:`atomic_path` for a file or a
 directory that something else writes. :func:`sha256_file` names the file a manifest, cache or run summary saw,
-and :func:`read_manifest` checks a saved directory's files against its manifest.
+and :func:`read_manifest` checks a saved directory's files against its manifest. :func:`shown_path` is a path as
+records and summaries write it: never one of the machine that ran it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ import shutil
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+"""The repository (or installed package's parent) directory: paths under it are shown relative to it."""
 
 
 def sha256_file(path: str | Path) -> str:
@@ -89,3 +93,17 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     if tmp.is_dir() and path.is_dir():
         shutil.rmtree(path)
     os.replace(tmp, path)
+
+
+def shown_path(path: str | Path | None) -> str | None:
+    """``path`` relative to the repository or the working directory, else its name alone: what summaries,
+    records and /health show, so that no path of the machine that ran it is written down."""
+    if path is None:
+        return None
+    p = Path(path).resolve()
+    for base in (ROOT, Path.cwd()):
+        try:
+            return str(p.relative_to(base.resolve()))
+        except ValueError:
+            continue
+    return p.name

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import KnowledgeGraphError, LinkingError, MemQError, ReconstructionError
+from .files import ROOT, shown_path
 from .kg import open_kg
 from .link.constraints import known_optional, linked_entities
 from .link.linker import LinkConfig
@@ -42,7 +43,6 @@ from .types import Answer, Plan, Trace
 __all__ = ["ROOT", "Config", "Pipeline", "check_question", "open_kg", "shown_path", "validate"]
 
 log = logging.getLogger(__name__)
-ROOT = Path(__file__).resolve().parent.parent
 PLANNERS = ("auto", "fewshot", "finetuned", "grounded", "hybrid", "given")
 # datasets whose ``auto`` planner is the grounded one: it won on their dev split (WebQSP dev, first 150: F1
 # 0.804 against 0.727 for free generation and 0.792 for the hybrid planner, docs/planner.md; GrailQA's tuning part,
@@ -55,20 +55,6 @@ HYBRID_BY_DEFAULT = ("cwq",)
 # (WebQSP F1 0.710 -> 0.687, CWQ EHR 0.554 -> 0.541), and pairs with no dev run with it (CWQ grounded; docs/memory.md)
 FREE_PLANNERS = ("fewshot", "finetuned", "hybrid")
 BANK_ALONE = {("grounded", "cwq")}
-
-
-def shown_path(path: str | Path | None) -> str | None:
-    """``path`` relative to the repository or the working directory, else its name alone: what summaries,
-    records and /health show, so that no path of the machine that ran it is written down."""
-    if path is None:
-        return None
-    p = Path(path).resolve()
-    for base in (ROOT, Path.cwd()):
-        try:
-            return str(p.relative_to(base.resolve()))
-        except ValueError:
-            continue
-    return p.name
 
 
 @dataclass(frozen=True)
@@ -126,8 +112,7 @@ class Pipeline:
 
     def __init__(self, config: Config | None = None, *, bank=None, kg=None, planner=None, linker=None) -> None:
         self.config = config or Config()
-        self._bank, self._kg, self._planner = bank, kg, planner
-        self._linker = linker
+        self._bank, self._kg, self._planner, self._linker = bank, kg, planner, linker
         self._suggester: object = False
         self._planner_source: tuple[str, Path] | None = None
 
@@ -244,6 +229,21 @@ class Pipeline:
             else:
                 kind = "finetuned"
         return kind, adapter
+
+    def warm_up(self, step=None, planner: bool = True) -> None:
+        """Load what a fresh process's first question would (the bank, embedder and KG; with ``planner``, the planner's
+        model and first-use builds), so no question's time carries it. ``step(what, fn)`` runs each, returns ``fn()``."""
+        step = step or (lambda what, fn: fn())
+        bank = step(f"memory bank {Path(self.config.memory).name}", lambda: self.bank)
+        step("sentence embedder", lambda: bank.search("warm-up", 1))
+        step("knowledge graph", lambda: self.kg.select("SELECT ?s WHERE { ?s ?p ?o } LIMIT 1",
+                                                       timeout=self.config.timeout))
+        if planner and self.config.planner != "given":
+            llm = getattr(self.planner, "llm", None)
+            if callable(getattr(llm, "load", None)):
+                step(f"planner model ({getattr(llm, 'backend', '?')}: {getattr(llm, 'name', '?')})", llm.load)
+            if callable(getattr(self.planner, "warm_up", None)):  # the grounded search's indexes, the examples' embeddings
+                step(f"{self.planner_kind} planner's first-use builds", self.planner.warm_up)
 
     # -- answering -----------------------------------------------------------
     def answer(self, question: str, entities: dict[str, str] | list[str] | None = None,

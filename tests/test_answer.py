@@ -229,6 +229,42 @@ def test_saved_plans_are_rescored_without_calling_a_planner(setup, tmp_path):
         run("webqsp", "test", "fewshot", limit=1, progress=False, pipeline=pipe, plans_from=saved)
 
 
+def test_evaluate_loads_before_the_first_question_and_not_the_planner_it_does_not_need(setup, tmp_path, monkeypatch):
+    """memq evaluate warms the pipeline up before the first question (the loads are in no question's time, and the
+    summary says how long they took); the planner only when some question is planned afresh, so that re-scoring
+    saved plans loads no model; nothing when a resumed run has nothing left to answer."""
+    import json
+
+    from memq.evaluate.run import run
+
+    pipe, kg, (jamaica, _), describe = setup
+    calls, warm = [], pipe.warm_up
+
+    def watched(step=None, planner=True):
+        calls.append(planner)
+        if planner:  # this pipeline has no planner: stop the run there
+            raise LookupError("the planner was warmed up")
+        return warm(step, planner)
+
+    monkeypatch.setattr(pipe, "warm_up", watched)
+    plan = _oracle(jamaica, describe)
+    saved = tmp_path / "earlier.jsonl"
+    saved.write_text(json.dumps({"id": jamaica.id, "planner": "finetuned", "plan_s": 2.5,
+                                 "plan_raw": "\n".join(s.text for s in plan.steps)}) + "\n")
+    per_q = tmp_path / "now.jsonl"
+    summary = run("webqsp", "test", "finetuned", limit=1, per_question=per_q, progress=False, pipeline=pipe,
+                  plans_from=saved)
+    assert calls == [False] and summary["warm_up_s"] >= 0 and summary["f1"] == 1.0
+    assert json.loads(per_q.read_text())["plan_s"] == 2.5  # the question keeps the time its plan cost
+    again = run("webqsp", "test", "finetuned", limit=1, per_question=per_q, progress=False, pipeline=pipe,
+                plans_from=saved)
+    assert calls == [False] and "warm_up_s" not in again
+    calls.clear()
+    with pytest.raises(LookupError, match="planner was warmed"):  # a question to plan afresh: the planner is warmed
+        run("webqsp", "test", "finetuned", limit=1, progress=False, pipeline=pipe)
+    assert calls == [True]
+
+
 def test_tied_statements_are_picked_by_the_kg_then_swapped_when_a_check_needs_the_other(tmp_path):
     from memq.types import PlanStep, Statement
 

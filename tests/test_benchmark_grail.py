@@ -128,7 +128,7 @@ def test_question_files_in_each_format_load(tmp_path):
 
 
 def test_evaluation_breaks_down_by_level_and_function():
-    from memq.evaluate.run import breakdown
+    from memq.evaluate.summary import breakdown
 
     qs = [GoldQuestion("a", "", "grailqa", "dev", (), level="zero-shot", function="argmax"),
           GoldQuestion("b", "", "grailqa", "dev", (), level="i.i.d.", function="<=")]

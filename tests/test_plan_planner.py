@@ -53,6 +53,8 @@ def test_fewshot_retrieves_similar_questions_and_builds_the_prompt(examples):
     target = examples[7]
     llm = EchoLLM("Find the x of y, assign it to ?x.\nFinally the answer is ?x.")
     planner = FewShotPlanner(llm, examples, k=3, embedder=HashingEmbedder())
+    planner.warm_up()  # memq serve's, before the first question: the examples' embeddings
+    assert planner._matrix is not None and planner._matrix.shape[0] == len(examples) and llm.calls == 0
     near = planner.nearest(target.question + " please")
     assert near[0].question_id == target.question_id and len(near) == 3
     assert all(e.question_id != target.question_id for e in planner.nearest(target.question))  # itself is skipped

@@ -478,20 +478,19 @@ def test_models_load_once_when_the_app_is_built(parts):
     class LoadingPlanner(ScriptedPlanner):
         def __init__(self, plans):
             super().__init__(plans)
-            self.loads, self.nearest_calls = [], 0
+            self.loads, self.warm_ups = [], 0
             self.llm = type("LLM", (), {"load": lambda _: self.loads.append(1)})()
 
-        def nearest(self, question):
-            self.nearest_calls += 1
-            return []
+        def warm_up(self):  # the grounded planner's indexes, the few-shot planner's example embeddings
+            self.warm_ups += 1
 
     planner = LoadingPlanner(parts[3])
     with TestClient(create_app(pipeline=_pipe(parts, planner=planner))) as c:
-        assert (planner.loads, planner.nearest_calls) == ([1], 1)
+        assert (planner.loads, planner.warm_ups) == ([1], 1)
         for _ in range(2):
             assert c.post("/answer", json={"question": "what does jamaican people speak?",
                                            "entities": JAMAICA}).status_code == 200
-    assert (planner.loads, planner.nearest_calls, planner.calls) == ([1], 1, 2)
+    assert (planner.loads, planner.warm_ups, planner.calls) == ([1], 1, 2)
 
 
 def test_stopping_the_app_stops_the_kg_worker(parts):

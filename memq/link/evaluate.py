@@ -184,8 +184,9 @@ def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: in
     from pathlib import Path
 
     from ..errors import LinkingError
-    from ..evaluate.run import check_shard, evaluate_question, load_records, questions_for, record_log, summarise
+    from ..evaluate.run import check_shard, evaluate_question, load_records, questions_for, record_log
     from ..evaluate.saved import hybrid_records, saved_plan
+    from ..evaluate.summary import summarise
     from ..pipeline import Config, Pipeline, shown_path
     from ..types import Trace
 
@@ -210,6 +211,8 @@ def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: in
         todo = todo[k - 1::n]
     path = Path(per_question) if per_question else None
     done = load_records(path) if path and path.exists() else {}
+    if any(q.id not in done for q in todo):
+        pipeline.warm_up()  # the planner's one-off loads, in no question's time (the linking above loaded the rest)
     with record_log(path, len(todo), f"{dataset}/{split}/{planner}/linked", progress) as write:
         link_of = {q.id: link for q, link in zip(questions, links, strict=True)}
         repaired = 0

@@ -15,14 +15,13 @@ from dataclasses import replace
 from functools import cached_property
 from types import SimpleNamespace
 
-import numpy as np
-
 from memq.errors import ReconstructionError
 from memq.schema import freebase_schema
 from memq.sparql.model import Var
 from memq.types import PlanStep
 
 from .asked import reaches
+from .calibrate import calibrated
 from .compare import compare_ops
 from .derive import DerivationError, find_step, fresh_variable
 from .lines import (
@@ -58,14 +57,6 @@ KEY_NAME = re.compile(r"\?(?:sk\d+|num)\Z")
 # (one for the others)
 VIABLE_CHECKS = 48
 _UNSCORED = SimpleNamespace(ids=(), score=0.0)  # a line taken with no score (to look past it)
-
-
-def statement_tokens(line: Line, lm) -> tuple[int, ...]:
-    """A Find line's tokens up to the ``?`` of its target ("Find the X of the Y Z, assign it to ?"), which the
-    lines of one statement share; all of them when the tokenizer does not split the line there."""
-    cut = line.text.rfind("?")
-    head = list(lm.token_ids(line.text[:cut + 1])) if cut >= 0 else []
-    return tuple(head) if head and list(line.ids[:len(head)]) == head else tuple(line.ids)
 
 
 class CandidateLines:
@@ -254,32 +245,11 @@ class CandidateLines:
             lines += self._find_lines(h, unseen, lm, neigh, question, ranked, wide, directed,
                                       cfg.unseen_top if lines else cfg.rank_top, offset + len(lines), best, True)
         if self.null_prefix is not None and not h.steps and len(lines) > 1:  # set by a search when calibrate > 0
-            lines = self._calibrated(h, lines, lm)
+            lines = calibrated(lines, self.null_prefix + list(h.ids), lm, self.config.calibrate, self.null_cost)
             for entry in (ranked or [])[entries:]:
                 for c in entry["candidates"]:
                     c["bonus"] = round(lines[c["index"] - offset].rank, 4)
         return lines
-
-    def _calibrated(self, h: Hyp, lines: list[Line], lm) -> list[Line]:
-        """The first step's Find lines ``lines`` with ``calibrate`` times the log-probability of each one's statement
-        (its tokens up to the ``?`` of its target) after the question-less prompt (:attr:`null_prefix`) taken off,
-        measured from the least likely one's so that each bonus stays <= 0 (the line search's bound needs it): a
-        line's score then weighs what the question adds to it more than how usual its wording is, and the model alone
-        still names the target. Only the first step's: there Find lines compete with each other alone (no plan ends
-        before a step), where later a shift of every Find line would weigh against the Finally lines. One forward
-        pass a statement (their shared start is kept in the KV cache)."""
-        prefix = self.null_prefix + list(h.ids)
-        heads = [statement_tokens(line, lm) for line in lines]
-        null: dict[tuple[int, ...], float] = {}
-        for head in heads:
-            if head not in null:
-                null[head] = float(np.sum(lm.expand(prefix + list(head), len(prefix), ())[0]))
-                if self.null_cost is not None:
-                    self.null_cost.passes += 1
-                    self.null_cost.tokens += len(head)
-        low = min(null.values())
-        return [replace(line, rank=line.rank - self.config.calibrate * (null[head] - low))
-                for line, head in zip(lines, heads, strict=True)]
 
     def holds_cvt(self, h: Hyp, var: str) -> bool:
         """Whether a Find step of ``h`` assigns ``var`` a CVT node (by the schema,

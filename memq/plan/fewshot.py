@@ -75,6 +75,10 @@ class FewShotPlanner(BatchPlanner):
             self._matrix = np.asarray(self.embedder.encode([e.question for e in self.examples]), dtype=np.float32)
         return self._matrix
 
+    def warm_up(self) -> None:
+        """Embed the example questions and load the embedder (``memq serve`` calls it before the first question)."""
+        self.nearest("warm-up")
+
     def nearest(self, question: str) -> list[DerivedPlan]:
         """The k most similar example questions, most similar first (an identical question is skipped)."""
         if self.k == 0:

@@ -144,22 +144,6 @@ def _bytes(path: str | Path | None) -> int | None:
     return None
 
 
-def warm_up(pipe: Pipeline) -> None:
-    """Load what the first question would: the memory bank and its embedder, the KG, the planner's model and, for
-    the grounded planner, what it builds on first use (its ``warm_up``)."""
-    pipe.bank.search("warm-up", 1)
-    pipe.kg.select("SELECT ?s WHERE { ?s ?p ?o } LIMIT 1", timeout=pipe.config.timeout)
-    if pipe.config.planner != "given":
-        llm = getattr(pipe.planner, "llm", None)
-        if llm is not None and callable(getattr(llm, "load", None)):
-            llm.load()
-        if callable(getattr(pipe.planner, "warm_up", None)):  # the grounded planner's prior, indexes and ranker
-            pipe.planner.warm_up()
-        nearest = getattr(pipe.planner, "nearest", None)  # the few-shot planner's example index
-        if callable(nearest):
-            nearest("warm-up")
-
-
 def describe_loaded(pipe: Pipeline) -> dict:
     """What ``GET /health`` reports about the loaded parts (computed once, at start-up)."""
     config = pipe.config
@@ -288,7 +272,7 @@ def create_app(config: Config | None = None, *, pipeline: Pipeline | None = None
     pipe = pipeline if pipeline is not None else shared_pipeline(config)
     if warm:
         t0 = time.perf_counter()
-        warm_up(pipe)
+        pipe.warm_up()
         log.info("memq serve: loaded in %.1f s", time.perf_counter() - t0)
     loaded = describe_loaded(pipe)
     has_planner = pipe.config.planner != "given"
