@@ -54,7 +54,7 @@ def _show(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from ..pipeline import Config
-    from .mentions import learnt_alias
+    from .mentions import link_entries
     from .resolve import open_linker
 
     config = Config()
@@ -66,16 +66,14 @@ def _show(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     links = linker.link(args.question)
     ms = (time.perf_counter() - t0) * 1000
-    learnt = {x.id for x in links if learnt_alias(linker, x.mention, x.id)}
+    entries = link_entries(linker, links)
     if args.json:
-        print(json.dumps({"question": args.question, "linked": [
-            {**x.to_json(), **({"learnt_alias": True} if x.id in learnt else {})} for x in links],
-            "ms": round(ms, 3)}, indent=2))
+        print(json.dumps({"question": args.question, "linked": entries, "ms": round(ms, 3)}, indent=2))
         return 0
     print(f"Q: {args.question}")
-    for x in links:
+    for x, entry in zip(links, entries, strict=True):
         print(f"  {x.name} ({x.id})  from {x.mention!r}  score {x.score:.3f}  match {x.match:.2f}  "
-              f"popularity {x.popularity:.2f}{'  (a learnt alias)' if x.id in learnt else ''}")
+              f"popularity {x.popularity:.2f}{'  (a learnt alias)' if entry.get('learnt_alias') else ''}")
         for i, n, s in x.runners_up:
             print(f"      runner-up {n} ({i})  {s:.3f}")
     if not links:

@@ -95,6 +95,13 @@ def learnt_alias(linker: Linker, mention: str, mid: str) -> bool:
     return linker.config.alias_match > 0 and mid in named and mid not in index_readings(linker, mention)
 
 
+def link_entries(linker: Linker, links) -> list[dict]:
+    """Each link as JSON (``Link.to_json``), with ``"learnt_alias": true`` where it was read through a learnt alias
+    (:func:`learnt_alias`): what ``memq link show --json`` prints and an answer's ``trace.links`` keeps."""
+    return [{**link.to_json(), **({"learnt_alias": True} if learnt_alias(linker, link.mention, link.id) else {})}
+            for link in links]
+
+
 # the training questions the mention prior is counted on: WebQSP's, and CWQ's, whose longer questions name
 # many more classes and roles ("national anthem", "sports team") that seldom name a topic entity
 MENTION_DATASETS = ("webqsp", "cwq")

@@ -18,7 +18,7 @@ from ..errors import EntityIndexError, LinkingError
 from ..types import Trace
 from .index import MANIFEST, EntityIndex, build_index, kg_source
 from .linker import Link, Linker
-from .mentions import MENTION_DATASETS, MENTIONS_RULE, add_training_mentions, learnt_alias
+from .mentions import MENTION_DATASETS, MENTIONS_RULE, add_training_mentions, link_entries
 
 log = logging.getLogger(__name__)
 
@@ -143,11 +143,11 @@ def resolve(linker: Linker, question: str, entities: list[str] | None, trace: Tr
         if not links:
             raise LinkingError(f"no topic entity found in the question {question[:80]!r}: no name in the entity "
                                "index matches a span of it; give the entities (ids with names, or names)")
-        learnt = {link.id for link in links if learnt_alias(linker, link.mention, link.id)}
-        trace.links.extend({**link.to_json(), **({"learnt_alias": True} if link.id in learnt else {})}
-                           for link in links)
+        entries = link_entries(linker, links)
+        trace.links.extend(entries)
         trace.fallbacks.append("entity linking: no entities given; linked " + "; ".join(
-            _shown(link, repr(link.mention) + (", a learnt alias" if link.id in learnt else "")) for link in links))
+            _shown(link, repr(link.mention) + (", a learnt alias" if entry.get("learnt_alias") else ""))
+            for link, entry in zip(links, entries, strict=True)))
         return {link.id: link.name for link in links}
     out: dict[str, str] = {}
     missing = []
