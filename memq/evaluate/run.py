@@ -28,8 +28,6 @@ from .summary import breakdown, device_note, summarise, summarise_ablation
 log = logging.getLogger(__name__)
 
 PLANNERS = ("oracle", "fewshot", "finetuned", "grounded", "hybrid")
-
-
 PARTS = ("tune", "report")
 
 
