@@ -529,6 +529,14 @@ def test_memq_link_build_writes_an_index_that_loads(kg, tmp_path, capsys):
     loaded = EntityIndex.load(tmp_path / "idx")
     assert loaded.exact("jamaica") == ["m.03_r3", "m.0nn1zzq"] and loaded.mentions == {}
     assert loaded.info["manifest"]["source"]["kg"] == "kg.nt"  # the file's name, not a path of this machine
+    capsys.readouterr()
+    assert main(["link", "show", "what do jamaican people speak?", "--kg", str(path), "--entity-index",
+                 str(tmp_path / "idx"), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["linked"][0]["id"] == "m.03_r3" and "learnt_alias" not in shown["linked"][0]  # no mention prior
+    assert main(["link", "show", "what do jamaican people speak?", "--kg", str(path), "--entity-index",
+                 str(tmp_path / "idx")]) == 0
+    assert "(m.03_r3)  from 'jamaican'" in capsys.readouterr().out
     assert main(["link", "build", "--kg", str(path), "--out", str(tmp_path / "x"), "--page", "0"]) == 2
     assert "--page must be >= 1, got 0" in capsys.readouterr().err
 
