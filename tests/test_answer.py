@@ -200,6 +200,16 @@ def test_unknown_entity_id_is_a_clear_error_and_only_escaped_queries_ran(setup):
         assert "<http://rdf.freebase.com/ns/m.0nosuchthing>" in q
 
 
+def _saved_plans(tmp_path, question, plan):
+    """An earlier fine-tuned run's per-question file holding ``plan`` for ``question``, planned in 2.5 s."""
+    import json
+
+    saved = tmp_path / "earlier.jsonl"
+    saved.write_text(json.dumps({"id": question.id, "planner": "finetuned", "plan_s": 2.5,
+                                 "plan_raw": "\n".join(s.text for s in plan.steps)}) + "\n")
+    return saved
+
+
 def test_saved_plans_are_rescored_without_calling_a_planner(setup, tmp_path):
     import json
 
@@ -207,9 +217,7 @@ def test_saved_plans_are_rescored_without_calling_a_planner(setup, tmp_path):
 
     pipe, kg, (jamaica, _), describe = setup
     plan = _oracle(jamaica, describe)
-    saved = tmp_path / "earlier.jsonl"
-    saved.write_text(json.dumps({"id": jamaica.id, "planner": "finetuned", "plan_s": 2.5,
-                                 "plan_raw": "\n".join(s.text for s in plan.steps)}) + "\n")
+    saved = _saved_plans(tmp_path, jamaica, plan)
     per_q = tmp_path / "now.jsonl"
     summary = run("webqsp", "test", "finetuned", limit=1, per_question=per_q, progress=False, pipeline=pipe,
                   plans_from=saved)  # the pipeline has no planner: a model call would fail the question
@@ -247,10 +255,7 @@ def test_evaluate_loads_before_the_first_question_and_not_the_planner_it_does_no
         return warm(step, planner)
 
     monkeypatch.setattr(pipe, "warm_up", watched)
-    plan = _oracle(jamaica, describe)
-    saved = tmp_path / "earlier.jsonl"
-    saved.write_text(json.dumps({"id": jamaica.id, "planner": "finetuned", "plan_s": 2.5,
-                                 "plan_raw": "\n".join(s.text for s in plan.steps)}) + "\n")
+    saved = _saved_plans(tmp_path, jamaica, _oracle(jamaica, describe))
     per_q = tmp_path / "now.jsonl"
     summary = run("webqsp", "test", "finetuned", limit=1, per_question=per_q, progress=False, pipeline=pipe,
                   plans_from=saved)
