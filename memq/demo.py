@@ -55,8 +55,9 @@ def load_parts(pipe, with_planner: bool) -> None:
         return out
 
     pipe.warm_up(step, planner=with_planner)
-    notes = [getattr(pipe.bank.embedder, "fallback", None)] + list(getattr(pipe.planner, "fallbacks", ())
-                                                                    if with_planner else ())
+    notes = [getattr(pipe.bank.embedder, "fallback", None)]
+    if with_planner:
+        notes += list(getattr(pipe.planner, "fallbacks", ()))
     for note in filter(None, notes):
         print(f"  fallback: {note}")
 
