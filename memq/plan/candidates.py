@@ -268,9 +268,11 @@ class CandidateLines:
         that asks no name (:data:`NAME_ASKED`): then no plan ends there. 4 of WebQSP's 3,098 train questions are
         answered with their topic entity's name, each asking for one; none of CWQ's 30,403 train and dev queries nor
         GrailQA's 1,000 train queries is."""
+        if NAME_ASKED.search(question):
+            return False
         for st in self._finds(h, var):
             if not (st.source or "?").startswith("?") and (record := self.bank.get(st.statement)) is not None \
-                    and list(record.statement.relations) == ["type.object.name"] and not NAME_ASKED.search(question):
+                    and list(record.statement.relations) == ["type.object.name"]:
                 self._refused("own_name_answers_withheld")
                 return True
         return False
