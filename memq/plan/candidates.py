@@ -113,7 +113,7 @@ class CandidateLines:
                 group = probe_rec.find(probe, st)
             except (DerivationError, ReconstructionError):
                 continue
-            if (st.id, probe.source) in found or probe.relation in found \
+            if (st.id, probe.source) in found or probe.relation in found or self.own_name(st, probe.source, question) \
                     or not neigh.binds(h.draft, group, Var("memq_t")):
                 continue
             if waiting and not self._checkable(h, probe_rec, group, st.id, waiting, question, neigh):
@@ -263,19 +263,17 @@ class CandidateLines:
             return True
         return False
 
-    def own_name(self, h: Hyp, var: str, question: str) -> bool:
-        """Whether ``var`` holds a given entity's own name (a Find of ``type.object.name`` from it) for a question
-        that asks no name (:data:`NAME_ASKED`): then no plan ends there. 4 of WebQSP's 3,098 train questions are
-        answered with their topic entity's name, each asking for one; none of CWQ's 30,403 train and dev queries nor
-        GrailQA's 1,000 train queries is."""
-        if NAME_ASKED.search(question):
+    def own_name(self, statement, source: str, question: str) -> bool:
+        """Whether a Find line of ``statement`` from ``source`` finds a given entity's own name (``type.object.name``
+        from an entity, not a ?variable) for a question that asks no name (:data:`NAME_ASKED`): then it is not
+        offered. 4 of WebQSP's 3,098 train questions are answered with their topic entity's name, each asking for
+        one, and no train plan finds a given entity's name but to answer with it; none of CWQ's 30,403 train and dev
+        queries nor GrailQA's 1,000 train queries finds one."""
+        if list(statement.relations) != ["type.object.name"] or (source or "?").startswith("?") \
+                or NAME_ASKED.search(question):
             return False
-        for st in self._finds(h, var):
-            if not (st.source or "?").startswith("?") and (record := self.bank.get(st.statement)) is not None \
-                    and list(record.statement.relations) == ["type.object.name"]:
-                self._refused("own_name_answers_withheld")
-                return True
-        return False
+        self._refused("own_name_finds_refused")
+        return True
 
     def allows(self, h: Hyp, step: PlanStep, neigh: Neighbourhood) -> bool:
         """Whether a written step may continue ``h``: no line ``h`` has (the same FILTER again changes no answer; 17 of
@@ -426,8 +424,7 @@ class CandidateLines:
                 lines = self._looked_ahead(h, lines, lm, neigh, sims, question, ranked, offset)
         ending = [] if self.keys_waiting(h) or self.superlative_waiting(h, question, names) else h.assigned
         for v in [v for v in ending if not KEY_NAME.match(v)
-                  and may_end(h.steps, question if self.classes else "", v, self.bank) and not self.holds_cvt(h, v)
-                  and not self.own_name(h, v, question)]:
+                  and may_end(h.steps, question if self.classes else "", v, self.bank) and not self.holds_cvt(h, v)]:
             text = f"Finally the answer is {v}."
             lines.append(Line("answer", text, tuple(lm.token_ids(text)) + (lm.eos_id,),
                               PlanStep("answer", text, target=v)))
