@@ -18,7 +18,7 @@ from memq.kg.oxigraph import OxigraphStore
 from memq.memory.bank import MemoryBank
 from memq.memory.embed import HashingEmbedder
 from memq.pipeline import Config, Pipeline
-from memq.plan.format import parse_plan
+from memq.plan.format import parse_plan, unjoined
 from memq.plan.grounded import GroundedConfig, GroundedPlanner, Neighbourhood
 from memq.plan.lines import Hyp, Line, extend
 from memq.plan.linesearch import SearchCost, best_lines
@@ -499,6 +499,31 @@ def test_a_written_line_the_plan_has_already_is_refused(kg, bank):
     assert p.refused == {"repeated_lines_refused": 1}
     assert extend(once, start, written("Make sure ?gender is Female."), p.lm, "", ["Justin Bieber"], allows)
     assert extend(once, start, written(male), p.lm, "", ["Justin Bieber"]).lines[-2:] == [male, male]
+
+
+def test_a_plan_ends_only_at_a_variable_its_other_steps_join(kg):
+    """A plan that found ?x from Jamaica and ?y from Justin Bieber has two parts that no step joins; answering with
+    either leaves the other a part of the query that only has to match somewhere. 1 of the 31,810 WebQSP, CWQ and
+    GrailQA train and synthetic plans does so, so no such plan ends; the refusals are counted."""
+    both = {**JAMAICA, **BIEBER}
+    names = ["Jamaica", "Justin Bieber"]
+    p = planner(kg, bank_of(STATEMENTS), "")
+    neigh = Neighbourhood(kg)
+
+    def endings(lines):
+        h = Hyp(draft=Draft(), rec=Reconstructor(both))
+        for text in lines:
+            line = next(x for x in p._lines(h, both, names, p.lm, neigh, {}, "") if x.text == text)
+            h = extend(h, line, SimpleNamespace(ids=(), score=0.0), p.lm, "", names)
+        p.refused = {}
+        return [x.text for x in p._lines(h, both, names, p.lm, neigh, {}, "") if x.kind == "answer"]
+
+    languages = "Find the languages spoken of the country Jamaica, assign it to ?x."
+    assert endings([languages]) == ["Finally the answer is ?x."] and p.refused == {}
+    assert endings([languages, "Find the sibling of the siblings of the person Justin Bieber, assign it to ?y."]) == []
+    assert p.refused == {"unjoined_answers_withheld": 2}
+    assert unjoined(parse_plan(BROTHER, names).steps, "?x") == []
+    assert unjoined(parse_plan(BROTHER, names).steps, "?nobody") == ["?gender", "?x"]
 
 
 def test_a_given_entity_s_own_name_is_found_only_for_a_question_that_asks_a_name(kg):

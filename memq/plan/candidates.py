@@ -24,6 +24,7 @@ from .asked import reaches
 from .calibrate import calibrated
 from .compare import compare_ops
 from .derive import DerivationError, find_step, fresh_variable
+from .format import unjoined
 from .lines import (
     COMPARES,
     HOW_MANY,
@@ -263,6 +264,11 @@ class CandidateLines:
             return True
         return False
 
+    def joined(self, h: Hyp, var: str) -> bool:
+        """Whether every ?variable of ``h`` is joined with ``var`` (:func:`~memq.plan.format.unjoined`): else no plan
+        ends there, as no WebQSP or CWQ train plan and 1 of GrailQA's does."""
+        return not unjoined(h.steps, var) or self._refused("unjoined_answers_withheld")
+
     def own_name(self, statement, source: str, question: str) -> bool:
         """Whether a Find line of ``statement`` from ``source`` finds a given entity's own name (``type.object.name``
         from an entity, not a ?variable) for a question that asks no name (:data:`NAME_ASKED`): then it is not
@@ -424,7 +430,8 @@ class CandidateLines:
                 lines = self._looked_ahead(h, lines, lm, neigh, sims, question, ranked, offset)
         ending = [] if self.keys_waiting(h) or self.superlative_waiting(h, question, names) else h.assigned
         for v in [v for v in ending if not KEY_NAME.match(v)
-                  and may_end(h.steps, question if self.classes else "", v, self.bank) and not self.holds_cvt(h, v)]:
+                  and may_end(h.steps, question if self.classes else "", v, self.bank) and not self.holds_cvt(h, v)
+                  and self.joined(h, v)]:
             text = f"Finally the answer is {v}."
             lines.append(Line("answer", text, tuple(lm.token_ids(text)) + (lm.eos_id,),
                               PlanStep("answer", text, target=v)))
