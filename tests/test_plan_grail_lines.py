@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from test_plan_grounded import ScriptedLM, bank_of, store_of
+from test_plan_grounded import ScriptedLM, bank_of, grown, store_of
 
 from memq.memory.bank import MemoryBank
 from memq.memory.embed import HashingEmbedder
@@ -56,18 +56,6 @@ def bank():
 def planner(kg, bank, target: str) -> GroundedPlanner:
     free = FineTunedPlanner(str(REPO_ADAPTER).format(dataset="webqsp"))
     return GroundedPlanner(free, kg=kg, bank=bank, config=GroundedConfig(prior=0.0), lm=ScriptedLM(target))
-
-
-def grown(p: GroundedPlanner, kg, entities: dict[str, str], question: str, *lines: str) -> Hyp:
-    """The partial plan of ``lines``, each taken from the lines the planner offers after the ones before."""
-    from types import SimpleNamespace
-
-    h = Hyp(draft=Draft(), rec=Reconstructor(entities))
-    for text in lines:
-        [line] = [line for line in p._lines(h, entities, list(entities.values()), p.lm, Neighbourhood(kg), {},
-                                            question) if line.text == text]
-        h = extend(h, line, SimpleNamespace(ids=list(line.ids), score=0.0), p.lm, question, [])
-    return h
 
 
 def test_a_class_starts_only_where_the_kg_has_members(kg, bank):

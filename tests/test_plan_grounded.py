@@ -452,16 +452,23 @@ def test_a_date_or_number_may_take_the_sort_key_names_the_train_plans_give_it(tm
     assert any(n.startswith("sort keys: no plan that ends sorts") for n in plan.notes)
 
 
+def grown(p: GroundedPlanner, kg, entities: dict[str, str], question: str, *lines: str) -> Hyp:
+    """The partial plan of ``lines``, each taken from the lines the planner offers after the ones before."""
+    h = Hyp(draft=Draft(), rec=Reconstructor(entities))
+    for text in lines:
+        [line] = [line for line in p._lines(h, entities, list(entities.values()), p.lm, Neighbourhood(kg), {},
+                                            question) if line.text == text]
+        h = extend(h, line, SimpleNamespace(ids=list(line.ids), score=0.0), p.lm, question, [])
+    return h
+
+
 @pytest.mark.parametrize("value, passes", [("Male", True), ("Female", True), ("Nonbinary", False)])
 def test_with_check_passes_a_written_check_is_kept_only_when_some_value_passes_it(kg, bank, value, passes):
     """``check_passes``: "Make sure ?gender is X" continues the plan only when a sibling's gender is X (the FILTER
     the query would get: here the node named X, as no given entity is); a check with a relation is not probed."""
     p = planner(kg, bank, "", check_passes=True)
-    h = Hyp(draft=Draft(), rec=Reconstructor(BIEBER))
-    for text in ("Find the sibling of the siblings of the person Justin Bieber, assign it to ?x.",
-                 "Find the gender of the person ?x, assign it to ?gender."):
-        line = next(x for x in p._lines(h, BIEBER, ["Justin Bieber"], p.lm, Neighbourhood(kg), {}) if x.text == text)
-        h = extend(h, line, SimpleNamespace(ids=(), score=0.0), p.lm, "", ["Justin Bieber"])
+    h = grown(p, kg, BIEBER, "", "Find the sibling of the siblings of the person Justin Bieber, assign it to ?x.",
+              "Find the gender of the person ?x, assign it to ?gender.")
     check = SimpleNamespace(ids=tuple(p.lm.token_ids(f"Make sure ?gender is {value}.\n")), score=0.0)
     start = Line("open", "Make sure", tuple(p.lm.token_ids("Make sure")))
     p.refused = {}
@@ -480,11 +487,8 @@ def test_a_written_line_the_plan_has_already_is_refused(kg, bank):
     writing one plan's two date checks over and over. A written line the plan has already is refused and counted in
     the plan's cost; another check of the same variable is not, nor the same line without the rules."""
     p = planner(kg, bank, "")
-    h = Hyp(draft=Draft(), rec=Reconstructor(BIEBER))
-    for text in ("Find the sibling of the siblings of the person Justin Bieber, assign it to ?x.",
-                 "Find the gender of the person ?x, assign it to ?gender."):
-        line = next(x for x in p._lines(h, BIEBER, ["Justin Bieber"], p.lm, Neighbourhood(kg), {}) if x.text == text)
-        h = extend(h, line, SimpleNamespace(ids=(), score=0.0), p.lm, "", ["Justin Bieber"])
+    h = grown(p, kg, BIEBER, "", "Find the sibling of the siblings of the person Justin Bieber, assign it to ?x.",
+              "Find the gender of the person ?x, assign it to ?gender.")
     start = Line("open", "Make sure", tuple(p.lm.token_ids("Make sure")))
     allows = partial(p.allows, neigh=Neighbourhood(kg))
 
@@ -511,10 +515,7 @@ def test_a_plan_ends_only_at_a_variable_its_other_steps_join(kg):
     neigh = Neighbourhood(kg)
 
     def endings(lines):
-        h = Hyp(draft=Draft(), rec=Reconstructor(both))
-        for text in lines:
-            line = next(x for x in p._lines(h, both, names, p.lm, neigh, {}, "") if x.text == text)
-            h = extend(h, line, SimpleNamespace(ids=(), score=0.0), p.lm, "", names)
+        h = grown(p, kg, both, "", *lines)
         p.refused = {}
         return [x.text for x in p._lines(h, both, names, p.lm, neigh, {}, "") if x.kind == "answer"]
 
@@ -538,10 +539,7 @@ def test_a_given_entity_s_own_name_is_found_only_for_a_question_that_asks_a_name
     own = "Find the name of Jamaica, assign it to ?x."
 
     def offered(lines, question):
-        h = Hyp(draft=Draft(), rec=Reconstructor(JAMAICA))
-        for text in lines:
-            line = next(x for x in p._lines(h, JAMAICA, ["Jamaica"], p.lm, neigh, {}, question) if x.text == text)
-            h = extend(h, line, SimpleNamespace(ids=(), score=0.0), p.lm, question, ["Jamaica"])
+        h = grown(p, kg, JAMAICA, question, *lines)
         p.refused = {}
         return [x.text for x in p._lines(h, JAMAICA, ["Jamaica"], p.lm, neigh, {}, question)]
 
