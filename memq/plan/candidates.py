@@ -24,7 +24,7 @@ from .asked import reaches
 from .calibrate import calibrated
 from .compare import compare_ops
 from .derive import DerivationError, find_step, fresh_variable
-from .format import unjoined
+from .format import third_walk, unjoined
 from .lines import (
     COMPARES,
     HOW_MANY,
@@ -101,9 +101,11 @@ class CandidateLines:
         offered = 0  # GrailQA's 2,298 train plans never find a statement twice from one node: nor do these
         reach: list[int] = []  # with ``directed``, the Find lines whose values have the class, and the others
         astray: list[int] = []
-        # ... nor one of the same text (two statements may render alike: "the ships built of the ship builder ?x0")
+        # ... nor one of the same text (two statements may render alike: "the ships built of the ship builder ?x0"), nor
+        # any WebQSP or CWQ train plan from a given entity (9 of CWQ's 26,747 do from a ?variable)
         found = {k for s in h.steps if s.kind == "find" for k in ((s.statement, s.source), s.relation)} \
-            if self.classes is not None else ()
+            if self.classes is not None else {(s.statement, s.source) for s in h.steps if s.kind == "find"
+                                              and not (s.source or "?").startswith("?")}
         waiting = self._values_waiting(h, question)
         for record, mentions, rank in kept:
             if entry is not None and offered >= top:
@@ -114,8 +116,9 @@ class CandidateLines:
                 group = probe_rec.find(probe, st)
             except (DerivationError, ReconstructionError):
                 continue
-            if (st.id, probe.source) in found or probe.relation in found or self.own_name(st, probe.source, question) \
-                    or not neigh.binds(h.draft, group, Var("memq_t")):
+            if (st.id, probe.source) in found and (self.classes or not self._refused("repeated_finds_refused")) \
+                    or probe.relation in found or self.own_name(st, probe.source, question) \
+                    or self.walks_again(h, st, probe.source) or not neigh.binds(h.draft, group, Var("memq_t")):
                 continue
             if waiting and not self._checkable(h, probe_rec, group, st.id, waiting, question, neigh):
                 continue
@@ -268,6 +271,11 @@ class CandidateLines:
         """Whether every ?variable of ``h`` is joined with ``var`` (:func:`~memq.plan.format.unjoined`): else no plan
         ends there, as no WebQSP or CWQ train plan and 1 of GrailQA's does."""
         return not unjoined(h.steps, var) or self._refused("unjoined_answers_withheld")
+
+    def walks_again(self, h: Hyp, st, source: str) -> bool:
+        """Whether a Find line of statement ``st`` from ``source`` is the third Find in a row along the same relations
+        (:func:`~memq.plan.format.third_walk`: to and fro, as no train plan goes): then it is not offered."""
+        return third_walk(h.steps, self.bank.get, source, st.relations) and not self._refused("third_walks_refused")
 
     def own_name(self, statement, source: str, question: str) -> bool:
         """Whether a Find line of ``statement`` from ``source`` finds a given entity's own name (``type.object.name``

@@ -1,0 +1,79 @@
+"""How often the derived train plans break the grounded planner's structural rules, the evidence each rule rests on.
+
+    .venv/bin/python benchmarks/plan_rules_train.py [--json OUT.json]
+
+For WebQSP's and CWQ's train plans and GrailQA's train and synthetic ones (:func:`memq.plan.data.load_split`, derived
+on first use), each with its dataset's memory bank for the statements' relations, it counts:
+
+- ``third_walks``: Find steps that are the third in a row along the same relations
+  (:func:`memq.plan.format.third_walk`; the grounded planner does not offer them), and ``second_walks``, steps that
+  take the edge of the step before them once more, which it does offer;
+- ``repeated_entity_finds``: Find steps of a statement the plan already found from the same given entity (not
+  offered), and ``repeated_variable_finds``, the same from a ?variable (offered but for GrailQA);
+- ``unjoined``: plans whose answer some other ?variable is not joined with (:func:`memq.plan.format.unjoined`; no
+  plan ends so).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+SETS = (("webqsp", "train", "webqsp"), ("cwq", "train", "cwq"), ("grailqa", "train", "grailqa+schema"),
+        ("grailqa", "synthetic-train", "grailqa+schema"))
+
+
+def count(plans, get) -> dict:
+    from memq.plan.format import third_walk, unjoined
+
+    out = dict.fromkeys(("plans", "finds", "third_walks", "second_walks", "repeated_entity_finds",
+                         "repeated_variable_finds", "unjoined"), 0)
+    for plan in plans:
+        out["plans"] += 1
+        steps, found = [], set()
+        for step, statement_id in zip(plan.steps, plan.statement_ids, strict=True):
+            step = replace(step, statement=statement_id)
+            record = get(statement_id) if statement_id else None
+            if step.kind == "find" and record is not None:
+                relations = record.statement.relations
+                out["finds"] += 1
+                out["third_walks"] += third_walk(steps, get, step.source, relations)
+                before = next((s for s in reversed(steps) if s.kind == "find" and s.target == step.source), None)
+                again = before is not None and get(before.statement) is not None \
+                    and set(get(before.statement).statement.relations) == set(relations)
+                out["second_walks"] += again
+                if (statement_id, step.source) in found:
+                    key = "repeated_variable_finds" if (step.source or "?").startswith("?") else "repeated_entity_finds"
+                    out[key] += 1
+                found.add((statement_id, step.source))
+            steps.append(step)
+        answer = next((s.target for s in steps if s.kind == "answer"), None)
+        out["unjoined"] += bool(answer and unjoined(steps, answer))
+    return out
+
+
+def main() -> int:
+    from memq.memory.bank import MemoryBank
+    from memq.plan.data import load_split
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", help="write the counts here too")
+    args = ap.parse_args()
+    results = {}
+    for dataset, split, bank in SETS:
+        get = MemoryBank.load(ROOT / "memory_bank" / bank).get
+        results[f"{dataset} {split}"] = count(load_split(dataset, split), get)
+        print(f"{dataset} {split}: {json.dumps(results[f'{dataset} {split}'])}", flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
