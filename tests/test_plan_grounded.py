@@ -462,6 +462,14 @@ def grown(p: GroundedPlanner, kg, entities: dict[str, str], question: str, *line
     return h
 
 
+def offered(p: GroundedPlanner, kg, entities: dict[str, str], question: str, *lines: str) -> list[str]:
+    """The lines the planner offers after the partial plan of ``lines`` (:func:`grown`), with its refusal counts
+    (``p.refused``) for that step alone."""
+    h = grown(p, kg, entities, question, *lines)
+    p.refused = {}
+    return [x.text for x in p._lines(h, entities, list(entities.values()), p.lm, Neighbourhood(kg), {}, question)]
+
+
 @pytest.mark.parametrize("value, passes", [("Male", True), ("Female", True), ("Nonbinary", False)])
 def test_with_check_passes_a_written_check_is_kept_only_when_some_value_passes_it(kg, bank, value, passes):
     """``check_passes``: "Make sure ?gender is X" continues the plan only when a sibling's gender is X (the FILTER
@@ -512,12 +520,9 @@ def test_a_plan_ends_only_at_a_variable_its_other_steps_join(kg):
     both = {**JAMAICA, **BIEBER}
     names = ["Jamaica", "Justin Bieber"]
     p = planner(kg, bank_of(STATEMENTS), "")
-    neigh = Neighbourhood(kg)
 
     def endings(lines):
-        h = grown(p, kg, both, "", *lines)
-        p.refused = {}
-        return [x.text for x in p._lines(h, both, names, p.lm, neigh, {}, "") if x.kind == "answer"]
+        return [x for x in offered(p, kg, both, "", *lines) if x.startswith("Finally")]
 
     languages = "Find the languages spoken of the country Jamaica, assign it to ?x."
     assert endings([languages]) == ["Finally the answer is ?x."] and "unjoined_answers_withheld" not in p.refused
@@ -535,23 +540,16 @@ def test_a_given_entity_s_own_name_is_found_only_for_a_question_that_asks_a_name
     named = bank_of(STATEMENTS + [("name", "1", "?entity1 ns:type.object.name ?entity2 .",
                                    "?entity2 is the name of ?entity1")])
     p = planner(kg, named, "")
-    neigh = Neighbourhood(kg)
     own = "Find the name of Jamaica, assign it to ?x."
-
-    def offered(lines, question):
-        h = grown(p, kg, JAMAICA, question, *lines)
-        p.refused = {}
-        return [x.text for x in p._lines(h, JAMAICA, ["Jamaica"], p.lm, neigh, {}, question)]
-
-    first = offered([], "what does jamaica speak?")
+    first = offered(p, kg, JAMAICA, "what does jamaica speak?")
     assert own not in first and "Find the languages spoken of the country Jamaica, assign it to ?x." in first
     assert p.refused == {"own_name_finds_refused": 1}
-    assert own in offered([], "what is jamaica called?") and p.refused == {}
-    assert own in offered([], "What was the NAME of jamaica before?")
-    assert "Finally the answer is ?x." in offered([own], "what is jamaica called?")
+    assert own in offered(p, kg, JAMAICA, "what is jamaica called?") and p.refused == {}
+    assert own in offered(p, kg, JAMAICA, "What was the NAME of jamaica before?")
+    assert "Finally the answer is ?x." in offered(p, kg, JAMAICA, "what is jamaica called?", own)
     found = ["Find the languages spoken of the country Jamaica, assign it to ?x.",
              "Find the name of ?x, assign it to ?name."]
-    later = offered(found, "what does jamaica speak?")
+    later = offered(p, kg, JAMAICA, "what does jamaica speak?", *found)
     assert "Finally the answer is ?name." in later and not any(x.startswith("Find the name of Jamaica") for x in later)
 
 
@@ -576,14 +574,8 @@ def test_a_plan_walks_one_edge_at_most_twice_in_a_row(tmp_path_factory):
     festival = {"m.0fest": "Folk Festival"}
     walked = ["Find the user profile whose favorite freebase topics is Folk Festival, assign it to ?x.",
               "Find the favorite freebase topics of the user profile ?x, assign it to ?y."]
-
-    def offered(*lines):
-        h = grown(p, kg, festival, "", *lines)
-        p.refused = {}
-        return [x.text for x in p._lines(h, festival, ["Folk Festival"], p.lm, Neighbourhood(kg), {}, "")]
-
-    assert walked[1] in offered(walked[0]) and p.refused.get("third_walks_refused") is None
-    after = offered(*walked)
+    assert walked[1] in offered(p, kg, festival, "", walked[0]) and p.refused.get("third_walks_refused") is None
+    after = offered(p, kg, festival, "", *walked)
     assert not any(x.startswith("Find the user profile whose favorite freebase topics is ?y") for x in after)
     assert p.refused == {"third_walks_refused": 1, "repeated_finds_refused": 1}  # and the festival's profiles again
     assert "Find the person of the user profile ?x, assign it to ?person." in after
@@ -596,20 +588,13 @@ def test_a_plan_finds_a_statement_once_from_a_given_entity(kg, bank):
     a given entity, so it is not offered (and is counted). From a ?variable it is (9 of CWQ's train plans check two
     official languages of one country so), as is another statement from the entity."""
     p = planner(kg, bank, "")
-    neigh = Neighbourhood(kg)
-
-    def offered(entities, *lines):
-        h = grown(p, kg, entities, "", *lines)
-        p.refused = {}
-        return [x.text for x in p._lines(h, entities, list(entities.values()), p.lm, neigh, {}, "")]
-
     spoken = "Find the languages spoken of the country Jamaica, assign it to ?x."
-    assert "Find the languages spoken of the country Jamaica, assign it to ?y." in offered(JAMAICA)
-    after = offered(JAMAICA, spoken)
+    assert "Find the languages spoken of the country Jamaica, assign it to ?y." in offered(p, kg, JAMAICA, "")
+    after = offered(p, kg, JAMAICA, "", spoken)
     assert not any(x.startswith("Find the languages spoken of the country Jamaica") for x in after)
     assert p.refused == {"repeated_finds_refused": 1}
     assert "Find the official language of the country Jamaica, assign it to ?y." in after
-    gender = offered(BIEBER, "Find the sibling of the siblings of the person Justin Bieber, assign it to ?x.",
+    gender = offered(p, kg, BIEBER, "", "Find the sibling of the siblings of the person Justin Bieber, assign it to ?x.",
                      "Find the gender of the person ?x, assign it to ?gender.")
     assert "Find the gender of the person ?x, assign it to ?gender2." in gender
 
