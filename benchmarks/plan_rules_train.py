@@ -11,7 +11,11 @@ on first use), each with its dataset's memory bank for the statements' relations
 - ``repeated_entity_finds``: Find steps of a statement the plan already found from the same given entity (not
   offered), and ``repeated_variable_finds``, the same from a ?variable (offered but for GrailQA);
 - ``unjoined``: plans whose answer some other ?variable is not joined with (:func:`memq.plan.format.unjoined`; no
-  plan ends so).
+  plan ends so);
+- for WebQSP, whose train facts the benchmark KG holds, ``entity_checks``: the ``Make sure ?v is X`` steps with X an
+  entity, and ``entity_checks_never_passing``, those whose X the KG never gives where a Find step of the plan assigns
+  ?v (:meth:`memq.plan.neighbourhood.Neighbourhood.takes`; a written one is refused). CWQ's train facts are not in
+  the benchmark KG, so its checks are not counted.
 """
 
 from __future__ import annotations
@@ -58,9 +62,29 @@ def count(plans, get) -> dict:
     return out
 
 
+def entity_checks(plans, get, neigh) -> dict:
+    from memq.sparql.model import FB, Iri
+
+    out = dict.fromkeys(("entity_checks", "entity_checks_never_passing"), 0)
+    for plan in plans:
+        ids = {name: mid for mid, name in plan.entities}
+        for step in plan.steps:
+            mid = ids.get(step.value or "")
+            if step.kind != "check" or step.relation is not None or (step.op or "=") != "=" or not mid:
+                continue
+            finds = [get(sid) for s, sid in zip(plan.steps, plan.statement_ids, strict=True)
+                     if s.kind == "find" and s.target == step.target and sid]
+            if finds and all(finds):
+                out["entity_checks"] += 1
+                out["entity_checks_never_passing"] += not any(neigh.takes(r.statement, Iri(FB + mid)) for r in finds)
+    return out
+
+
 def main() -> int:
+    from memq.kg import open_kg
     from memq.memory.bank import MemoryBank
     from memq.plan.data import load_split
+    from memq.plan.neighbourhood import Neighbourhood
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", help="write the counts here too")
@@ -68,7 +92,11 @@ def main() -> int:
     results = {}
     for dataset, split, bank in SETS:
         get = MemoryBank.load(ROOT / "memory_bank" / bank).get
-        results[f"{dataset} {split}"] = count(load_split(dataset, split), get)
+        plans = load_split(dataset, split)
+        results[f"{dataset} {split}"] = count(plans, get)
+        if dataset == "webqsp":
+            neigh = Neighbourhood(open_kg(str(ROOT / "data" / "kg" / "benchmark.nq.gz")))
+            results[f"{dataset} {split}"].update(entity_checks(plans, get, neigh))
         print(f"{dataset} {split}: {json.dumps(results[f'{dataset} {split}'])}", flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")

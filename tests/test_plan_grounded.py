@@ -24,7 +24,7 @@ from memq.plan.lines import Hyp, Line, extend
 from memq.plan.linesearch import SearchCost, best_lines
 from memq.plan.planner import REPO_ADAPTER, FineTunedPlanner
 from memq.reconstruct import Draft, Reconstructor
-from memq.types import BeamPlan, MemoryRecord, Plan, Statement
+from memq.types import BeamPlan, MemoryRecord, Plan, PlanStep, Statement
 
 JAMAICA = {"m.03_r3": "Jamaica"}
 BIEBER = {"m.06w2sn5": "Justin Bieber"}
@@ -511,6 +511,43 @@ def test_a_written_line_the_plan_has_already_is_refused(kg, bank):
     assert p.refused == {"repeated_lines_refused": 1}
     assert extend(once, start, written("Make sure ?gender is Female."), p.lm, "", ["Justin Bieber"], allows)
     assert extend(once, start, written(male), p.lm, "", ["Justin Bieber"]).lines[-2:] == [male, male]
+
+
+def test_a_written_check_of_an_entity_the_kg_never_gives_there_is_refused(kg, bank):
+    """"what country was dmitri mendeleev born?" (held-out WebQSP dev) was planned as "... the location that ?x is
+    contained by, assign it to ?containedby. Make sure ?containedby is Country. Finally the answer is ?x.": no
+    location is contained by the class Country, so the query found nothing and self-repair dropped the check. A
+    written "Make sure ?v is X", X an entity, continues a plan only when X is anywhere in the KG a value of what a
+    Find step assigns to ?v (each of WebQSP's 354 train checks of an entity is); each refusal is counted. Values that
+    are no entity (a name no given entity has) are not probed, nor checks of a class (the notable types), as the
+    benchmark KG types only some nodes."""
+    entities = {**BIEBER, "m.05zppz": "Male", "m.03_r3": "Jamaica"}
+    names = list(entities.values())
+    p = planner(kg, bank, "")
+    h = grown(p, kg, entities, "", "Find the sibling of the siblings of the person Justin Bieber, assign it to ?x.",
+              "Find the gender of the person ?x, assign it to ?gender.")
+    start = Line("open", "Make sure", tuple(p.lm.token_ids("Make sure")))
+    allows = partial(p.allows, neigh=Neighbourhood(kg))
+
+    def written(text):
+        return SimpleNamespace(ids=tuple(p.lm.token_ids(text + "\n")), score=0.0)
+
+    p.refused = {}
+    assert extend(h, start, written("Make sure ?gender is Male."), p.lm, "", names, allows) is not None
+    assert p.refused == {}
+    assert extend(h, start, written("Make sure ?gender is Jamaica."), p.lm, "", names, allows) is None
+    assert p.refused == {"checks_never_passing_refused": 1}
+    assert extend(h, start, written("Make sure ?gender is m.0zzzz9."), p.lm, "", names, allows) is None  # an id too
+    assert extend(h, start, written("Make sure ?gender is Nonbinary."), p.lm, "", names, allows) is not None
+    assert extend(h, start, written("Make sure ?x is Jamaica."), p.lm, "", names, allows) is None  # the sibling's
+    assert p.refused == {"checks_never_passing_refused": 3}
+    typed = ("typed", "1", "?entity1 ns:common.topic.notable_types ?entity2 .", "?entity2 is the notable types of ?entity1")
+    classes = planner(kg, bank_of(STATEMENTS + [typed]), "")
+    h = Hyp(steps=[PlanStep("find", "", source="Justin Bieber", target="?x", statement="sibling"),
+                   PlanStep("find", "", source="?x", target="?t", statement="typed")],
+            assigned=["?x", "?t"], draft=Draft(), rec=Reconstructor(entities))
+    check = parse_plan("Make sure ?t is Jamaica.\nFinally the answer is ?x.", names).steps[0]
+    assert classes.may_check(h, check, Neighbourhood(kg))  # a class check: the KG types only some nodes
 
 
 def test_a_plan_ends_only_at_a_variable_its_other_steps_join(kg):

@@ -16,7 +16,6 @@ from functools import cached_property
 from types import SimpleNamespace
 
 from memq.errors import ReconstructionError
-from memq.schema import freebase_schema
 from memq.sparql.model import Var
 from memq.types import PlanStep
 
@@ -24,7 +23,6 @@ from .asked import reaches
 from .calibrate import calibrated
 from .compare import compare_ops
 from .derive import DerivationError, find_step, fresh_variable
-from .format import third_walk, unjoined
 from .lines import (
     COMPARES,
     HOW_MANY,
@@ -39,17 +37,14 @@ from .lines import (
     unchecked_values,
 )
 from .linesearch import SearchCost
-from .neighbourhood import Neighbourhood, assigned_types, assigns_cvt, bank_edges, first_edges, path_options
+from .neighbourhood import Neighbourhood, bank_edges, first_edges, path_options
 from .prior import trained_first
 from .ranker import rank_candidates
+from .rules import LineRules
 
 __all__ = ["OPEN_STARTS", "CandidateLines"]
 
 OPEN_STARTS = ("Make sure", "Sort")
-# Freebase's value types: a relation with one of these ranges holds literals (type.type, type.object and the
-# other type.* ranges hold nodes)
-LITERAL_TYPES = frozenset({"type.boolean", "type.datetime", "type.enumeration", "type.float", "type.id", "type.int",
-                           "type.key", "type.rawstring", "type.text", "type.uri"})
 # the value types a plan sorts and compares, and the names the train plans give such a value: WebQSP's sort keys
 # are ?sk0, ?sk1, ... (79 of its 95 sorts), CWQ's ?num (1,388 sorts and 1,508 comparisons) or ?skN (299 sorts)
 ORDERED_TYPES = frozenset({"type.datetime", "type.float", "type.int"})
@@ -58,12 +53,9 @@ KEY_NAME = re.compile(r"\?(?:sk\d+|num)\Z")
 # (one for the others)
 VIABLE_CHECKS = 48
 _UNSCORED = SimpleNamespace(ids=(), score=0.0)  # a line taken with no score (to look past it)
-# a question that asks for a name: the 4 WebQSP train questions answered with their topic entity's own name say one of
-# these ("what was the name of the original seattle baseball team?", "what is the australian open called?")
-NAME_ASKED = re.compile(r"\b(?:names?|named|call|called|stands? for)\b", re.I)
 
 
-class CandidateLines:
+class CandidateLines(LineRules):
     """Builds each step's candidate lines for the grounded planner (see the module docstring)."""
 
     keys_offered = True  # whether Find lines of dates and numbers take the sort keys' names (a search may say not)
@@ -258,61 +250,6 @@ class CandidateLines:
                     c["bonus"] = round(lines[c["index"] - offset].rank, 4)
         return lines
 
-    def holds_cvt(self, h: Hyp, var: str) -> bool:
-        """Whether a Find step of ``h`` assigns ``var`` a CVT node (by the schema,
-        :func:`~memq.plan.neighbourhood.assigns_cvt`): a plan may go on from it, but no plan ends there, as no gold
-        query answers with one."""
-        if any(self._assigned(st.statement)[0] for st in self._finds(h, var)):
-            self._refused("cvt_answers_withheld")
-            return True
-        return False
-
-    def joined(self, h: Hyp, var: str) -> bool:
-        """Whether every ?variable of ``h`` is joined with ``var`` (:func:`~memq.plan.format.unjoined`): else no plan
-        ends there, as no WebQSP or CWQ train plan and 1 of GrailQA's does."""
-        return not unjoined(h.steps, var) or self._refused("unjoined_answers_withheld")
-
-    def walks_again(self, h: Hyp, st, source: str) -> bool:
-        """Whether a Find line of statement ``st`` from ``source`` is the third Find in a row along the same relations
-        (:func:`~memq.plan.format.third_walk`: to and fro, as no train plan goes): then it is not offered."""
-        return third_walk(h.steps, self.bank.get, source, st.relations) and not self._refused("third_walks_refused")
-
-    def own_name(self, statement, source: str, question: str) -> bool:
-        """Whether a Find line of ``statement`` from ``source`` finds a given entity's own name (``type.object.name``
-        from an entity, not a ?variable) for a question that asks no name (:data:`NAME_ASKED`): then it is not
-        offered. 4 of WebQSP's 3,098 train questions are answered with their topic entity's name, each asking for
-        one, and no train plan finds a given entity's name but to answer with it; none of CWQ's 30,403 train and dev
-        queries nor GrailQA's 1,000 train queries finds one."""
-        if list(statement.relations) != ["type.object.name"] or (source or "?").startswith("?") \
-                or NAME_ASKED.search(question):
-            return False
-        self._refused("own_name_finds_refused")
-        return True
-
-    def allows(self, h: Hyp, step: PlanStep, neigh: Neighbourhood) -> bool:
-        """Whether a written step may continue ``h``: no line ``h`` has (the same FILTER again changes no answer; 17 of
-        the 29,512 WebQSP and CWQ train plans repeat one, and searches wrote date checks over and over); a Sort of what
-        :meth:`may_sort` allows; with ``check_passes``, a ``Make sure ?v is X`` that some value of the plan so far
-        passes (:meth:`Neighbourhood.passing`, the FILTER the query would get, as GrailQA's closed checks are offered)."""
-        if step.text in h.lines:
-            return self._refused("repeated_lines_refused")
-        if step.kind == "sort":
-            return self.may_sort(h, step.target)
-        if step.kind == "check" and step.relation is None and step.op == "=" and self.config.check_passes \
-                and not neigh.passing(h.draft, h.rec, [step])[0]:
-            return self._refused("checks_none_passes")
-        return True
-
-    def may_sort(self, h: Hyp, var: str) -> bool:
-        """Whether ``var`` may be sorted after ``h``: unless every Find step that assigns it assigns nodes (a type
-        of the schema not in :data:`LITERAL_TYPES`, :func:`~memq.plan.neighbourhood.assigned_types`). The train
-        plans of WebQSP and CWQ sort dates and numbers only; the order of nodes is their ids'."""
-        finds = self._finds(h, var)
-        if not finds or any(t is None or t == "" or t in LITERAL_TYPES
-                            for st in finds for t in self._assigned(st.statement)[1] or {None}):
-            return True
-        return self._refused("entity_sorts_refused")
-
     def key_targets(self, statement_id: str, used: set[str]) -> list[str]:
         """The names the train plans give a date or number that a plan may sort or compare (:data:`KEY_NAME`: the
         first unused ``?skN``, and ``?num`` unless used), for a statement that assigns one (every type :func:`assigned_types`
@@ -352,12 +289,6 @@ class CandidateLines:
         if any(not re.search(rf"\b{re.escape(w.lower())}\b", read) for w in SUPERLATIVE.findall(text)):
             self._refused("endings_before_the_superlative")
             return True
-        return False
-
-    def _refused(self, what: str) -> bool:
-        """Counts a line a rule refused, for the plan's cost (the planner resets ``refused`` for each plan); False."""
-        refused = self.__dict__.setdefault("refused", {})
-        refused[what] = refused.get(what, 0) + 1
         return False
 
     def _looked_ahead(self, h: Hyp, starts: list[Line], lm, neigh: Neighbourhood, sims, question: str,
@@ -403,18 +334,6 @@ class CandidateLines:
             entry["candidates"].sort(key=lambda c: -c["ranker"])
             ranked.append(entry)
         return out
-
-    def _finds(self, h: Hyp, var: str) -> list:
-        return [st for st in h.steps if st.kind == "find" and st.target == var and st.statement]
-
-    def _assigned(self, statement_id: str) -> tuple[bool, set]:
-        """What a statement assigns, by the schema: whether a CVT, and its types (kept per statement)."""
-        known = self.__dict__.setdefault("_assigned_of", {})
-        if statement_id not in known:
-            record, schema = self.bank.get(statement_id), freebase_schema()
-            types = assigned_types(record.statement, schema) if record is not None else set()
-            known[statement_id] = (record is not None and assigns_cvt(record.statement, schema, types), types)
-        return known[statement_id]
 
     def _other_lines(self, h: Hyp, names, lm, neigh: Neighbourhood, sims, question: str = "",
                      wide: bool = False, ranked: list[dict] | None = None, offset: int = 0) -> list[Line]:

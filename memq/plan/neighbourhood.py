@@ -8,6 +8,7 @@ a SPARQL endpoint such as Virtuoso behave the same.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 from memq.schema import Schema, freebase_schema
 from memq.sparql import to_standard
@@ -157,6 +158,7 @@ class Neighbourhood:
         self.seconds = 0.0
         self._cache: dict[str, set[Edge]] = {}
         self._classes: dict[str, bool | set[str]] = {}  # class membership and the classes of a variable's values
+        self._takes: dict[tuple[str, str], bool] = {}  # (statement id, value IRI) -> whether it assigns it anywhere
 
     def _select(self, text: str) -> list:
         self.queries += 1
@@ -212,6 +214,32 @@ class Neighbourhood:
             probe.filters.append(expr)
             out.append(bool(self._select(to_standard(probe.probe(rec.var(step.target))))))
         return out
+
+    def takes(self, statement, value: Iri) -> bool:
+        """Whether ``value`` is anywhere in the KG what ``statement`` assigns: its triples with the ?variable it
+        assigns written as ``value`` and the other ends left free have a row. "Make sure ?containedby is Country."
+        after "the location that ?x is contained by" cannot pass at any node, as no location is contained by the
+        class Country. True for a statement that assigns no ?variable (nothing to say). One query a pair, cached."""
+        from memq.decompose.assemble import fragment
+        from memq.sparql.model import substitute_group
+
+        key = (statement.id, value.value)
+        if key not in self._takes:
+            target, triples = _target_of(statement)
+            if target is None or not triples:
+                return True
+
+            def put(term):
+                return value if term == target else term
+
+            def bare(g: Group) -> Group:  # no FILTER: lang() of an IRI is an error, and filters only narrow
+                return replace(g, filters=(), unions=tuple(tuple(bare(a) for a in u) for u in g.unions))
+
+            where = bare(substitute_group(fragment(statement.sparql, statement.structure).where, put))
+            free = next((term for t in where.all_triples() for term in (t.s, t.o) if isinstance(term, Var)), None)
+            query = Query(where=where, projection=(Projection(free),), limit=1) if free is not None else None
+            self._takes[key] = query is None or bool(self._select(to_standard(query)))
+        return self._takes[key]
 
     def has_members(self, class_id: str) -> bool:
         """Whether some node of the KG has the class ``class_id`` (``type.object.type``)."""

@@ -1,0 +1,126 @@
+"""The structural rules on the lines a grounded search may take (:mod:`memq.plan.candidates`), each read off the
+derived train plans (``benchmarks/plan_rules_train.py`` counts how often those plans break one).
+
+:class:`LineRules` is a part of :class:`~memq.plan.candidates.CandidateLines`: whether a plan may end at a ?variable
+(not at a CVT node, only where the plan joins every other ?variable), whether a Find line is offered (not a given
+entity's own name, not a third walk along one edge), and whether a line the model wrote may continue a plan (no line
+twice, no Sort of nodes, no check whose value the KG never gives where the plan assigns its ?variable). Each refusal is
+counted in the plan's cost (``refused``). The class supplies ``bank`` and ``config``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memq.schema import freebase_schema
+from memq.sparql.model import Iri
+from memq.types import PlanStep
+
+from .format import third_walk, unjoined
+from .lines import Hyp
+from .neighbourhood import Neighbourhood, assigned_types, assigns_cvt
+
+__all__ = ["LITERAL_TYPES", "NAME_ASKED", "LineRules"]
+
+# Freebase's value types: a relation with one of these ranges holds literals (type.type, type.object and the
+# other type.* ranges hold nodes)
+LITERAL_TYPES = frozenset({"type.boolean", "type.datetime", "type.enumeration", "type.float", "type.id", "type.int",
+                           "type.key", "type.rawstring", "type.text", "type.uri"})
+# a question that asks for a name: the 4 WebQSP train questions answered with their topic entity's own name say one of
+# these ("what was the name of the original seattle baseball team?", "what is the australian open called?")
+NAME_ASKED = re.compile(r"\b(?:names?|named|call|called|stands? for)\b", re.I)
+
+
+class LineRules:
+    """The rules (see the module docstring); mixed into :class:`~memq.plan.candidates.CandidateLines`."""
+
+    def holds_cvt(self, h: Hyp, var: str) -> bool:
+        """Whether a Find step of ``h`` assigns ``var`` a CVT node (by the schema,
+        :func:`~memq.plan.neighbourhood.assigns_cvt`): a plan may go on from it, but no plan ends there, as no gold
+        query answers with one."""
+        if any(self._assigned(st.statement)[0] for st in self._finds(h, var)):
+            self._refused("cvt_answers_withheld")
+            return True
+        return False
+
+    def joined(self, h: Hyp, var: str) -> bool:
+        """Whether every ?variable of ``h`` is joined with ``var`` (:func:`~memq.plan.format.unjoined`): else no plan
+        ends there, as no WebQSP or CWQ train plan and 1 of GrailQA's does."""
+        return not unjoined(h.steps, var) or self._refused("unjoined_answers_withheld")
+
+    def walks_again(self, h: Hyp, st, source: str) -> bool:
+        """Whether a Find line of statement ``st`` from ``source`` is the third Find in a row along the same relations
+        (:func:`~memq.plan.format.third_walk`: to and fro, as no train plan goes): then it is not offered."""
+        return third_walk(h.steps, self.bank.get, source, st.relations) and not self._refused("third_walks_refused")
+
+    def own_name(self, statement, source: str, question: str) -> bool:
+        """Whether a Find line of ``statement`` from ``source`` finds a given entity's own name (``type.object.name``
+        from an entity, not a ?variable) for a question that asks no name (:data:`NAME_ASKED`): then it is not
+        offered. 4 of WebQSP's 3,098 train questions are answered with their topic entity's name, each asking for
+        one, and no train plan finds a given entity's name but to answer with it; none of CWQ's 30,403 train and dev
+        queries nor GrailQA's 1,000 train queries finds one."""
+        if list(statement.relations) != ["type.object.name"] or (source or "?").startswith("?") \
+                or NAME_ASKED.search(question):
+            return False
+        self._refused("own_name_finds_refused")
+        return True
+
+    def allows(self, h: Hyp, step: PlanStep, neigh: Neighbourhood) -> bool:
+        """Whether a written step may continue ``h``: no line ``h`` has (the same FILTER again changes no answer; 17 of
+        the 29,512 WebQSP and CWQ train plans repeat one, and searches wrote date checks over and over); a Sort of what
+        :meth:`may_sort` allows; with ``check_passes``, a ``Make sure ?v is X`` that some value of the plan so far
+        passes (:meth:`Neighbourhood.passing`, the FILTER the query would get, as GrailQA's closed checks are offered);
+        and without it, a ``Make sure ?v is X`` (X an entity) only where X is anywhere in the KG what a Find step
+        assigning ``?v`` assigns (:meth:`may_check`)."""
+        if step.text in h.lines:
+            return self._refused("repeated_lines_refused")
+        if step.kind == "sort":
+            return self.may_sort(h, step.target)
+        if step.kind == "check" and step.relation is None and step.op == "=":
+            if self.config.check_passes and not neigh.passing(h.draft, h.rec, [step])[0]:
+                return self._refused("checks_none_passes")
+            return self.may_check(h, step, neigh) or self._refused("checks_never_passing_refused")
+        return True
+
+    def may_check(self, h: Hyp, step: PlanStep, neigh: Neighbourhood) -> bool:
+        """Whether the entity a check compares with (``Make sure ?containedby is Country.``) is anywhere in the KG a
+        value of what a Find step of ``h`` assigns to the checked ?variable (:meth:`Neighbourhood.takes`); else no
+        node can pass it, and the query would find nothing. Each of the 354 such checks of WebQSP's train plans can
+        pass (``benchmarks/plan_rules_train.py``). Not probed: a value that is no entity, a ?variable no Find step of
+        ``h`` assigns, and a check of a class (a ?variable of ``type.type``, the range of notable types): the benchmark
+        KG types only some nodes, and where self-repair drops such a check the plan keeps its answers unfiltered
+        ("what year did baltimore ravens win the superbowl?", held-out dev: 0.67 so, 0 when the search went on)."""
+        value = h.rec.value(step.value)
+        finds = [self.bank.get(st.statement) for st in self._finds(h, step.target)]
+        if not isinstance(value, Iri) or not finds or not all(finds) \
+                or any("type.type" in self._assigned(record.statement.id)[1] for record in finds):
+            return True
+        return any(neigh.takes(record.statement, value) for record in finds)
+
+    def may_sort(self, h: Hyp, var: str) -> bool:
+        """Whether ``var`` may be sorted after ``h``: unless every Find step that assigns it assigns nodes (a type
+        of the schema not in :data:`LITERAL_TYPES`, :func:`~memq.plan.neighbourhood.assigned_types`). The train
+        plans of WebQSP and CWQ sort dates and numbers only; the order of nodes is their ids'."""
+        finds = self._finds(h, var)
+        if not finds or any(t is None or t == "" or t in LITERAL_TYPES
+                            for st in finds for t in self._assigned(st.statement)[1] or {None}):
+            return True
+        return self._refused("entity_sorts_refused")
+
+    def _refused(self, what: str) -> bool:
+        """Counts a line a rule refused, for the plan's cost (the planner resets ``refused`` for each plan); False."""
+        refused = self.__dict__.setdefault("refused", {})
+        refused[what] = refused.get(what, 0) + 1
+        return False
+
+    def _finds(self, h: Hyp, var: str) -> list:
+        return [st for st in h.steps if st.kind == "find" and st.target == var and st.statement]
+
+    def _assigned(self, statement_id: str) -> tuple[bool, set]:
+        """What a statement assigns, by the schema: whether a CVT, and its types (kept per statement)."""
+        known = self.__dict__.setdefault("_assigned_of", {})
+        if statement_id not in known:
+            record, schema = self.bank.get(statement_id), freebase_schema()
+            types = assigned_types(record.statement, schema) if record is not None else set()
+            known[statement_id] = (record is not None and assigns_cvt(record.statement, schema, types), types)
+        return known[statement_id]
