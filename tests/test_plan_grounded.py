@@ -470,23 +470,32 @@ def offered(p: GroundedPlanner, kg, entities: dict[str, str], question: str, *li
     return [x.text for x in p._lines(h, entities, list(entities.values()), p.lm, Neighbourhood(kg), {}, question)]
 
 
+def written(p: GroundedPlanner, text: str) -> SimpleNamespace:
+    """A line the model wrote after an open start, as the line search returns it."""
+    return SimpleNamespace(ids=tuple(p.lm.token_ids(text + "\n")), score=0.0)
+
+
+def gender_found(p: GroundedPlanner, kg, entities: dict[str, str] = BIEBER):
+    """The partial plan that found Justin Bieber's siblings and their gender, the open *Make sure* start, and the
+    planner's test of a written line after it (``allows``)."""
+    h = grown(p, kg, entities, "", "Find the sibling of the siblings of the person Justin Bieber, assign it to ?x.",
+              "Find the gender of the person ?x, assign it to ?gender.")
+    return h, Line("open", "Make sure", tuple(p.lm.token_ids("Make sure"))), partial(p.allows, neigh=Neighbourhood(kg))
+
+
 @pytest.mark.parametrize("value, passes", [("Male", True), ("Female", True), ("Nonbinary", False)])
 def test_with_check_passes_a_written_check_is_kept_only_when_some_value_passes_it(kg, bank, value, passes):
     """``check_passes``: "Make sure ?gender is X" continues the plan only when a sibling's gender is X (the FILTER
     the query would get: here the node named X, as no given entity is); a check with a relation is not probed."""
     p = planner(kg, bank, "", check_passes=True)
-    h = grown(p, kg, BIEBER, "", "Find the sibling of the siblings of the person Justin Bieber, assign it to ?x.",
-              "Find the gender of the person ?x, assign it to ?gender.")
-    check = SimpleNamespace(ids=tuple(p.lm.token_ids(f"Make sure ?gender is {value}.\n")), score=0.0)
-    start = Line("open", "Make sure", tuple(p.lm.token_ids("Make sure")))
+    h, start, allows = gender_found(p, kg)
+    check = written(p, f"Make sure ?gender is {value}.")
     p.refused = {}
-    allows = partial(p.allows, neigh=Neighbourhood(kg))
     assert (extend(h, start, check, p.lm, "", ["Justin Bieber"], allows) is not None) is passes
     assert p.refused == ({} if passes else {"checks_none_passes": 1})
     off = planner(kg, bank, "")  # the default: not probed
     assert extend(h, start, check, p.lm, "", ["Justin Bieber"], partial(off.allows, neigh=Neighbourhood(kg)))
-    dated = SimpleNamespace(ids=tuple(p.lm.token_ids("Make sure the start date of the sibling relationship ?x is on "
-                                                     "or before 2015-01-01.\n")), score=0.0)
+    dated = written(p, "Make sure the start date of the sibling relationship ?x is on or before 2015-01-01.")
     assert extend(h, start, dated, p.lm, "", ["Justin Bieber"], allows) is not None
 
 
@@ -495,22 +504,15 @@ def test_a_written_line_the_plan_has_already_is_refused(kg, bank):
     writing one plan's two date checks over and over. A written line the plan has already is refused and counted in
     the plan's cost; another check of the same variable is not, nor the same line without the rules."""
     p = planner(kg, bank, "")
-    h = grown(p, kg, BIEBER, "", "Find the sibling of the siblings of the person Justin Bieber, assign it to ?x.",
-              "Find the gender of the person ?x, assign it to ?gender.")
-    start = Line("open", "Make sure", tuple(p.lm.token_ids("Make sure")))
-    allows = partial(p.allows, neigh=Neighbourhood(kg))
-
-    def written(text):
-        return SimpleNamespace(ids=tuple(p.lm.token_ids(text + "\n")), score=0.0)
-
+    h, start, allows = gender_found(p, kg)
     male = "Make sure ?gender is Male."
     p.refused = {}
-    once = extend(h, start, written(male), p.lm, "", ["Justin Bieber"], allows)
+    once = extend(h, start, written(p, male), p.lm, "", ["Justin Bieber"], allows)
     assert once is not None and once.lines[-1] == male and p.refused == {}
-    assert extend(once, start, written(male), p.lm, "", ["Justin Bieber"], allows) is None
+    assert extend(once, start, written(p, male), p.lm, "", ["Justin Bieber"], allows) is None
     assert p.refused == {"repeated_lines_refused": 1}
-    assert extend(once, start, written("Make sure ?gender is Female."), p.lm, "", ["Justin Bieber"], allows)
-    assert extend(once, start, written(male), p.lm, "", ["Justin Bieber"]).lines[-2:] == [male, male]
+    assert extend(once, start, written(p, "Make sure ?gender is Female."), p.lm, "", ["Justin Bieber"], allows)
+    assert extend(once, start, written(p, male), p.lm, "", ["Justin Bieber"]).lines[-2:] == [male, male]
 
 
 def test_a_written_check_of_an_entity_the_kg_never_gives_there_is_refused(kg, bank):
@@ -524,22 +526,15 @@ def test_a_written_check_of_an_entity_the_kg_never_gives_there_is_refused(kg, ba
     entities = {**BIEBER, "m.05zppz": "Male", "m.03_r3": "Jamaica"}
     names = list(entities.values())
     p = planner(kg, bank, "")
-    h = grown(p, kg, entities, "", "Find the sibling of the siblings of the person Justin Bieber, assign it to ?x.",
-              "Find the gender of the person ?x, assign it to ?gender.")
-    start = Line("open", "Make sure", tuple(p.lm.token_ids("Make sure")))
-    allows = partial(p.allows, neigh=Neighbourhood(kg))
-
-    def written(text):
-        return SimpleNamespace(ids=tuple(p.lm.token_ids(text + "\n")), score=0.0)
-
+    h, start, allows = gender_found(p, kg, entities)
     p.refused = {}
-    assert extend(h, start, written("Make sure ?gender is Male."), p.lm, "", names, allows) is not None
+    assert extend(h, start, written(p, "Make sure ?gender is Male."), p.lm, "", names, allows) is not None
     assert p.refused == {}
-    assert extend(h, start, written("Make sure ?gender is Jamaica."), p.lm, "", names, allows) is None
+    assert extend(h, start, written(p, "Make sure ?gender is Jamaica."), p.lm, "", names, allows) is None
     assert p.refused == {"checks_never_passing_refused": 1}
-    assert extend(h, start, written("Make sure ?gender is m.0zzzz9."), p.lm, "", names, allows) is None  # an id too
-    assert extend(h, start, written("Make sure ?gender is Nonbinary."), p.lm, "", names, allows) is not None
-    assert extend(h, start, written("Make sure ?x is Jamaica."), p.lm, "", names, allows) is None  # the sibling's
+    assert extend(h, start, written(p, "Make sure ?gender is m.0zzzz9."), p.lm, "", names, allows) is None  # an id
+    assert extend(h, start, written(p, "Make sure ?gender is Nonbinary."), p.lm, "", names, allows) is not None
+    assert extend(h, start, written(p, "Make sure ?x is Jamaica."), p.lm, "", names, allows) is None  # the sibling's
     assert p.refused == {"checks_never_passing_refused": 3}
     typed = ("typed", "1", "?entity1 ns:common.topic.notable_types ?entity2 .", "?entity2 is the notable types of ?entity1")
     classes = planner(kg, bank_of(STATEMENTS + [typed]), "")

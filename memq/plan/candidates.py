@@ -3,7 +3,8 @@
 :class:`CandidateLines` is the part of :class:`~memq.plan.grounded.GroundedPlanner` that builds a step's
 candidates: the Find lines of the memory's path statements that bind after the plan so far (with a statement
 ranker, its best ones and their bonus, each step's entry in the trace's ``ranked``), GrailQA's class lines, the
-*Finally* lines and the open *Make sure* / *Sort* starts. The planner supplies ``bank``, ``config``, ``ranker``,
+*Finally* lines and the open *Make sure* / *Sort* starts. The structural rules on which of them a plan may take
+are :class:`~memq.plan.rules.LineRules`, a part of it. The planner supplies ``bank``, ``config``, ``ranker``,
 ``classes``, ``_edges`` and ``_statement_edges``.
 """
 
