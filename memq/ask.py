@@ -73,6 +73,9 @@ def add_search_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--check-passes", action=argparse.BooleanOptionalAction,
                         help=f"{g} keep a written 'Make sure ?v is X' line only when some value of the plan so far "
                              "passes it")
+    parser.add_argument("--check-values", action=argparse.BooleanOptionalAction,
+                        help=f"{g} keep a written 'Make sure ?v is X' line, X an entity, only when X is anywhere in "
+                             "the KG a value of what the plan assigns to ?v (default: on)")
     parser.add_argument("--ranker", help=f"{g} the statement ranker's directory, or 'none' for the model alone "
                                          "(default: the committed memory_bank/ranker when there is one)")
     parser.add_argument("--rank-top", type=int, help=f"{g} best-ranked candidates offered to the model per step")
@@ -251,9 +254,9 @@ def config_from(args: argparse.Namespace, by_bank: bool = True):
         changes["repair"] = False
     search = {k: getattr(args, k) for k in ("beam", "lines", "norm", "max_candidates", "prune", "budget", "prior",
                                              "neighbours", "prior_floor", "coverage", "asked_class", "asked_beam",
-                                             "asked_directed", "check_passes", "rank_top", "rank_pool", "rank_weight",
-                                             "unseen_top", "calibrate", "backtrack", "value_finds",
-                                             "start_lookahead", "superlative_ends")
+                                             "asked_directed", "check_passes", "check_values", "rank_top",
+                                             "rank_pool", "rank_weight", "unseen_top", "calibrate", "backtrack",
+                                             "value_finds", "start_lookahead", "superlative_ends")
               if getattr(args, k, None) is not None}
     if by_bank and class_bank(changes.get("memory", config.memory)):  # GrailQA's form of the schema: its planner and search
         from .plan.search import GRAILQA_SEARCH

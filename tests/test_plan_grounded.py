@@ -536,6 +536,9 @@ def test_a_written_check_of_an_entity_the_kg_never_gives_there_is_refused(kg, ba
     assert extend(h, start, written(p, "Make sure ?gender is Nonbinary."), p.lm, "", names, allows) is not None
     assert extend(h, start, written(p, "Make sure ?x is Jamaica."), p.lm, "", names, allows) is None  # the sibling's
     assert p.refused == {"checks_never_passing_refused": 3}
+    off = planner(kg, bank, "", check_values=False)  # --no-check-values
+    assert extend(h, start, written(p, "Make sure ?gender is Jamaica."), p.lm, "", names,
+                  partial(off.allows, neigh=Neighbourhood(kg))) is not None
     typed = ("typed", "1", "?entity1 ns:common.topic.notable_types ?entity2 .", "?entity2 is the notable types of ?entity1")
     classes = planner(kg, bank_of(STATEMENTS + [typed]), "")
     h = Hyp(steps=[PlanStep("find", "", source="Justin Bieber", target="?x", statement="sibling"),

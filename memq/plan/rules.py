@@ -79,7 +79,8 @@ class LineRules:
         if step.kind == "check" and step.relation is None and step.op == "=":
             if self.config.check_passes and not neigh.passing(h.draft, h.rec, [step])[0]:
                 return self._refused("checks_none_passes")
-            return self.may_check(h, step, neigh) or self._refused("checks_never_passing_refused")
+            return not self.config.check_values or self.may_check(h, step, neigh) \
+                or self._refused("checks_never_passing_refused")
         return True
 
     def may_check(self, h: Hyp, step: PlanStep, neigh: Neighbourhood) -> bool:
