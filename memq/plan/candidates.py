@@ -91,14 +91,10 @@ class CandidateLines(LineRules):
             if unseen:
                 entry["unseen"] = True
         probe_rec = copy.deepcopy(h.rec)
-        offered = 0  # GrailQA's 2,298 train plans never find a statement twice from one node: nor do these
+        offered = 0
         reach: list[int] = []  # with ``directed``, the Find lines whose values have the class, and the others
         astray: list[int] = []
-        # ... nor one of the same text (two statements may render alike: "the ships built of the ship builder ?x0"), nor
-        # any WebQSP or CWQ train plan from a given entity (9 of CWQ's 26,747 do from a ?variable)
-        found = {k for s in h.steps if s.kind == "find" for k in ((s.statement, s.source), s.relation)} \
-            if self.classes is not None else {(s.statement, s.source) for s in h.steps if s.kind == "find"
-                                              and not (s.source or "?").startswith("?")}
+        found = self.found_before(h)
         waiting = self._values_waiting(h, question)
         for record, mentions, rank in kept:
             if entry is not None and offered >= top:
@@ -109,8 +105,7 @@ class CandidateLines(LineRules):
                 group = probe_rec.find(probe, st)
             except (DerivationError, ReconstructionError):
                 continue
-            if (st.id, probe.source) in found and (self.classes or not self._refused("repeated_finds_refused")) \
-                    or probe.relation in found or self.own_name(st, probe.source, question) \
+            if self.found_again(found, st.id, probe.source) or probe.relation in found or self.own_name(st, probe.source, question) \
                     or self.walks_again(h, st, probe.source) or not neigh.binds(h.draft, group, Var("memq_t")):
                 continue
             if waiting and not self._checkable(h, probe_rec, group, st.id, waiting, question, neigh):

@@ -60,12 +60,18 @@ def assigned_types(statement, schema: Schema | None = None) -> set[str | None]:
 
 
 def _target_of(statement) -> tuple[Var | None, list[Triple]]:
+    target, where = _pattern_of(statement)
+    return target, where.all_triples() if where is not None else []
+
+
+def _pattern_of(statement) -> tuple[Var | None, Group | None]:
+    """The ?variable a path statement assigns and its graph pattern (None, None for other statements)."""
     from memq.decompose.assemble import fragment
 
     if statement.structure not in ("1", "2", "3"):
-        return None, []
+        return None, None
     target = Var("entity3" if statement.structure == "3" else "entity2")
-    return target, fragment(statement.sparql, statement.structure).where.all_triples()
+    return target, fragment(statement.sparql, statement.structure).where
 
 
 def bank_edges(records, cache: bool = True) -> dict[str, tuple[set[Edge], set[Edge]]]:
@@ -220,13 +226,12 @@ class Neighbourhood:
         assigns written as ``value`` and the other ends left free have a row. "Make sure ?containedby is Country."
         after "the location that ?x is contained by" cannot pass at any node, as no location is contained by the
         class Country. True for a statement that assigns no ?variable (nothing to say). One query a pair, cached."""
-        from memq.decompose.assemble import fragment
         from memq.sparql.model import substitute_group
 
         key = (statement.id, value.value)
         if key not in self._takes:
-            target, triples = _target_of(statement)
-            if target is None or not triples:
+            target, pattern = _pattern_of(statement)
+            if target is None or not pattern.all_triples():
                 return True
 
             def put(term):
@@ -235,7 +240,7 @@ class Neighbourhood:
             def bare(g: Group) -> Group:  # no FILTER: lang() of an IRI is an error, and filters only narrow
                 return replace(g, filters=(), unions=tuple(tuple(bare(a) for a in u) for u in g.unions))
 
-            where = bare(substitute_group(fragment(statement.sparql, statement.structure).where, put))
+            where = bare(substitute_group(pattern, put))
             free = next((term for t in where.all_triples() for term in (t.s, t.o) if isinstance(term, Var)), None)
             query = Query(where=where, projection=(Projection(free),), limit=1) if free is not None else None
             self._takes[key] = query is None or bool(self._select(to_standard(query)))

@@ -3,9 +3,9 @@ derived train plans (``benchmarks/plan_rules_train.py`` counts how often those p
 
 :class:`LineRules` is a part of :class:`~memq.plan.candidates.CandidateLines`: whether a plan may end at a ?variable
 (not at a CVT node, only where the plan joins every other ?variable), whether a Find line is offered (not a given
-entity's own name, not a third walk along one edge), and whether a line the model wrote may continue a plan (no line
+entity's own name, not a third walk along one edge, not a statement found again), and whether a line the model wrote may continue a plan (no line
 twice, no Sort of nodes, no check whose value the KG never gives where the plan assigns its ?variable). Each refusal is
-counted in the plan's cost (``refused``). The class supplies ``bank`` and ``config``.
+counted in the plan's cost (``refused``). The class supplies ``bank``, ``config`` and ``classes``.
 """
 
 from __future__ import annotations
@@ -53,6 +53,25 @@ class LineRules:
         (:func:`~memq.plan.format.third_walk`: to and fro, as no train plan goes): then it is not offered."""
         return third_walk(h.steps, self.bank.get, source, st.relations) and not self._refused("third_walks_refused")
 
+    def found_before(self, h: Hyp) -> set:
+        """What no Find line after ``h`` may find again: GrailQA's 2,298 train plans never find a statement twice
+        from one node, nor one of the same text (two statements may render alike: "the ships built of the ship
+        builder ?x0"), so with GrailQA's lines each (statement, node) and each text ``h`` found; no WebQSP or CWQ train
+        plan finds a statement twice from a given entity (9 of CWQ's 26,747 do from a ?variable), so for them each
+        (statement, given entity) ``h`` found."""
+        if self.classes is not None:
+            return {k for s in h.steps if s.kind == "find" for k in ((s.statement, s.source), s.relation)}
+        return {(s.statement, s.source) for s in h.steps if s.kind == "find" and not (s.source or "?").startswith("?")}
+
+    def found_again(self, found: set, statement_id: str, source: str) -> bool:
+        """Whether a Find line of ``statement_id`` from ``source`` finds what :meth:`found_before` holds: then it is
+        not offered (counted as ``repeated_finds_refused`` for WebQSP and CWQ; GrailQA's older rule is not)."""
+        if (statement_id, source) not in found:
+            return False
+        if self.classes is None:
+            self._refused("repeated_finds_refused")
+        return True
+
     def own_name(self, statement, source: str, question: str) -> bool:
         """Whether a Find line of ``statement`` from ``source`` finds a given entity's own name (``type.object.name``
         from an entity, not a ?variable) for a question that asks no name (:data:`NAME_ASKED`): then it is not
@@ -70,8 +89,8 @@ class LineRules:
         the 29,512 WebQSP and CWQ train plans repeat one, and searches wrote date checks over and over); a Sort of what
         :meth:`may_sort` allows; with ``check_passes``, a ``Make sure ?v is X`` that some value of the plan so far
         passes (:meth:`Neighbourhood.passing`, the FILTER the query would get, as GrailQA's closed checks are offered);
-        and without it, a ``Make sure ?v is X`` (X an entity) only where X is anywhere in the KG what a Find step
-        assigning ``?v`` assigns (:meth:`may_check`)."""
+        with ``check_values``, a ``Make sure ?v is X`` (X an entity) only where X is anywhere in the KG what a Find
+        step assigning ``?v`` assigns (:meth:`may_check`)."""
         if step.text in h.lines:
             return self._refused("repeated_lines_refused")
         if step.kind == "sort":
