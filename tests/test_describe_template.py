@@ -153,6 +153,15 @@ def test_class_names_tell_apart_types_of_one_name(type_id, name):
     assert schema().class_name(type_id) == name
 
 
+@pytest.mark.parametrize(("name", "names"), [
+    ("Super Bowl", True), ("country", True), ("Film actor", True),  # american_football.super_bowl, film.actor
+    ("US President", True), ("Tirana", False), ("Governor", False), ("President of the United States", False),
+    ("lightweight radio station", False),  # a base type's name: not of the commons
+])
+def test_a_name_names_a_commons_type_or_not(name, names):
+    assert schema().names_type(name) is names
+
+
 def test_a_class_statement_is_described_by_its_told_apart_name(describer):
     film = first(describer, "class", "?entity1 ns:type.object.type ns:film.producer .")
     music = first(describer, "class", "?entity1 ns:type.object.type ns:music.producer .")

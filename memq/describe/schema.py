@@ -160,6 +160,19 @@ class FreebaseSchema:
             qualifier = head.rpartition(".")[2]
         return f"{_id_words(qualifier)} {name}"
 
+    def names_type(self, name: str) -> bool:
+        """Whether ``name``, in any case, is what :meth:`type_name` or :meth:`class_name` calls a commons type, or that
+        name after its domain's: "Super Bowl" (``american_football.super_bowl``), "Country" (``location.country``),
+        "Film actor" (``film.actor``); not "Governor" or "President of the United States", which name offices, nor
+        "Tirana"."""
+        return " ".join(name.lower().split()) in self._commons_type_names
+
+    @cached_property
+    def _commons_type_names(self) -> frozenset[str]:
+        return frozenset(n for types in self._types_named.values() for t in types if _commons(t)
+                         for n in (self.type_name(t), self.class_name(t),
+                                   f"{_id_words(t.partition('.')[0])} {self.type_name(t)}"))
+
     @cached_property
     def _types_named(self) -> dict[str, set[str]]:
         """Each type name -> the types (domains, ranges and CVT types of the schema's relations) that have it."""

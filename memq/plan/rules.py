@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from memq.describe.schema import schema
 from memq.schema import freebase_schema
 from memq.sparql.model import Iri
 from memq.types import PlanStep
@@ -107,13 +108,18 @@ class LineRules:
         value of what a Find step of ``h`` assigns to the checked ?variable (:meth:`Neighbourhood.takes`); else no
         node can pass it, and the query would find nothing. Each of the 354 such checks of WebQSP's train plans can
         pass (``benchmarks/plan_rules_train.py``). Not probed: a value that is no entity, a ?variable no Find step of
-        ``h`` assigns, and a check of a class (a ?variable of ``type.type``, the range of notable types): the benchmark
-        KG types only some nodes, and where self-repair drops such a check the plan keeps its answers unfiltered
-        ("what year did baltimore ravens win the superbowl?", held-out dev: 0.67 so, 0 when the search went on)."""
+        ``h`` assigns, and a check of a ?variable of ``type.type`` (the range of notable types) whose value names a
+        commons type of the schema (:meth:`~memq.describe.schema.FreebaseSchema.names_type`: "Super Bowl"): the
+        benchmark KG types only some nodes, and where self-repair drops such a check the plan keeps its answers
+        unfiltered ("what year did baltimore ravens win the superbowl?", held-out dev: 0.67 so, 0 when the search went
+        on). A notable type that names no type ("Make sure ?notable_types is Tirana.", written in CWQ's rescues to
+        name a given entity) is probed like any other value."""
         value = h.rec.value(step.value)
         finds = [self.bank.get(st.statement) for st in self._finds(h, step.target)]
-        if not isinstance(value, Iri) or not finds or not all(finds) \
-                or any("type.type" in self._assigned(record.statement.id)[1] for record in finds):
+        if not isinstance(value, Iri) or not finds or not all(finds):
+            return True
+        if step.value and schema().names_type(step.value) \
+                and any("type.type" in self._assigned(record.statement.id)[1] for record in finds):
             return True
         return any(neigh.takes(record.statement, value) for record in finds)
 

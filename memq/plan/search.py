@@ -42,8 +42,8 @@ class GroundedConfig:
     # line), as GrailQA's closed checks are offered
     check_passes: bool = False
     # a written "Make sure ?v is X" line, X an entity, is kept only when X is anywhere in the KG a value of what the
-    # plan's Find steps assign to ?v (not for a check of a class; memq.plan.rules.LineRules.may_check); chosen on
-    # held-out WebQSP dev (1 up, 0 down)
+    # plan's Find steps assign to ?v (not for a notable type that names a type of the schema;
+    # memq.plan.rules.LineRules.may_check); chosen on held-out WebQSP dev (1 up, 0 down)
     check_values: bool = True
     # with a statement ranker (chosen on the first 100 WebQSP dev questions: top 5 and weight 2 beat top 10 and
     # weight 1; a pool of 160 holds the gold statement in 98.6% of dev steps with unseen_top 0, and 64 held it in
