@@ -1,6 +1,6 @@
 """How often the derived train plans break the grounded planner's structural rules, the evidence each rule rests on.
 
-    .venv/bin/python benchmarks/plan_rules_train.py [--json OUT.json]
+    .venv/bin/python benchmarks/plan_rules_train.py [--json OUT.json] [--datasets webqsp cwq]
 
 For WebQSP's and CWQ's train plans and GrailQA's train and synthetic ones (:func:`memq.plan.data.load_split`, derived
 on first use), each with its dataset's memory bank for the statements' relations, it counts:
@@ -15,7 +15,11 @@ on first use), each with its dataset's memory bank for the statements' relations
 - for WebQSP, whose train facts the benchmark KG holds, ``entity_checks``: the ``Make sure ?v is X`` steps with X an
   entity, and ``entity_checks_never_passing``, those whose X the KG never gives where a Find step of the plan assigns
   ?v (:meth:`memq.plan.neighbourhood.Neighbourhood.takes`; a written one is refused). CWQ's train facts are not in
-  the benchmark KG, so its checks are not counted.
+  the benchmark KG, so its checks are not counted;
+- for WebQSP and CWQ, ``class_checks``: those of the checks whose ?v a Find step assigns ``type.type`` (notable
+  types), and ``class_checks_refused``, those the planner refuses: X names no commons type of the schema
+  (:meth:`memq.describe.schema.FreebaseSchema.names_type`) and the KG never gives it there. The benchmark KG holds
+  the classes CWQ's train plans check (a notable type is a class many nodes share), not their other facts.
 """
 
 from __future__ import annotations
@@ -62,10 +66,18 @@ def count(plans, get) -> dict:
     return out
 
 
-def entity_checks(plans, get, neigh) -> dict:
+def entity_checks(plans, get, neigh, classes_only: bool = False) -> dict:
+    """The entity checks of ``plans`` and those the KG never passes; ``classes_only``: the checks of a class (a
+    ?variable of ``type.type``) alone, and those the planner refuses (a value that names no type of the schema and
+    that the KG never gives there)."""
+    from memq.describe.schema import schema
+    from memq.plan.neighbourhood import assigned_types
+    from memq.schema import freebase_schema
     from memq.sparql.model import FB, Iri
 
-    out = dict.fromkeys(("entity_checks", "entity_checks_never_passing"), 0)
+    keys = ("class_checks", "class_checks_refused") if classes_only else ("entity_checks",
+                                                                          "entity_checks_never_passing")
+    out = dict.fromkeys(keys, 0)
     for plan in plans:
         ids = {name: mid for mid, name in plan.entities}
         for step in plan.steps:
@@ -74,9 +86,16 @@ def entity_checks(plans, get, neigh) -> dict:
                 continue
             finds = [get(sid) for s, sid in zip(plan.steps, plan.statement_ids, strict=True)
                      if s.kind == "find" and s.target == step.target and sid]
-            if finds and all(finds):
-                out["entity_checks"] += 1
-                out["entity_checks_never_passing"] += not any(neigh.takes(r.statement, Iri(FB + mid)) for r in finds)
+            if not finds or not all(finds):
+                continue
+            if classes_only:
+                if not any("type.type" in assigned_types(r.statement, freebase_schema()) for r in finds):
+                    continue
+                if schema().names_type(step.value):
+                    out[keys[0]] += 1
+                    continue
+            out[keys[0]] += 1
+            out[keys[1]] += not any(neigh.takes(r.statement, Iri(FB + mid)) for r in finds)
     return out
 
 
@@ -88,15 +107,21 @@ def main() -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", help="write the counts here too")
+    ap.add_argument("--datasets", nargs="+", choices=sorted({d for d, _, _ in SETS}), default=None,
+                    help="count these datasets' plans only (default: all)")
     args = ap.parse_args()
-    results = {}
+    results, neigh = {}, None
     for dataset, split, bank in SETS:
+        if args.datasets and dataset not in args.datasets:
+            continue
         get = MemoryBank.load(ROOT / "memory_bank" / bank).get
         plans = load_split(dataset, split)
         results[f"{dataset} {split}"] = count(plans, get)
-        if dataset == "webqsp":
-            neigh = Neighbourhood(open_kg(str(ROOT / "data" / "kg" / "benchmark.nq.gz")))
-            results[f"{dataset} {split}"].update(entity_checks(plans, get, neigh))
+        if dataset in ("webqsp", "cwq"):
+            neigh = neigh or Neighbourhood(open_kg(str(ROOT / "data" / "kg" / "benchmark.nq.gz")))
+            if dataset == "webqsp":
+                results[f"{dataset} {split}"].update(entity_checks(plans, get, neigh))
+            results[f"{dataset} {split}"].update(entity_checks(plans, get, neigh, classes_only=True))
         print(f"{dataset} {split}: {json.dumps(results[f'{dataset} {split}'])}", flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
