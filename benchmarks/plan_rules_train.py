@@ -88,14 +88,11 @@ def entity_checks(plans, get, neigh, classes_only: bool = False) -> dict:
                      if s.kind == "find" and s.target == step.target and sid]
             if not finds or not all(finds):
                 continue
-            if classes_only:
-                if not any("type.type" in assigned_types(r.statement, freebase_schema()) for r in finds):
-                    continue
-                if schema().names_type(step.value):
-                    out[keys[0]] += 1
-                    continue
+            if classes_only and not any("type.type" in assigned_types(r.statement, freebase_schema()) for r in finds):
+                continue
             out[keys[0]] += 1
-            out[keys[1]] += not any(neigh.takes(r.statement, Iri(FB + mid)) for r in finds)
+            if not (classes_only and schema().names_type(step.value)):  # a type's name is not probed
+                out[keys[1]] += not any(neigh.takes(r.statement, Iri(FB + mid)) for r in finds)
     return out
 
 
