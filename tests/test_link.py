@@ -151,6 +151,26 @@ def test_a_name_written_after_a_title_is_found_without_it():
     assert [link.id for link in linker.link("what county is st paul va in?")][:1] == ["m.013nm2"]
 
 
+def test_an_exact_name_inside_a_longer_exact_name_loses_to_it():
+    """ "north africa" is North Africa's exact name, and "africa" and "north" are exact names of their own: the more
+    popular Africa won, and North came beside it. A reading of a span inside a longer span that is some entity's
+    exact name loses nested_exact_weight even when it is its own span's exact name, so the longest name wins; a
+    name with no longer name around it loses nothing. 0 turns it off."""
+    rows = [("m.0africa", 900, "Africa"), ("m.0nafrica", 20, "North Africa"), ("m.0north", 100, "North"),
+            ("m.0egypt", 800, "Egypt")]
+    index = EntityIndex([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [() for _ in rows])
+    question = "what are all the countries in north africa?"
+    assert [link.id for link in Linker(index, LinkConfig(nested_exact_weight=0.0)).link(question)] == [
+        "m.0africa", "m.0north"]
+    assert [link.id for link in Linker(index).link(question)] == ["m.0nafrica"]
+    assert [link.id for link in Linker(index).link("what are all the countries in africa?")] == ["m.0africa"]
+    on, off = (Linker(index, LinkConfig(nested_exact_weight=w)).link("is egypt in north africa?") for w in (0.5, 0))
+    assert [link.id for link in on] == ["m.0egypt", "m.0nafrica"]
+    assert on[0].score == next(link.score for link in off if link.id == "m.0egypt")
+    with pytest.raises(ValueError, match="nested_exact_weight"):
+        LinkConfig(nested_exact_weight=-0.1)
+
+
 def test_a_quotation_longer_than_a_span_is_looked_up_whole():
     """CWQ names quotations and titles in double quotes, often longer than the linker's 6-token spans: the quoted
     text is looked up whole, exactly or fuzzily ("widked"), and is then the mention; 0 turns it off."""

@@ -15,12 +15,16 @@ puts such a reading inside one of the next span's two best readings with an exac
 Portland State University. One query a question, only for questions where such spans meet. The region's id is
 kept in the candidate (``Link.within``), and the region itself is linked or not as any other span.
 
-**The longer name around a span** (:func:`nested`; ``LinkConfig.nested_weight``): a reading that is not its span's
-exact name (a part of a longer name, a fuzzy match, the name an adjective is formed from) loses ``nested_weight``
-when the span lies inside a longer span of the question that is some entity's exact name. "what does latin america
+**The longer name around a span** (:func:`nested`; ``LinkConfig.nested_weight``, ``nested_exact_weight``): a
+reading that is not its span's exact name (a part of a longer name, a fuzzy match, the name an adjective is formed
+from) loses ``nested_weight`` when the span lies inside a longer span of the question that is some entity's exact
+name. "what does latin america
 consist of?" linked the United States of America from "america" (popular, and "america" named it often in
-training) before Latin America; "what show does tamera mowry play on?" Tia Mowry from "mowry". The reading of the
-longer name still competes: the rule only weighs a part against the whole.
+training) before Latin America; "what show does tamera mowry play on?" Tia Mowry from "mowry". A reading that *is*
+its span's exact name loses ``nested_exact_weight`` there (a later session): "north africa" read Africa, and
+"new england" England, where the longer span is an exact name too, so the longest name the question writes wins,
+as it does in most linkers. The reading of the longer name still competes: the rule only weighs a part against the
+whole.
 
 **The title of a place** (:func:`of_parts`; ``LinkConfig.of_parts``): a chosen exact name "A of B" whose B side is
 the exact name of a more popular entity ("president of pakistan", "prime minister of canada") brings the place and
@@ -46,14 +50,15 @@ log = logging.getLogger(__name__)
 __all__ = ["nested", "of_parts", "placed", "quoted"]
 
 
-def nested(found: list, weight: float) -> list:
+def nested(found: list, weight: float, exact_weight: float = 0.0) -> list:
     """``found`` (:meth:`memq.link.linker.Linker.candidates`' tuples) with ``weight`` taken off each reading that
-    is not its span's exact name, where a longer span that holds the span is some entity's exact name."""
-    exact = {(c[1], c[2]) for c in found if c[4] == 1.0 and c[2] - c[1] > 1} if weight > 0 else ()
+    is not its span's exact name, and ``exact_weight`` off each one that is, where a longer span that holds the
+    span is some entity's exact name."""
+    exact = {(c[1], c[2]) for c in found if c[4] == 1.0 and c[2] - c[1] > 1} if weight > 0 or exact_weight > 0 else ()
     if not exact:
         return found
-    return [(c[0] - weight, *c[1:]) if c[4] < 1.0 and any(a <= c[1] and c[2] <= b and (a, b) != (c[1], c[2])
-                                                          for a, b in exact) else c for c in found]
+    return [(c[0] - (weight if c[4] < 1.0 else exact_weight), *c[1:])
+            if any(a <= c[1] and c[2] <= b and (a, b) != (c[1], c[2]) for a, b in exact) else c for c in found]
 
 
 def of_parts(found: list, chosen: list, tokens: list[str]) -> list:

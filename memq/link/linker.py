@@ -9,7 +9,7 @@
    (:class:`~memq.link.fit.MemoryFit`), ``fit_weight`` x the fit with the question through the memory: the best
    similarity of a statement recalled for the question that binds at the candidate; the question's other spans
    (:mod:`memq.link.context`): ``place_weight`` for a place inside the region named right after it, and
-   ``-nested_weight`` for a part of a longer name the question writes.
+   ``-nested_weight`` for a part of a longer name the question writes (``-nested_exact_weight`` for an exact one).
 3. Choice: the best (span, entity) first, then the next whose span does not overlap a chosen one, while the
    score reaches ``threshold`` (``second_threshold`` after the first), at most ``max_entities``; with
    ``same_span_margin`` (off by default), a second reading of a chosen span within it, after every span's best one
@@ -100,10 +100,12 @@ class LinkConfig:
     coherence_max_names: int = 100
     # memq.link.context: + place_weight for a place inside the region the next span names ("fresno texas"), among
     # a span's place_candidates best readings; - nested_weight for a reading that is not its span's exact name,
-    # inside a longer span that is one ("america" of "latin america"). 0: off
+    # inside a longer span that is one ("america" of "latin america"), and - nested_exact_weight for a reading
+    # that is its span's exact name there ("africa" of "north africa"; chosen on CWQ dev, docs/linking.md). 0: off
     place_weight: float = 0.5
     place_candidates: int = 4
     nested_weight: float = 0.3
+    nested_exact_weight: float = 0.5
     # the place and the title of a chosen exact name "title of place" whose place is the more popular (memq.link.
     # context.of_parts: "president of pakistan": Pakistan, President), as second readings
     of_parts: bool = True
@@ -143,9 +145,10 @@ class LinkConfig:
         if self.fit_weight < 0 or self.commonness_weight < 0:
             raise ValueError(f"fit_weight and commonness_weight must be >= 0, got {self.fit_weight}, "
                              f"{self.commonness_weight}")
-        if self.place_weight < 0 or self.place_candidates < 2 or self.nested_weight < 0:
-            raise ValueError(f"place_weight and nested_weight must be >= 0 and place_candidates >= 2, got "
-                             f"{self.place_weight}, {self.nested_weight}, {self.place_candidates}")
+        if min(self.place_weight, self.nested_weight, self.nested_exact_weight) < 0 or self.place_candidates < 2:
+            raise ValueError(f"place_weight, nested_weight and nested_exact_weight must be >= 0 and place_candidates "
+                             f">= 2, got {self.place_weight}, {self.nested_weight}, {self.nested_exact_weight}, "
+                             f"{self.place_candidates}")
         if self.coherence_weight < 0 or self.coherence_entities < 2 or self.coherence_max_names < 0:
             raise ValueError(f"coherence_weight and coherence_max_names must be >= 0 and coherence_entities >= 2, "
                              f"got {self.coherence_weight}, {self.coherence_max_names}, {self.coherence_entities}")
@@ -165,12 +168,9 @@ def with_settings(config: LinkConfig, settings: list[str]) -> LinkConfig:
         if not sep or key not in types:
             raise ValueError(f"a linker setting is KEY=VALUE with KEY one of {', '.join(types)}; got {item!r}")
         try:
-            if types[key] is bool:
-                if value.lower() not in ("true", "false", "1", "0"):
-                    raise ValueError(value)
-                changes[key] = value.lower() in ("true", "1")
-                continue
-            changes[key] = types[key](value)
+            if types[key] is bool and value.lower() not in ("true", "false", "1", "0"):
+                raise ValueError(value)
+            changes[key] = value.lower() in ("true", "1") if types[key] is bool else types[key](value)
         except ValueError:
             raise ValueError(f"linker setting {key} takes a {types[key].__name__}, got {value!r}") from None
     return replace(config, **changes)
@@ -312,7 +312,7 @@ class Linker:
                 pop = index.popularity(mid)
                 found.append((match + cfg.popularity_weight * pop + bonus + cfg.commonness_weight * (
                     common.get(mid, top) - top), i, j, mid, match, pop, (None, None)))
-        found = nested(found, cfg.nested_weight)
+        found = nested(found, cfg.nested_weight, cfg.nested_exact_weight)
         if self.uses_fit and found:
             found = self.with_fit(question, found)
         if self.fit is not None and cfg.place_weight > 0 and found:
