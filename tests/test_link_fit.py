@@ -253,6 +253,30 @@ def test_a_places_reading_is_the_one_inside_the_region_named_after_it(places_kg,
         LinkConfig(place_weight=-0.5)
 
 
+WALTON = f"""
+<{FB}m.0walton> {NAME} "Walton"@en .
+<{FB}m.0goggins> {NAME} "Walton Goggins"@en .
+<{FB}m.0in> {NAME} "Indiana"@en .
+<{FB}m.0walton> <{FB}location.location.containedby> <{FB}m.0in> .
+""" + "".join(f"<{FB}m.0goggins> <{FB}film.actor.film> <{FB}m.0f{i}> .\n" for i in range(12)) + "".join(
+    f"<{FB}m.0in> <{FB}location.location.contains> <{FB}m.0c{i}> .\n" for i in range(8))
+
+
+def test_a_place_named_by_no_other_place_gains_by_the_region_after_it_too(tmp_path_factory, bank):
+    """ "walton" reads one place, Walton, and the more popular Walton Goggins, a part of whose name it is. The place
+    rule asked for two readings with the span's exact name (two places called Fresno), so the town in Indiana gained
+    nothing; one is enough now (place_readings 1), when the span has another reading to be told from."""
+    kg = store(tmp_path_factory, WALTON)
+    index, fit = build_index(kg, source={"kg": "kg.nt"}), MemoryFit(kg, bank)
+    on = LinkConfig(fit_weight=0.0)
+    links = Linker(index, on, fit).link("where is walton indiana?")
+    assert links[0].id == "m.0walton" and links[0].to_json()["within"] == "m.0in"
+    before = Linker(index, replace(on, place_readings=2), fit).link("where is walton indiana?")
+    assert "m.0walton" not in [link.id for link in before] and before[0].id in ("m.0in", "m.0goggins")
+    with pytest.raises(ValueError, match="place_readings >= 1"):
+        LinkConfig(place_readings=0)
+
+
 def test_places_check_ids_before_they_reach_sparql(places_kg, bank):
     with pytest.raises(ValueError, match="not a Freebase id"):
         MemoryFit(places_kg, bank).contained([("m.0ftx", "m.0x> ?p ?o } #")])

@@ -7,8 +7,9 @@ Many places share a name, and a question tells them apart the way an address doe
 place: "where is fresno texas located?" asks about Fresno, Texas, where popularity and the mention prior read
 "fresno" as Fresno, California. The region is a span of its own, so neither the span's match nor its commonness
 sees it, and coherence (:meth:`memq.link.linker.Linker.joined_with`) joins only entities one CVT joins.
-So, with a KG (a linker given a :class:`~memq.link.fit.MemoryFit`), for each span with two readings or more that
-have its exact name among its ``place_candidates`` best, and a span that starts right where it ends: when the KG
+So, with a KG (a linker given a :class:`~memq.link.fit.MemoryFit`), for each span with two readings or more, at
+least ``place_readings`` of them (1; 2 before a later session: two places of one name) with its exact name among
+its ``place_candidates`` best, and a span that starts right where it ends: when the KG
 puts such a reading inside one of the next span's two best readings with an exact name
 (:meth:`~memq.link.fit.MemoryFit.contained`: ``location.location.containedby`` or ``contains``, or two
 ``containedby`` edges), that reading gains ``place_weight``. A place is named exactly: "portland" does not lift
@@ -93,7 +94,7 @@ def placed(linker, found: list) -> list:
     regions: dict[tuple[int, int], list[str]] = {}  # a span -> the regions the span right after it names
     for (i, j), cands in spans.items():
         readings = list(dict.fromkeys(c[3] for c in cands[:cfg.place_candidates] if c[4] == 1.0))
-        if len(readings) < 2:
+        if len(readings) < cfg.place_readings or len(cands) < 2:
             continue
         after = [list(dict.fromkeys(c[3] for c in later if c[4] == 1.0))[:2]
                  for (start, _), later in spans.items() if start == j]

@@ -98,16 +98,15 @@ class LinkConfig:
     # a span that is part of more names than this is a class word ("language" of Italian Language, "team"): its
     # candidates get no coherence (the answer of "what language did jewish people speak?" is joined with the people)
     coherence_max_names: int = 100
-    # memq.link.context: + place_weight for a place inside the region the next span names ("fresno texas"), among
-    # a span's place_candidates best readings; - nested_weight for a reading that is not its span's exact name,
-    # inside a longer span that is one ("america" of "latin america"), and - nested_exact_weight for a reading
-    # that is its span's exact name there ("africa" of "north africa"; chosen on CWQ dev, docs/linking.md). 0: off
+    # memq.link.context: + place_weight for a place inside the region the next span names ("fresno texas"), among a
+    # span's place_candidates best readings; - nested_weight for a reading not its span's exact name inside a longer
+    # span that is one ("america" of "latin america"), - nested_exact_weight for one that is ("africa"). 0: off
     place_weight: float = 0.5
     place_candidates: int = 4
+    place_readings: int = 1  # of them with the span's exact name, at least (2: two places of one name only)
     nested_weight: float = 0.3
     nested_exact_weight: float = 0.5
-    # the place and the title of a chosen exact name "title of place" whose place is the more popular (memq.link.
-    # context.of_parts: "president of pakistan": Pakistan, President), as second readings
+    # memq.link.context.of_parts: the place and the title of a chosen "title of place" name, as second readings
     of_parts: bool = True
     # how many linked entities (best first, second readings aside) a plan must name (the grounded planner's entity
     # coverage); the others are optional: named in the prompt, and a plan may name them. -1: all of them; 0: none
@@ -145,10 +144,11 @@ class LinkConfig:
         if self.fit_weight < 0 or self.commonness_weight < 0:
             raise ValueError(f"fit_weight and commonness_weight must be >= 0, got {self.fit_weight}, "
                              f"{self.commonness_weight}")
-        if min(self.place_weight, self.nested_weight, self.nested_exact_weight) < 0 or self.place_candidates < 2:
-            raise ValueError(f"place_weight, nested_weight and nested_exact_weight must be >= 0 and place_candidates "
-                             f">= 2, got {self.place_weight}, {self.nested_weight}, {self.nested_exact_weight}, "
-                             f"{self.place_candidates}")
+        if min(self.place_weight, self.nested_weight, self.nested_exact_weight) < 0 or self.place_candidates < 2 \
+                or self.place_readings < 1:
+            raise ValueError(f"place_weight, nested_weight and nested_exact_weight must be >= 0, place_candidates >= 2 "
+                             f"and place_readings >= 1, got {self.place_weight}, {self.nested_weight}, "
+                             f"{self.nested_exact_weight}, {self.place_candidates}, {self.place_readings}")
         if self.coherence_weight < 0 or self.coherence_entities < 2 or self.coherence_max_names < 0:
             raise ValueError(f"coherence_weight and coherence_max_names must be >= 0 and coherence_entities >= 2, "
                              f"got {self.coherence_weight}, {self.coherence_max_names}, {self.coherence_entities}")
