@@ -19,13 +19,12 @@ kept in the candidate (``Link.within``), and the region itself is linked or not 
 **The longer name around a span** (:func:`nested`; ``LinkConfig.nested_weight``, ``nested_exact_weight``): a
 reading that is not its span's exact name (a part of a longer name, a fuzzy match, the name an adjective is formed
 from) loses ``nested_weight`` when the span lies inside a longer span of the question that is some entity's exact
-name. "what does latin america
-consist of?" linked the United States of America from "america" (popular, and "america" named it often in
-training) before Latin America; "what show does tamera mowry play on?" Tia Mowry from "mowry". A reading that *is*
-its span's exact name loses ``nested_exact_weight`` there (a later session): "north africa" read Africa, and
-"new england" England, where the longer span is an exact name too, so the longest name the question writes wins,
-as it does in most linkers. The reading of the longer name still competes: the rule only weighs a part against the
-whole.
+name. "what does latin america consist of?" linked the United States of America from "america" (popular, and
+"america" named it often in training) before Latin America; "what show does tamera mowry play on?" Tia Mowry from
+"mowry". A reading that *is* its span's exact name loses ``nested_exact_weight`` there (a later session): "north
+africa" read Africa, and "new england" England, where the longer span is an exact name too, so the longest name the
+question writes wins, as it does in most linkers. The reading of the longer name still competes: the rule only
+weighs a part against the whole.
 
 **The title of a place** (:func:`of_parts`; ``LinkConfig.of_parts``): a chosen exact name "A of B" whose B side is
 the exact name of a more popular entity ("president of pakistan", "prime minister of canada") brings the place and
