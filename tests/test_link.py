@@ -15,6 +15,7 @@ import memq
 from memq import api
 from memq.errors import EntityIndexError, LinkingError
 from memq.kg.oxigraph import OxigraphStore
+from memq.link.demonyms import countries, demonyms, plural, plurals
 from memq.link.index import ENTITIES, MANIFEST, EntityIndex, build_index, normalize
 from memq.link.linker import Link, LinkConfig, Linker, quoted
 from memq.link.mentions import mention_counts
@@ -129,8 +130,11 @@ def test_an_adjective_finds_the_place_or_creed_it_is_formed_from():
     linker = Linker(index)
     assert [link.id for link in linker.link("what language does egyptian people speak?")][:1] == ["m.02k54"]
     assert [link.id for link in linker.link("what do portuguese people speak?")][:1] == ["m.05r4w"]
-    off = Linker(index, replace(LinkConfig(), base_match=0.0))
+    off = Linker(index, replace(LinkConfig(), base_match=0.0, demonym_match=0.0))  # "egyptian people": a demonym too
     assert "m.02k54" not in [link.id for link in off.link("what language does egyptian people speak?")]
+    assert "m.02k54" not in [link.id for link in off.link("what language does egyptian speak?")]
+    assert [link.id for link in Linker(index, replace(LinkConfig(), demonym_match=0.0)).link(
+        "what language does egyptian speak?")][:1] == ["m.02k54"]  # the adjective rule alone
 
 
 def test_a_name_written_after_a_title_is_found_without_it():
@@ -169,6 +173,41 @@ def test_an_exact_name_inside_a_longer_exact_name_loses_to_it():
     assert on[0].score == next(link.score for link in off if link.id == "m.0egypt")
     with pytest.raises(ValueError, match="nested_exact_weight"):
         LinkConfig(nested_exact_weight=-0.1)
+
+
+def test_a_demonym_reads_the_country_it_names(tmp_path):
+    """ "italians" (a plural) and "british people" (a singular before "people", formed otherwise than "united
+    kingdom") name their countries: data/demonyms/demonyms.tsv, countryinfo's demonyms, gives the span the most
+    popular entity with the country's exact name at demonym_match, also where the span is an exact name of its own
+    ("maltese"). Not a plural after a word that is no stop word ("lakota indians" is a people), nor a
+    singular alone ("speak maltese" is the language); 0 turns it off."""
+    assert (plural("italian"), plural("new zealander"), plural("portuguese"), plural("british")) == (
+        "italians", "new zealanders", "portuguese", "british")
+    table = demonyms()
+    assert table["italians"] == table["italian"] == ("italy",) and table["british"] == ("united kingdom",)
+    assert table["greeks"] == ("greece",) and table["french"][0] == "france"
+    assert "italians" in plurals() and "italian" not in plurals() and "portuguese" not in plurals()
+    rows = [("m.0italy", 900, "Italy"), ("m.0uk", 950, "United Kingdom"), ("m.0malta", 300, "Malta"),
+            ("m.0maltese", 40, "Maltese"), ("m.0malta2", 5, "Malta")]
+    index = EntityIndex([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [() for _ in rows])
+    stop = frozenset({"do", "most"})
+    assert countries(index, ["maltese", "people"], 0, 1) == ["m.0malta"] and countries(index, ["malta"], 0, 1) == []
+    assert countries(index, "do most italians".split(), 2, 3, stop) == ["m.0italy"]
+    assert countries(index, "do lakota italians".split(), 2, 3, stop) == []
+    assert countries(index, ["italian", "food"], 0, 1) == []
+    for question, country in (("what language do most italians speak?", "m.0italy"),
+                              ("what language do british people speak?", "m.0uk"),
+                              ("what language do maltese people speak?", "m.0malta")):
+        assert Linker(index).link(question)[0].id == country
+        assert country not in [link.id for link in Linker(index, LinkConfig(demonym_match=0)).link(question)]
+    for question in ("what language do lakota italians speak?", "where do they speak maltese?"):
+        assert not {"m.0italy", "m.0malta"} & {link.id for link in Linker(index).link(question)}
+    bad = tmp_path / "demonyms.tsv"
+    bad.write_text("Italy\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="'Italy'"):
+        demonyms(bad)
+    with pytest.raises(ValueError, match="demonym_match matches in 0-1, got 85.0, 0.9, -0.1"):
+        LinkConfig(demonym_match=-0.1)
 
 
 def test_a_quotation_longer_than_a_span_is_looked_up_whole():
@@ -421,9 +460,10 @@ def test_the_mention_rule_names_a_digest_of_the_code_that_counts(monkeypatch):
 
 
 def test_link_config_refuses_bad_values():
-    with pytest.raises(ValueError, match="fuzzy_cutoff is a rapidfuzz ratio in 0-100 and alias_match a match in 0-1, got 120"):
+    with pytest.raises(ValueError, match="fuzzy_cutoff is a rapidfuzz ratio in 0-100, alias_match and demonym_match "
+                                         "matches in 0-1, got 120"):
         LinkConfig(fuzzy_cutoff=120)
-    with pytest.raises(ValueError, match="alias_match a match in 0-1, got 85.0, 1.5"):
+    with pytest.raises(ValueError, match="matches in 0-1, got 85.0, 1.5, 0.85"):
         LinkConfig(alias_match=1.5)
     with pytest.raises(ValueError, match="must be >= 1"):
         LinkConfig(max_entities=0)

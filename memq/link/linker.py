@@ -1,15 +1,15 @@
 """Linker: a question's topic entities from an :class:`~memq.link.index.EntityIndex`.
 
 1. Mention detection: each span of up to ``max_tokens`` normalised tokens, not all stop words, is looked up as a
-   name (exact, else rapidfuzz ``ratio`` >= ``fuzzy_cutoff``: "jamaican" finds "Jamaica") and a learnt alias.
-2. Candidate ranking: ``match`` (1 exact, else ratio / 100) + ``popularity_weight`` x popularity (log degree,
-   0-1) + ``length_weight`` x the span's content tokens (up to 3, over 3) + the mention prior (how often the span
-   named a gold entity in training, and ``commonness_weight`` x how much less often it named this one than the
-   span's most named reading: :mod:`memq.link.mentions`), and, with a KG and a memory bank
-   (:class:`~memq.link.fit.MemoryFit`), ``fit_weight`` x the fit with the question through the memory: the best
-   similarity of a statement recalled for the question that binds at the candidate; the question's other spans
-   (:mod:`memq.link.context`): ``place_weight`` for a place inside the region named right after it, and
-   ``-nested_weight`` for a part of a longer name the question writes (``-nested_exact_weight`` for an exact one).
+   name (exact, else rapidfuzz ``ratio`` >= ``fuzzy_cutoff``: "jamaican" finds "Jamaica"), a learnt alias and a
+   demonym (:mod:`memq.link.demonyms`: "italians" reads Italy).
+2. Candidate ranking: ``match`` (1 exact, else ratio / 100) + ``popularity_weight`` x popularity (log degree, 0-1)
+   + ``length_weight`` x the span's content tokens (up to 3, over 3) + the mention prior (how often the span named a
+   gold entity in training, and ``commonness_weight`` x how much less often it named this one than the span's most
+   named reading: :mod:`memq.link.mentions`), and, with a KG and a memory bank (:class:`~memq.link.fit.MemoryFit`),
+   ``fit_weight`` x the best similarity of a statement recalled for the question that binds at the candidate; the
+   question's other spans (:mod:`memq.link.context`): ``place_weight`` for a place inside the region named right
+   after it, ``-nested_weight`` for a part of a longer name the question writes (``-nested_exact_weight``: exact).
 3. Choice: the best (span, entity) first, then the next whose span does not overlap a chosen one, while the
    score reaches ``threshold`` (``second_threshold`` after the first), at most ``max_entities``; with
    ``same_span_margin`` (off by default), a second reading of a chosen span within it, after every span's best one
@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from ..errors import MemQError
 from .context import nested, of_parts, placed, quoted
+from .demonyms import countries
 from .index import EntityIndex, normalize
 
 log = logging.getLogger(__name__)
@@ -60,10 +61,9 @@ class LinkConfig:
     candidates: int = 5  # entities considered per name (the most popular ones)
     partial_match: float = 0.7  # match of a span that is part of a name: this + the rest x the share covered
     fuzzy_match: float = 0.95  # a fuzzy match's ratio / 100 is scaled by this
-    # the match of a name an adjective is formed from ("egyptian": Egypt, EntityIndex.bases; 0: off)
-    base_match: float = 0.85
-    # a span that starts with a title (TITLES: "st augustine") also matches what the rest of it does, x this (0: off)
-    title_match: float = 0.9
+    base_match: float = 0.85  # the match of a name an adjective is formed from ("egyptian": Egypt; 0: off)
+    demonym_match: float = 0.85  # the country a demonym names ("italians", "british": memq.link.demonyms; 0: off)
+    title_match: float = 0.9  # x the match of the rest of a span that starts with a title ("st augustine"; 0: off)
     # a learnt alias (memq.link.mentions.learnt_aliases: "the us", "king tut"): a reading at this match (0: off); of a
     # span that is an exact name in the index, only with alias_floor training questions for it (1: with any)
     alias_match: float = 0.9
@@ -78,8 +78,8 @@ class LinkConfig:
     threshold: float = 0.9
     second_threshold: float = 1.4
     max_entities: int = 3
-    # a second entity for a chosen span within this score of the first (<0: off; off since all of WebQSP dev gave
-    # 1 up, 0 down of 26 plans changed, at linking precision 0.890 against 0.831 with 0.2; docs/linking.md)
+    # a second entity for a chosen span within this score of the first (<0: off: all of WebQSP dev gave 1 up, 0 down
+    # of 26 plans changed, at linking precision 0.890 against 0.831 with 0.2; docs/linking.md)
     same_span_margin: float = -1.0
     # the best reading of every span is chosen before any second reading, so that second readings do not fill
     # max_entities before another span's entity (False: in score order, as before)
@@ -106,8 +106,7 @@ class LinkConfig:
     place_readings: int = 1  # of them with the span's exact name, at least (2: two places of one name only)
     nested_weight: float = 0.3
     nested_exact_weight: float = 0.5
-    # memq.link.context.of_parts: the place and the title of a chosen "title of place" name, as second readings
-    of_parts: bool = True
+    of_parts: bool = True  # the place and the title of a chosen "title of place" as second readings (context.of_parts)
     # how many linked entities (best first, second readings aside) a plan must name (the grounded planner's entity
     # coverage); the others are optional: named in the prompt, and a plan may name them. -1: all of them; 0: none
     # (a plan still starts from one). 0 chosen on WebQSP dev (first 100, end to end: F1 0.642 with -1, 0.669
@@ -134,8 +133,7 @@ class LinkConfig:
                              f"be >= 1, got {self.max_tokens}, {self.candidates}, {self.max_entities}, "
                              f"{self.fit_candidates}, {self.fit_recall}, {self.alias_floor}")
         if not 0 <= self.cue_share <= 1 or self.cue_count < 1:
-            raise ValueError(f"cue_share must be in [0, 1] (0: off) and cue_count >= 1, got {self.cue_share}, "
-                             f"{self.cue_count}")
+            raise ValueError(f"cue_share must be in [0, 1] and cue_count >= 1, got {self.cue_share}, {self.cue_count}")
         if not 0 <= self.required_support <= 1:
             raise ValueError(f"required_support is a share of the vote in [0, 1] (0: off), got {self.required_support}")
         if self.required < -1 or self.prompted < -1:
@@ -152,9 +150,9 @@ class LinkConfig:
         if self.coherence_weight < 0 or self.coherence_entities < 2 or self.coherence_max_names < 0:
             raise ValueError(f"coherence_weight and coherence_max_names must be >= 0 and coherence_entities >= 2, "
                              f"got {self.coherence_weight}, {self.coherence_max_names}, {self.coherence_entities}")
-        if not 0 <= self.fuzzy_cutoff <= 100 or not 0 <= self.alias_match <= 1:
-            raise ValueError(f"fuzzy_cutoff is a rapidfuzz ratio in 0-100 and alias_match a match in 0-1, got "
-                             f"{self.fuzzy_cutoff}, {self.alias_match}")
+        if not 0 <= self.fuzzy_cutoff <= 100 or not 0 <= self.alias_match <= 1 or not 0 <= self.demonym_match <= 1:
+            raise ValueError(f"fuzzy_cutoff is a rapidfuzz ratio in 0-100, alias_match and demonym_match matches in "
+                             f"0-1, got {self.fuzzy_cutoff}, {self.alias_match}, {self.demonym_match}")
 
 
 def with_settings(config: LinkConfig, settings: list[str]) -> LinkConfig:
@@ -254,6 +252,8 @@ class Linker:
                     for name in index.bases(key):  # "egyptian": Egypt
                         for mid in index.exact(name)[:cfg.candidates]:
                             matches[mid] = max(matches.get(mid, 0.0), cfg.base_match)
+                for mid in countries(index, tokens, i, j, STOP_WORDS) if cfg.demonym_match > 0 else ():  # "italians"
+                    matches[mid] = max(matches.get(mid, 0.0), cfg.demonym_match)
                 if cfg.title_match > 0 and j > i + 1 and span[0] in TITLES and span[1] not in STOP_WORDS:
                     rest = " ".join(span[1:])  # "st augustine": Augustine of Hippo, as "augustine" finds him
                     found = self._names(rest)

@@ -25,7 +25,9 @@ def mention_counts(index: EntityIndex, questions: Iterable[tuple], config: LinkC
     exactly (name or alias) is named too: "clippers", Los Angeles Clippers, a constraint of WebQSP's "... play for
     the clippers?". An annotated span whose readings in the index miss its entity (:func:`learnt_aliases`: "the
     us", the United States) first makes the entity one of its readings, so that it is counted as the others."""
-    linker = Linker(EntityIndex([], [], [], []), config)
+    # the spans are read without demonyms (memq.link.demonyms): the counts, and so the linker with demonyms off, are
+    # those of the code before them
+    linker = Linker(EntityIndex([], [], [], []), replace(config or LinkConfig(), demonym_match=0.0))
     linker.index = copy.copy(index)
     questions = list(questions)
     aliases = learnt_aliases(linker, questions) if linker.config.alias_match > 0 else {}
