@@ -18,7 +18,7 @@ from memq.kg.oxigraph import OxigraphStore
 from memq.link.demonyms import countries, demonyms, plural, plurals
 from memq.link.index import ENTITIES, MANIFEST, EntityIndex, build_index, normalize
 from memq.link.linker import Link, LinkConfig, Linker, quoted
-from memq.link.mentions import mention_counts
+from memq.link.mentions import link_entries, mention_counts
 from memq.link.resolve import resolve
 from memq.pipeline import Config, Pipeline
 from memq.types import Plan, Trace
@@ -200,6 +200,12 @@ def test_a_demonym_reads_the_country_it_names(tmp_path):
                               ("what language do maltese people speak?", "m.0malta")):
         assert Linker(index).link(question)[0].id == country
         assert country not in [link.id for link in Linker(index, LinkConfig(demonym_match=0)).link(question)]
+    entries = link_entries(Linker(index), Linker(index).link("what language do most italians speak?"))
+    assert entries[0]["id"] == "m.0italy" and entries[0]["demonym"] is True  # the trace says how it was read
+    assert "demonym" not in link_entries(Linker(index), Linker(index).link("what is italy?"))[0]
+    trace = Trace()
+    resolve(Linker(index), "what language do most italians speak?", None, trace)
+    assert "Italy (m.0italy) from 'italians', a demonym (score" in trace.fallbacks[0]
     for question in ("what language do lakota italians speak?", "where do they speak maltese?"):
         assert not {"m.0italy", "m.0malta"} & {link.id for link in Linker(index).link(question)}
     bad = tmp_path / "demonyms.tsv"

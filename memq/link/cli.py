@@ -73,7 +73,8 @@ def _show(args: argparse.Namespace) -> int:
     print(f"Q: {args.question}")
     for x, entry in zip(links, entries, strict=True):
         print(f"  {x.name} ({x.id})  from {x.mention!r}  score {x.score:.3f}  match {x.match:.2f}  "
-              f"popularity {x.popularity:.2f}{'  (a learnt alias)' if entry.get('learnt_alias') else ''}")
+              f"popularity {x.popularity:.2f}{'  (a learnt alias)' if entry.get('learnt_alias') else ''}"
+              f"{'  (a demonym)' if entry.get('demonym') else ''}")
         for i, n, s in x.runners_up:
             print(f"      runner-up {n} ({i})  {s:.3f}")
     if not links:

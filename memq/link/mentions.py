@@ -12,6 +12,7 @@ import copy
 from collections.abc import Iterable
 from dataclasses import replace
 
+from .demonyms import demonyms
 from .index import EntityIndex, MentionCounts, normalize
 from .linker import LinkConfig, Linker
 
@@ -97,11 +98,23 @@ def learnt_alias(linker: Linker, mention: str, mid: str) -> bool:
     return linker.config.alias_match > 0 and mid in named and mid not in index_readings(linker, mention)
 
 
+def demonym_reading(linker: Linker, mention: str, mid: str) -> bool:
+    """Whether ``mid`` is a reading of the span ``mention`` only as a demonym (:mod:`memq.link.demonyms`: Italy of
+    "italians"): a country the span is a demonym of, which the span alone, read without demonyms, does not find."""
+    if getattr(linker, "index", None) is None or getattr(linker, "config", None) is None \
+            or linker.config.demonym_match <= 0:
+        return False
+    if mid not in {found[0] for name in demonyms().get(mention, ()) if (found := linker.index.exact(name))}:
+        return False
+    return mid not in index_readings(Linker(linker.index, replace(linker.config, demonym_match=0.0)), mention)
+
+
 def link_entries(linker: Linker, links) -> list[dict]:
     """Each link as JSON (``Link.to_json``), with ``"learnt_alias": true`` where it was read through a learnt alias
-    (:func:`learnt_alias`): what ``memq link show --json`` prints and an answer's ``trace.links`` keeps."""
-    return [{**link.to_json(), **({"learnt_alias": True} if learnt_alias(linker, link.mention, link.id) else {})}
-            for link in links]
+    (:func:`learnt_alias`) and ``"demonym": true`` where through a demonym (:func:`demonym_reading`): what ``memq
+    link show --json`` prints and an answer's ``trace.links`` keeps."""
+    return [{**link.to_json(), **({"learnt_alias": True} if learnt_alias(linker, link.mention, link.id) else {}),
+             **({"demonym": True} if demonym_reading(linker, link.mention, link.id) else {})} for link in links]
 
 
 # the training questions the mention prior is counted on: WebQSP's, and CWQ's, whose longer questions name

@@ -146,7 +146,8 @@ def resolve(linker: Linker, question: str, entities: list[str] | None, trace: Tr
         entries = link_entries(linker, links)
         trace.links.extend(entries)
         trace.fallbacks.append("entity linking: no entities given; linked " + "; ".join(
-            _shown(link, repr(link.mention) + (", a learnt alias" if entry.get("learnt_alias") else ""))
+            _shown(link, repr(link.mention) + (", a learnt alias" if entry.get("learnt_alias") else "")
+                   + (", a demonym" if entry.get("demonym") else ""))
             for link, entry in zip(links, entries, strict=True)))
         return {link.id: link.name for link in links}
     out: dict[str, str] = {}
