@@ -62,7 +62,7 @@ class LinkConfig:
     partial_match: float = 0.7  # match of a span that is part of a name: this + the rest x the share covered
     fuzzy_match: float = 0.95  # a fuzzy match's ratio / 100 is scaled by this
     base_match: float = 0.85  # the match of a name an adjective is formed from ("egyptian": Egypt; 0: off)
-    demonym_match: float = 0.85  # the country a demonym names ("italians", "british": memq.link.demonyms; 0: off)
+    demonym_match: float = 0.85  # the country a demonym names ("italians", "greek people": memq.link.demonyms; 0: off)
     title_match: float = 0.9  # x the match of the rest of a span that starts with a title ("st augustine"; 0: off)
     # a learnt alias (memq.link.mentions.learnt_aliases: "the us", "king tut"): a reading at this match (0: off); of a
     # span that is an exact name in the index, only with alias_floor training questions for it (1: with any)
