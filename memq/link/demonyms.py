@@ -36,11 +36,12 @@ def demonyms(path: str | Path = DEMONYMS) -> dict[str, tuple[str, ...]]:
         name, sep, forms = line.partition("\t")
         if not sep or not forms:
             raise ValueError(f"{path}: a line is COUNTRY<TAB>DEMONYM[,DEMONYM...], got {line!r}")
+        country = normalize(name)
         for form in forms.split(","):
             key = normalize(form)
             for written in (key, plural(key)):
-                if key and normalize(name) not in out.setdefault(written, []):
-                    out[written].append(normalize(name))
+                if key and country not in out.setdefault(written, []):
+                    out[written].append(country)
     return {key: tuple(names) for key, names in out.items()}
 
 
@@ -51,10 +52,29 @@ def plurals(path: str | Path = DEMONYMS) -> frozenset[str]:
     return frozenset(plural(form) for form in table if plural(form) != form and plural(form) in table)
 
 
+# where a demonym stands in a question (:func:`where`; benchmarks/demonyms_train.py counts each in WebQSP train)
+PLACES = ("plural after a stop word or at the start", "plural after another word", "singular before \"people\"",
+          "singular otherwise")
+READ = (PLACES[0], PLACES[2])  # the places where a demonym reads its country (:func:`countries`)
+
+
+def where(tokens: list[str], i: int, j: int, stop_words: frozenset[str] = frozenset(),
+          path: str | Path = DEMONYMS) -> str:
+    """Which of :data:`PLACES` the demonym ``tokens[i:j]`` (normalised) stands in."""
+    if " ".join(tokens[i:j]) in plurals(path):
+        return PLACES[1] if i and tokens[i - 1] not in stop_words else PLACES[0]
+    return PLACES[2] if tokens[j:j + 1] == ["people"] else PLACES[3]
+
+
+def country_ids(index: EntityIndex, key: str, path: str | Path = DEMONYMS) -> list[str]:
+    """For each country the demonym ``key`` is formed from, the most popular entity with the country's exact name."""
+    return [found[0] for name in demonyms(path).get(key, ()) if (found := index.exact(name))]
+
+
 def countries(index: EntityIndex, tokens: list[str], i: int, j: int, stop_words: frozenset[str] = frozenset(),
               path: str | Path = DEMONYMS) -> list[str]:
-    """The ids the span ``tokens[i:j]`` (normalised) reads as a demonym: for each country it is formed from, the most
-    popular entity with the country's exact name. Only where WebQSP's train questions name the country so:
+    """The ids the span ``tokens[i:j]`` (normalised) reads as a demonym (:func:`country_ids`), only where WebQSP's
+    train questions name the country so (:data:`READ`):
 
     - a plural with no word before it but a stop word (``stop_words``): "what do most nigerians speak?", "what
       sports do canadians like?" (each of the 8 train questions that write one names the country). After another
@@ -64,9 +84,6 @@ def countries(index: EntityIndex, tokens: list[str], i: int, j: int, stop_words:
       express": 38 of the 87 name the country).
     """
     key = " ".join(tokens[i:j])
-    if key in plurals(path):
-        if i and tokens[i - 1] not in stop_words:
-            return []
-    elif tokens[j:j + 1] != ["people"]:
+    if key not in demonyms(path) or where(tokens, i, j, stop_words, path) not in READ:
         return []
-    return [found[0] for name in demonyms(path).get(key, ()) if (found := index.exact(name))]
+    return country_ids(index, key, path)

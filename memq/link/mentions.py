@@ -12,7 +12,7 @@ import copy
 from collections.abc import Iterable
 from dataclasses import replace
 
-from .demonyms import demonyms
+from .demonyms import country_ids
 from .index import EntityIndex, MentionCounts, normalize
 from .linker import LinkConfig, Linker
 
@@ -104,7 +104,7 @@ def demonym_reading(linker: Linker, mention: str, mid: str) -> bool:
     if getattr(linker, "index", None) is None or getattr(linker, "config", None) is None \
             or linker.config.demonym_match <= 0:
         return False
-    if mid not in {found[0] for name in demonyms().get(mention, ()) if (found := linker.index.exact(name))}:
+    if mid not in country_ids(linker.index, mention):
         return False
     return mid not in index_readings(Linker(linker.index, replace(linker.config, demonym_match=0.0)), mention)
 
