@@ -98,6 +98,9 @@ def add_search_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--superlative-ends", action=argparse.BooleanOptionalAction,
                         help=f"{g} a plan of a question with a superlative word and no number or date ends only "
                              "after a superlative (GrailQA's lines)")
+    parser.add_argument("--rescue-hops", action=argparse.BooleanOptionalAction,
+                        help=f"{g} a hybrid rescue answers only with a node as many Find steps from the entities as "
+                             "the free plan's answer at least (default: on)")
 
 
 def parse_entities(items: list[str]) -> dict[str, str] | list[str] | None:
@@ -256,7 +259,8 @@ def config_from(args: argparse.Namespace, by_bank: bool = True):
                                              "neighbours", "prior_floor", "coverage", "asked_class", "asked_beam",
                                              "asked_directed", "check_passes", "check_values", "rank_top",
                                              "rank_pool", "rank_weight", "unseen_top", "calibrate", "backtrack",
-                                             "value_finds", "start_lookahead", "superlative_ends")
+                                             "value_finds", "start_lookahead", "superlative_ends",
+                                             "rescue_hops")
               if getattr(args, k, None) is not None}
     if by_bank and class_bank(changes.get("memory", config.memory)):  # GrailQA's form of the schema: its planner and search
         from .plan.search import GRAILQA_SEARCH

@@ -374,7 +374,7 @@ class Pipeline:
         trace.plans.append({"plan": free.raw, "score": None, "rows": 0, "planner": "free generation"})
         if free.rescue is None:
             t0 = time.perf_counter()
-            free.rescue = self.planner.rescue(question, entities, optional, unprompted)
+            free.rescue = self.planner.rescue(question, entities, optional, unprompted, free)
             trace.timings["plan"] = trace.timings.get("plan", 0.0) + time.perf_counter() - t0
         grounded = free.rescue
         trace.llm_calls += grounded.cost.get("llm_calls", 0)

@@ -6,8 +6,7 @@ from types import SimpleNamespace
 import pytest
 
 from memq.llm.kv_state import Runner
-from memq.llm.threads import Sample, ThreadGovernor, read_sample, threads_left
-from memq.plan.grounded import GroundedPlanner
+from memq.llm.threads import Sample, ThreadGovernor, note_threads, read_sample, threads_left
 from memq.types import Plan
 
 
@@ -176,15 +175,15 @@ def test_the_plan_says_when_passes_ran_on_fewer_threads_than_the_cpus():
     governor = SimpleNamespace(cpus=2, describe=lambda: "1 thread(s) of 2 (other processes used 0.90 cores)")
     lm = SimpleNamespace(thread_passes={1: 5, 2: 10}, governor=governor)
     plan = Plan(steps=[])
-    GroundedPlanner._note_threads(plan, lm, {1: 2, 2: 4})
+    note_threads(plan, lm, {1: 2, 2: 4})
     assert plan.cost["llm_threads"] == "3x1 6x2"  # passes x threads
     assert plan.notes == ["llama.cpp ran 3 of 9 passes on fewer threads than the 2 CPUs: 1 thread(s) of 2 "
                           "(other processes used 0.90 cores)"]
     alone = Plan(steps=[])
-    GroundedPlanner._note_threads(alone, lm, {1: 5, 2: 4})
+    note_threads(alone, lm, {1: 5, 2: 4})
     assert alone.cost["llm_threads"] == "6x2" and alone.notes == []
     fixed = Plan(steps=[])
-    GroundedPlanner._note_threads(fixed, SimpleNamespace(), {})  # not llama.cpp, or a fixed count
+    note_threads(fixed, SimpleNamespace(), {})  # not llama.cpp, or a fixed count
     assert "llm_threads" not in fixed.cost and fixed.notes == []
 
 

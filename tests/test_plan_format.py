@@ -166,3 +166,18 @@ def test_parser_only_ever_raises_plan_parse_error(text, entities):
         except PlanParseError:
             continue
         assert again.kind == step.kind
+
+
+def test_hops_counts_the_find_steps_between_the_entities_and_a_variable():
+    from memq.plan.format import hops
+
+    names = ["Ovadia Yosef", "Forrest Gump"]
+    plan = parse_plan("Find the jurisdiction of the religious leader Ovadia Yosef, assign it to ?c.\n"
+                      "Find the religion of the religions of the country ?c, assign it to ?x.\n"
+                      "Find the gender of the person ?x, assign it to ?gender.\n"
+                      "Find the actor of the performance with film ?x and character Forrest Gump, assign it to ?a.\n"
+                      "Finally the answer is ?x.", names)
+    assert [hops(plan.steps, v) for v in ("?c", "?x", "?gender", "?a", "?unknown", None)] == [1, 2, 3, 3, 0, 0]
+    looped = parse_plan("Find the parent of the person ?y, assign it to ?x.\n"
+                        "Find the child of the person ?x, assign it to ?y.\nFinally the answer is ?x.", [])
+    assert hops(looped.steps, "?x") == 2  # a cycle is walked once

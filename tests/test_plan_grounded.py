@@ -831,4 +831,5 @@ def test_search_flags_reach_the_config():
     assert config.search.budget == 90 and config.search.calibrate == 0.5
     assert config.search.backtrack == 3 and config.search.value_finds and config.search.start_lookahead == 2.5
     assert not config_from(parser.parse_args(["--no-value-finds"])).search.value_finds
+    assert config.search.rescue_hops and not config_from(parser.parse_args(["--no-rescue-hops"])).search.rescue_hops
     assert config.search.lines == GroundedConfig().lines

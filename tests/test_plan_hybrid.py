@@ -164,3 +164,37 @@ def test_memq_ask_shows_the_free_plan_tried_and_the_rescue_s_cost(kg, bank):  # 
     assert "  free generation  rows 0  " + PET.replace("\n", " / ") in text
     assert "rescue planning cost: " in text and "forward_passes" in text
     assert answer_json(answer)["plans_tried"][0]["planner"] == "free generation"
+
+
+def test_a_rescue_answers_as_far_from_the_entities_as_the_free_plan(kg, bank):  # noqa: F811
+    from memq.errors import MemQError
+    from memq.plan.format import hops
+    from memq.plan.search import GroundedConfig
+
+    longer = ("Find the pet of the siblings of the person Justin Bieber, assign it to ?y.\n"  # no pet in the KG
+              "Find the gender of the person ?y, assign it to ?x.\nFinally the answer is ?x.")
+    answer = pipeline(kg, bank, hybrid(kg, bank, longer)).answer(QUESTION, BIEBER)
+    steps = answer.plan.steps
+    assert steps[0].text == SIBLING.splitlines()[0] and hops(steps, steps[-1].target) == 2  # the model alone: 1
+    assert answer.answers and answer.trace.cost["rescue"]["answers_nearer_than_the_free_plans"] >= 1
+    assert "planner: rescue length: answers fewer than 2 Find steps from the entities (the free plan's answer) " \
+           "refused" in answer.trace.fallbacks
+    off = HybridPlanner(planner(kg, bank, SIBLING, rescue_hops=False), free=ScriptedPlanner({QUESTION: longer}))
+    answer = pipeline(kg, bank, off).answer(QUESTION, BIEBER)
+    assert answer.plan.raw == SIBLING and "answers_nearer_than_the_free_plans" not in answer.trace.cost["rescue"]
+    # a free plan whose answer is one Find away, however many Finds it has, holds nothing back
+    checked = ("Find the pet of the siblings of the person Justin Bieber, assign it to ?x.\n"
+               "Find the gender of the person ?x, assign it to ?gender.\nFinally the answer is ?x.")
+    answer = pipeline(kg, bank, hybrid(kg, bank, checked)).answer(QUESTION, BIEBER)
+    assert answer.plan.raw == SIBLING and "answers_nearer_than_the_free_plans" not in answer.trace.cost["rescue"]
+    # no plan whose answer is that far ends (max_steps 8): planned again without the rule, and the trace says so
+    p = planner(kg, bank, SIBLING)
+    assert p.plan(QUESTION, BIEBER).raw == SIBLING and p.plan(QUESTION, BIEBER, least_hops=1).raw == SIBLING
+    again = p.plan(QUESTION, BIEBER, least_hops=9)
+    assert again.raw == SIBLING
+    assert "rescue length: no plan whose answer is 9 Find steps from the entities ends; planned again without the " \
+           "rule" in again.notes
+    for bad in (-1, 1.5, True):
+        with pytest.raises(MemQError, match=f"least_hops must be an int >= 0 .*got {bad!r}"):
+            p.plan(QUESTION, BIEBER, least_hops=bad)
+    assert GroundedConfig().rescue_hops

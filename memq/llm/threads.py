@@ -169,3 +169,19 @@ class ThreadGovernor:
             return self.note
         seen = "not yet measured" if self.others is None else f"other processes used {self.others:.2f} cores"
         return f"{self.threads} thread(s) of {self.cpus} ({seen})"
+
+
+def note_threads(plan, lm, before: dict[int, int]) -> None:
+    """Into ``plan`` (its ``cost`` and ``notes``): the passes it ran on each thread count since ``before`` (``lm``'s
+    ``thread_passes`` then; llama.cpp with a governed count), and a note when some ran on fewer than the CPUs
+    because other processes wanted them."""
+    after = getattr(lm, "thread_passes", {})
+    used = {n: after[n] - before.get(n, 0) for n in sorted(after) if after[n] > before.get(n, 0)}
+    if not used:
+        return
+    plan.cost["llm_threads"] = " ".join(f"{k}x{n}" for n, k in used.items())  # "3x1 6x2": 3 passes on 1 thread
+    governor = lm.governor  # passes are counted per thread count only when it is governed
+    fewer = sum(k for n, k in used.items() if n < governor.cpus)
+    if fewer:
+        plan.notes.append(f"llama.cpp ran {fewer} of {sum(used.values())} passes on fewer threads than the "
+                          f"{governor.cpus} CPUs: {governor.describe()}")

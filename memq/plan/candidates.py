@@ -24,6 +24,7 @@ from .asked import reaches
 from .calibrate import calibrated
 from .compare import compare_ops
 from .derive import DerivationError, find_step, fresh_variable
+from .format import hops
 from .lines import (
     COMPARES,
     HOW_MANY,
@@ -63,6 +64,7 @@ class CandidateLines(LineRules):
     open_start = False  # whether a class may start a plan beside entities given (all optional; a search sets it)
     null_prefix: list[int] | None = None  # the question-less prompt's tokens, when Find lines are calibrated
     null_cost: SearchCost | None = None  # where the calibration's forward passes are counted
+    least_hops = 0  # in a hybrid rescue: how far the free plan's answer is from the entities (format.hops)
 
     def options(self, entities: dict[str, str], assigned, draft, neigh: Neighbourhood) -> list:
         """The bank's path statements whose edges exist at the known nodes (:func:`path_options`)."""
@@ -287,6 +289,14 @@ class CandidateLines(LineRules):
             return True
         return False
 
+    def far_enough(self, h: Hyp, var: str) -> bool:
+        """Whether ``h`` may answer with ``var``: in a hybrid rescue with ``rescue_hops``, only when ``var`` is as
+        many Find steps from the entities as the free plan's answer at least (``least_hops``, set by
+        :meth:`memq.plan.grounded.GroundedPlanner.plan`)."""
+        if self.least_hops and hops(h.steps, var) < self.least_hops:
+            return self._refused("answers_nearer_than_the_free_plans")
+        return True
+
     def _looked_ahead(self, h: Hyp, starts: list[Line], lm, neigh: Neighbourhood, sims, question: str,
                       ranked: list[dict] | None, offset: int) -> list[Line]:
         """With ``start_lookahead`` and a ranker: the class ``starts``, each judged by the Find lines that may follow
@@ -354,7 +364,7 @@ class CandidateLines(LineRules):
         ending = [] if self.keys_waiting(h) or self.superlative_waiting(h, question, names) else h.assigned
         for v in [v for v in ending if not KEY_NAME.match(v)
                   and may_end(h.steps, question if self.classes else "", v, self.bank) and not self.holds_cvt(h, v)
-                  and self.joined(h, v)]:
+                  and self.joined(h, v) and self.far_enough(h, v)]:
             text = f"Finally the answer is {v}."
             lines.append(Line("answer", text, tuple(lm.token_ids(text)) + (lm.eos_id,),
                               PlanStep("answer", text, target=v)))

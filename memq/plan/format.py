@@ -395,6 +395,26 @@ def unjoined(steps: Sequence[PlanStep], var: str) -> list[str]:
     return sorted(v for v in list(parent) if root(v) != top)
 
 
+def hops(steps: Sequence[PlanStep], var: str | None) -> int:
+    """How many Find steps away from the plan's entities ``var`` is: 1 + the most of the ?variables that the Find
+    assigning it starts from or names (its source and relation), 0 for a variable no Find assigns. "Find the religion
+    of the religions of the country ?c, assign it to ?x." after "Find the jurisdiction of the religious leader
+    Ovadia Yosef, assign it to ?c." puts ``?x`` 2 away; a Find of a value that a check reads (the gender of ``?x``)
+    leaves ``?x`` where it was."""
+    starts: dict[str, set[str]] = {}
+    for step in steps:
+        if step.kind == "find" and step.target and step.target not in starts:
+            starts[step.target] = {v for text in (step.source, step.relation) if isinstance(text, str)
+                                   for v in VAR.findall(text)} - {step.target}
+
+    def depth(v: str, seen: frozenset) -> int:
+        if v not in starts or v in seen:
+            return 0
+        return 1 + max((depth(u, seen | {v}) for u in starts[v]), default=0)
+
+    return depth(var, frozenset()) if var else 0
+
+
 def third_walk(steps: Sequence[PlanStep], records: Callable[[str], object], source: str,
                along: Sequence[str]) -> bool:
     """Whether a Find from ``source`` along ``along`` (a statement's relations) would be the third Find in a row along

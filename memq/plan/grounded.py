@@ -91,6 +91,7 @@ from collections.abc import Collection
 from functools import cached_property, partial
 
 from memq.errors import KnowledgeGraphError, MemQError
+from memq.llm.threads import note_threads
 from memq.types import BeamPlan, Plan
 
 from .asked import names_class
@@ -215,11 +216,16 @@ class GroundedPlanner(CandidateLines):
     plans_with_optional = True  # plan() takes optional entities (suggested constraints) that coverage leaves out
 
     def plan(self, question: str, entities: Entities, optional: Collection[str] = (),
-             unprompted: Collection[str] = ()) -> Plan:
-        """``optional``: ids of ``entities`` that coverage leaves out; ``unprompted``: ids the prompt leaves out."""
+             unprompted: Collection[str] = (), least_hops: int = 0) -> Plan:
+        """``optional``: ids of ``entities`` that coverage leaves out; ``unprompted``: ids the prompt leaves out;
+        ``least_hops``: a hybrid rescue's, how many Find steps from the entities the free plan's answer is, which
+        the plan's answer reaches (``rescue_hops``)."""
         if not isinstance(entities, dict):
             raise MemQError("the grounded planner needs the topic entities as {id: name}, "
                             f"got {type(entities).__name__}")
+        if not isinstance(least_hops, int) or isinstance(least_hops, bool) or least_hops < 0:
+            raise MemQError(f"least_hops must be an int >= 0 (the free plan's answer's Find steps), got {least_hops!r}")
+        self.least_hops = least_hops if self.config.rescue_hops else 0
         t0 = time.perf_counter()
         lm = self.lm
         if lm is None:
@@ -238,29 +244,17 @@ class GroundedPlanner(CandidateLines):
             except KnowledgeGraphError as exc:
                 where = getattr(self.kg, "url", None) or type(self.kg).__name__
                 plan = self._free(question, entities, f"the KG {where} failed while grounding ({exc})")
+            if self.least_hops and self.refused.get("answers_nearer_than_the_free_plans"):
+                plan.notes.append(f"rescue length: answers fewer than {least_hops} Find steps from the entities (the "
+                                  "free plan's answer) refused")
             after = lm.counters if before is not None else None
             passes, tokens = (after[0] - before[0], after[1] - before[1]) if after else (cost.passes, cost.tokens)
             plan.cost.update(forward_passes=passes, tokens_scored=tokens, kg_queries=neigh.queries,
                              kg_seconds=round(neigh.seconds, 4), llm_calls=self._lm_calls - calls, **self.refused)
-            self._note_threads(plan, lm, threads_before)
+            note_threads(plan, lm, threads_before)
             plan.searched = self.searched
         plan.cost["seconds"] = round(time.perf_counter() - t0, 4)
         return plan
-
-    @staticmethod
-    def _note_threads(plan: Plan, lm, before: dict[int, int]) -> None:
-        """The passes this plan ran on each thread count (llama.cpp with a governed count), and a note when some
-        ran on fewer than the CPUs because other processes wanted them."""
-        after = getattr(lm, "thread_passes", {})
-        used = {n: after[n] - before.get(n, 0) for n in sorted(after) if after[n] > before.get(n, 0)}
-        if not used:
-            return
-        plan.cost["llm_threads"] = " ".join(f"{k}x{n}" for n, k in used.items())  # "3x1 6x2": 3 passes on 1 thread
-        governor = lm.governor  # passes are counted per thread count only when it is governed
-        fewer = sum(k for n, k in used.items() if n < governor.cpus)
-        if fewer:
-            plan.notes.append(f"llama.cpp ran {fewer} of {sum(used.values())} passes on fewer threads than the "
-                              f"{governor.cpus} CPUs: {governor.describe()}")
 
     def _free(self, question: str, entities: Entities, why: str) -> Plan:
         llm = self._lm if self._lm is not None and hasattr(self._lm, "generate") else self.free.llm
@@ -403,6 +397,12 @@ class GroundedPlanner(CandidateLines):
             plan.notes.append("sort keys: no plan that ends sorts or checks the date or number it found as ?skN or "
                               "?num; planned again without those names" if held[0].endswith("key_is_used") else
                               "superlative: no plan that ends sorts what the question's superlative word asks for; "
+                              "planned again without the rule")
+            return plan
+        if not complete and self.least_hops and self.refused.get("answers_nearer_than_the_free_plans"):
+            least, self.least_hops = self.least_hops, 0  # a rescue whose free plan's length no plan reaches
+            plan = self._search(question, entities, lm, neigh, cost, optional, unprompted, stage, cover, keys, avoid)
+            plan.notes.append(f"rescue length: no plan whose answer is {least} Find steps from the entities ends; "
                               "planned again without the rule")
             return plan
         if not complete and cfg.coverage and len(covered) > 1 and self.classes is not None:

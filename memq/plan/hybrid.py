@@ -27,6 +27,7 @@ from memq.errors import PlanParseError
 from memq.types import Plan
 
 from .base import Entities
+from .format import hops
 
 __all__ = ["HybridPlanner"]
 
@@ -84,9 +85,12 @@ class HybridPlanner:
             return unreadable(exc)
 
     def rescue(self, question: str, entities: Entities, optional: Collection[str] = (),
-               unprompted: Collection[str] = ()) -> Plan:
-        """The grounded planner's plan (with its beam) for a question whose free plan found nothing."""
-        return self.grounded.plan(question, entities, optional, unprompted)
+               unprompted: Collection[str] = (), free: Plan | None = None) -> Plan:
+        """The grounded planner's plan (with its beam) for a question whose ``free`` plan found nothing, whose answer
+        is as many Find steps from the entities as ``free``'s at least (``GroundedConfig.rescue_hops``)."""
+        steps = free.steps if free is not None else []
+        answer = next((step.target for step in steps if step.kind == "answer"), None)
+        return self.grounded.plan(question, entities, optional, unprompted, least_hops=hops(steps, answer))
 
 
 def unreadable(exc: PlanParseError) -> Plan:
