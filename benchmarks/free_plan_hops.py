@@ -13,7 +13,6 @@ question, the rescue's answer against its free plan's and the gold plan's, with 
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import sys
 from collections import Counter, defaultdict
@@ -24,28 +23,23 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 PLANNED = "benchmarks/results/cwq_dev_finetuned.planned.jsonl.gz"
 
 
-def far(steps) -> int:
-    """How many Find steps from the entities a plan's answer is."""
-    from memq.plan.format import hops
+def far(plan) -> int:
+    """How many Find steps from the entities a plan's answer (its Finally line's; 0 without one) is."""
+    from memq.plan.format import answer_target, hops
 
-    return hops(steps, next((step.target for step in steps if step.kind == "answer"), None))
+    answer, stated = answer_target(plan)
+    return hops(plan.steps, answer) if stated else 0
 
 
-def parsed(text: str, question) -> list:
+def parsed(text: str, question):
     from memq.plan.format import parse_plan
 
-    return parse_plan(text, [name for _, name in question.parses[0].topic_entities]).steps
+    return parse_plan(text, [name for _, name in question.parses[0].topic_entities])
 
 
 def order(a: int, b: int) -> str:
     """How ``a`` compares with ``b``."""
     return "nearer than" if a < b else "as far as" if a == b else "farther than"
-
-
-def records(path: str) -> list[dict]:
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
 
 
 def main() -> int:
@@ -58,6 +52,7 @@ def main() -> int:
     args = parser.parse_args()
 
     from memq.evaluate.run import oracle_plan, questions_for
+    from memq.evaluate.saved import load_records
     from memq.plan.data import template_describe
 
     describe = template_describe()
@@ -70,7 +65,7 @@ def main() -> int:
                 plan, _ = oracle_plan(questions[qid], describe)
             except Exception:  # noqa: BLE001 - a gold query that does not decompose is counted apart
                 return None
-            gold[qid] = far(plan.steps)
+            gold[qid] = far(plan)
         return gold[qid]
 
     out: dict = {"dataset": args.dataset, "split": args.split}
@@ -78,7 +73,7 @@ def main() -> int:
         out["records"] = args.records
         table: Counter = Counter()
         f1: dict[str, list[float]] = defaultdict(list)
-        for r in records(args.records):
+        for r in load_records(args.records).values():
             if not any(f.startswith("hybrid: free generation's plan") for f in r.get("fallbacks", [])):
                 continue
             free = next(p["plan"] for p in r["plans_tried"] if p.get("planner") == "free generation")
@@ -94,7 +89,7 @@ def main() -> int:
         out["planned"] = args.planned
         table = Counter()
         pairs: Counter = Counter()
-        for r in records(args.planned):
+        for r in load_records(args.planned).values():
             g = gold_far(r["id"]) if r["id"] in questions else None
             if g is None:
                 table["gold plan not derived"] += 1

@@ -27,7 +27,7 @@ from memq.errors import PlanParseError
 from memq.types import Plan
 
 from .base import Entities
-from .format import hops
+from .format import answer_target, hops
 
 __all__ = ["HybridPlanner"]
 
@@ -88,9 +88,9 @@ class HybridPlanner:
                unprompted: Collection[str] = (), free: Plan | None = None) -> Plan:
         """The grounded planner's plan (with its beam) for a question whose ``free`` plan found nothing, whose answer
         is as many Find steps from the entities as ``free``'s at least (``GroundedConfig.rescue_hops``)."""
-        steps = free.steps if free is not None else []
-        answer = next((step.target for step in steps if step.kind == "answer"), None)
-        return self.grounded.plan(question, entities, optional, unprompted, least_hops=hops(steps, answer))
+        answer, stated = answer_target(free) if free is not None else (None, False)
+        least = hops(free.steps, answer) if stated else 0  # a free plan with no Finally line holds nothing back
+        return self.grounded.plan(question, entities, optional, unprompted, least_hops=least)
 
 
 def unreadable(exc: PlanParseError) -> Plan:
