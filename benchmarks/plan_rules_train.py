@@ -12,6 +12,9 @@ on first use), each with its dataset's memory bank for the statements' relations
   offered), and ``repeated_variable_finds``, the same from a ?variable (offered but for GrailQA);
 - ``unjoined``: plans whose answer some other ?variable is not joined with (:func:`memq.plan.format.unjoined`; no
   plan ends so);
+- ``sorts_asking_no_time``: plans that sort, of questions that ask for no time (:data:`memq.plan.rules.TIME_ASKED`),
+  and of those the ones that answer with the ?variable they sort (``..._answering_the_key``; the planner refuses
+  such an ending, ``sorted_answers``), and the same for the questions that ask for a time;
 - for WebQSP, whose train facts the benchmark KG holds, ``entity_checks``: the ``Make sure ?v is X`` steps with X an
   entity, and ``entity_checks_never_passing``, those whose X the KG never gives where a Find step of the plan assigns
   ?v (:meth:`memq.plan.neighbourhood.Neighbourhood.takes`; a written one is refused). CWQ's train facts are not in
@@ -39,9 +42,12 @@ SETS = (("webqsp", "train", "webqsp"), ("cwq", "train", "cwq"), ("grailqa", "tra
 
 def count(plans, get) -> dict:
     from memq.plan.format import third_walk, unjoined
+    from memq.plan.rules import TIME_ASKED
 
     out = dict.fromkeys(("plans", "finds", "third_walks", "second_walks", "repeated_entity_finds",
-                         "repeated_variable_finds", "unjoined"), 0)
+                         "repeated_variable_finds", "unjoined", "sorts_asking_no_time",
+                         "sorts_asking_no_time_answering_the_key", "sorts_asking_a_time",
+                         "sorts_asking_a_time_answering_the_key"), 0)
     for plan in plans:
         out["plans"] += 1
         steps, found = [], set()
@@ -63,6 +69,10 @@ def count(plans, get) -> dict:
             steps.append(step)
         answer = next((s.target for s in steps if s.kind == "answer"), None)
         out["unjoined"] += bool(answer and unjoined(steps, answer))
+        if any(s.kind == "sort" for s in steps):
+            key = "sorts_asking_a_time" if TIME_ASKED.search(plan.question) else "sorts_asking_no_time"
+            out[key] += 1
+            out[f"{key}_answering_the_key"] += any(s.kind == "sort" and s.target == answer for s in steps)
     return out
 
 

@@ -101,6 +101,9 @@ def add_search_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rescue-hops", action=argparse.BooleanOptionalAction,
                         help=f"{g} a hybrid rescue answers only with a node as many Find steps from the entities as "
                              "the free plan's answer at least (default: on)")
+    parser.add_argument("--sorted-answers", action=argparse.BooleanOptionalAction,
+                        help=f"{g} a plan answers with the ?variable it sorts only when the question asks for a time "
+                             "(default: on)")
 
 
 def parse_entities(items: list[str]) -> dict[str, str] | list[str] | None:
@@ -260,7 +263,7 @@ def config_from(args: argparse.Namespace, by_bank: bool = True):
                                              "asked_directed", "check_passes", "check_values", "rank_top",
                                              "rank_pool", "rank_weight", "unseen_top", "calibrate", "backtrack",
                                              "value_finds", "start_lookahead", "superlative_ends",
-                                             "rescue_hops")
+                                             "rescue_hops", "sorted_answers")
               if getattr(args, k, None) is not None}
     if by_bank and class_bank(changes.get("memory", config.memory)):  # GrailQA's form of the schema: its planner and search
         from .plan.search import GRAILQA_SEARCH

@@ -407,8 +407,52 @@ def test_a_sort_ends_the_plan(kg, bank):
     kinds = {line.kind for line in p._lines(before, JAMAICA, ["Jamaica"], p.lm, Neighbourhood(kg), {})}
     assert {"find", "open", "answer"} <= kinds
     h = replace(before, steps=[found, PlanStep("sort", "", target="?x", op="desc", limit=1)])
-    lines = p._lines(h, JAMAICA, ["Jamaica"], p.lm, Neighbourhood(kg), {})
+    lines = p._lines(h, JAMAICA, ["Jamaica"], p.lm, Neighbourhood(kg), {}, "when was the latest?")
     assert [line.text for line in lines] == ["Finally the answer is ?x."]
+
+
+def test_a_plan_answers_with_what_it_sorts_only_when_the_question_asks_for_a_time(tmp_path_factory):
+    """No WebQSP or CWQ train plan that sorts answers with its sort key unless its question asks for a time ("when
+    was the last time iran invaded another country?"): "which sibling was born first?" answers with the sibling.
+    When that leaves no plan to end, the question is planned again without the rule (traced)."""
+    from memq.types import PlanStep
+
+    born = ("born", "1", "?entity1 ns:people.person.date_of_birth ?entity2 .",
+            "?entity2 is the date of birth of the person ?entity1")
+    dates = "".join(f'<{FB}{m}> <{FB}people.person.date_of_birth> "{d}"^^<http://www.w3.org/2001/XMLSchema#date> .\n'
+                    for m, d in (("m.0gxnnwq", "2005-11-20"), ("m.0jazz01", "2008-07-08")))
+    keyed = ("Find the sibling of the siblings of the person Justin Bieber, assign it to ?x.\n"
+             "Find the date of birth of the person ?x, assign it to ?y.\n"
+             "Sort ?y in ascending order and keep the first result.\nFinally the answer is ?y.")
+    p = planner(store_of(tmp_path_factory, TRIPLES + dates), bank_of(STATEMENTS + [born]), keyed,
+                max_passes=200)  # a character a token: the written Sort line costs a pass each
+    h = Hyp(steps=[PlanStep("find", "", source="Justin Bieber", target="?x", statement="sibling"),
+                   PlanStep("find", "", source="?x", target="?y", statement="born"),
+                   PlanStep("sort", "", target="?y", op="asc", limit=1)],
+            assigned=["?x", "?y"], draft=Draft(), rec=Reconstructor(BIEBER))
+
+    def endings(question):
+        return [line.text for line in p._other_lines(h, ["Justin Bieber"], p.lm, Neighbourhood(p.kg), {}, question)]
+
+    p.refused = {}
+    assert endings("which of justin bieber's siblings was born first?") == ["Finally the answer is ?x."]
+    assert p.refused == {"answers_sorted_not_asked_when": 1}
+    for asks_a_time in ("when was justin bieber's eldest sibling born?", "what year was his first sibling born?"):
+        assert endings(asks_a_time) == ["Finally the answer is ?x.", "Finally the answer is ?y."]
+    p.config = replace(p.config, sorted_answers=False)
+    assert endings("which sibling was born first?") == ["Finally the answer is ?x.", "Finally the answer is ?y."]
+    assert GroundedConfig().sorted_answers
+
+    # a plan that sorts the one ?variable it found: no plan ends, so the question is planned again without the rule
+    own = (f'<{FB}m.06w2sn5> <{FB}people.person.date_of_birth> '
+           '"1994-03-01"^^<http://www.w3.org/2001/XMLSchema#date> .\n')
+    p = planner(store_of(tmp_path_factory, TRIPLES + dates + own), bank_of(STATEMENTS + [born]),
+                "Find the date of birth of the person Justin Bieber, assign it to ?y.\n"
+                "Sort ?y in ascending order and keep the first result.\nFinally the answer is ?y.", max_passes=200)
+    plan = p.plan("which birthday of justin bieber is first?", BIEBER)
+    assert plan.cost["answers_sorted_not_asked_when"] > 0
+    assert any(n.startswith("sorted answer: no plan that ends") for n in plan.notes)
+    assert plan.steps[-1].target == "?y" and not plan.cost.get("free_generation")
 
 
 def test_a_date_or_number_may_take_the_sort_key_names_the_train_plans_give_it(tmp_path_factory):
@@ -832,4 +876,5 @@ def test_search_flags_reach_the_config():
     assert config.search.backtrack == 3 and config.search.value_finds and config.search.start_lookahead == 2.5
     assert not config_from(parser.parse_args(["--no-value-finds"])).search.value_finds
     assert config.search.rescue_hops and not config_from(parser.parse_args(["--no-rescue-hops"])).search.rescue_hops
+    assert not config_from(parser.parse_args(["--no-sorted-answers"])).search.sorted_answers
     assert config.search.lines == GroundedConfig().lines
