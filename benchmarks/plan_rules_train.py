@@ -15,6 +15,10 @@ on first use), each with its dataset's memory bank for the statements' relations
 - ``sorts_asking_no_time``: plans that sort, of questions that ask for no time (:data:`memq.plan.rules.TIME_ASKED`),
   and of those the ones that answer with the ?variable they sort (``..._answering_the_key``; the planner refuses
   such an ending, ``sorted_answers``), and the same for the questions that ask for a time;
+- ``class_checked``: plans that check the notable type of a ?variable (:func:`memq.plan.format.classed`: the
+  notable types of ?w, then ``Make sure ?notable_types is Country.``), and ``class_checked_answering_another``, those
+  that answer with a ?variable whose notable type they do not check (the planner refuses such an ending,
+  ``classed_answers``);
 - for WebQSP, whose train facts the benchmark KG holds, ``entity_checks``: the ``Make sure ?v is X`` steps with X an
   entity, and ``entity_checks_never_passing``, those whose X the KG never gives where a Find step of the plan assigns
   ?v (:meth:`memq.plan.neighbourhood.Neighbourhood.takes`; a written one is refused). CWQ's train facts are not in
@@ -41,13 +45,18 @@ SETS = (("webqsp", "train", "webqsp"), ("cwq", "train", "cwq"), ("grailqa", "tra
 
 
 def count(plans, get) -> dict:
-    from memq.plan.format import third_walk, unjoined
-    from memq.plan.rules import TIME_ASKED
+    from memq.plan.format import classed, third_walk, unjoined
+    from memq.plan.rules import NOTABLE_TYPES, TIME_ASKED
+
+    def is_class(statement_id: str) -> bool:
+        record = get(statement_id)
+        return record is not None and list(record.statement.relations) == [NOTABLE_TYPES]
 
     out = dict.fromkeys(("plans", "finds", "third_walks", "second_walks", "repeated_entity_finds",
                          "repeated_variable_finds", "unjoined", "sorts_asking_no_time",
                          "sorts_asking_no_time_answering_the_key", "sorts_asking_a_time",
-                         "sorts_asking_a_time_answering_the_key"), 0)
+                         "sorts_asking_a_time_answering_the_key", "class_checked",
+                         "class_checked_answering_another"), 0)
     for plan in plans:
         out["plans"] += 1
         steps, found = [], set()
@@ -73,6 +82,9 @@ def count(plans, get) -> dict:
             key = "sorts_asking_a_time" if TIME_ASKED.search(plan.question) else "sorts_asking_no_time"
             out[key] += 1
             out[f"{key}_answering_the_key"] += any(s.kind == "sort" and s.target == answer for s in steps)
+        if held := classed(steps, is_class):
+            out["class_checked"] += 1
+            out["class_checked_answering_another"] += answer not in held
     return out
 
 

@@ -104,6 +104,9 @@ def add_search_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sorted-answers", action=argparse.BooleanOptionalAction,
                         help=f"{g} a plan answers with the ?variable it sorts only when the question asks for a time "
                              "(default: on)")
+    parser.add_argument("--classed-answers", action=argparse.BooleanOptionalAction,
+                        help=f"{g} a plan that checks the class of a ?variable answers with one whose class it checks "
+                             "(default: on)")
 
 
 def parse_entities(items: list[str]) -> dict[str, str] | list[str] | None:
@@ -263,7 +266,7 @@ def config_from(args: argparse.Namespace, by_bank: bool = True):
                                              "asked_directed", "check_passes", "check_values", "rank_top",
                                              "rank_pool", "rank_weight", "unseen_top", "calibrate", "backtrack",
                                              "value_finds", "start_lookahead", "superlative_ends",
-                                             "rescue_hops", "sorted_answers")
+                                             "rescue_hops", "sorted_answers", "classed_answers")
               if getattr(args, k, None) is not None}
     if by_bank and class_bank(changes.get("memory", config.memory)):  # GrailQA's form of the schema: its planner and search
         from .plan.search import GRAILQA_SEARCH

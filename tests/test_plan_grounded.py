@@ -455,6 +455,64 @@ def test_a_plan_answers_with_what_it_sorts_only_when_the_question_asks_for_a_tim
     assert plan.steps[-1].target == "?y" and not plan.cost.get("free_generation")
 
 
+def test_a_plan_that_checks_a_notable_type_answers_with_what_it_checks(tmp_path_factory):
+    """Each WebQSP and CWQ train plan that checks a notable type answers with a ?variable whose notable type it
+    checks: a plan that checks the notable type of the sibling's gender ends at the gender, not at the sibling. A
+    check of another read (the gender of ?x) does not count. When that leaves no plan to end, the question is planned
+    again without the rule (traced)."""
+    from memq.plan.format import classed
+
+    typed = ("typed", "1", "?entity1 ns:common.topic.notable_types ?entity2 .",
+             "?entity2 is the notable types of ?entity1")
+    kinds = (f'<{FB}m.gender> <http://rdf.freebase.com/ns/type.object.name> "Gender"@en .\n'
+             + "".join(f"<{FB}{m}> <{FB}common.topic.notable_types> <{FB}m.gender> .\n" for m in ("m.05zppz",
+                                                                                                  "m.02zsn")))
+    steps = [PlanStep("find", "", source="Justin Bieber", target="?x", statement="sibling"),
+             PlanStep("find", "", source="?x", target="?gender", statement="gender"),
+             PlanStep("find", "", source="?gender", target="?notable_types", statement="typed"),
+             PlanStep("check", "Make sure ?notable_types is Gender.", target="?notable_types", op="=",
+                      value="Gender")]
+    assert classed(steps, lambda sid: sid == "typed") == {"?gender"}
+    assert classed(steps[:3], lambda sid: sid == "typed") == set()  # found, not checked
+    assert classed(steps, lambda sid: sid == "gender") == set()
+    p = planner(store_of(tmp_path_factory, TRIPLES + kinds), bank_of(STATEMENTS + [typed]), BROTHER)
+    h = Hyp(steps=steps, assigned=["?x", "?gender", "?notable_types"], draft=Draft(), rec=Reconstructor(BIEBER))
+
+    def endings():
+        lines = p._other_lines(h, ["Justin Bieber"], p.lm, Neighbourhood(p.kg), {}, "q")
+        return [line.text for line in lines if line.kind == "answer"]
+
+    p.refused = {}
+    assert endings() == ["Finally the answer is ?gender."]
+    assert p.refused == {"answers_unclassed": 2}  # ?x and ?notable_types
+    every = ["Finally the answer is ?x.", "Finally the answer is ?gender.", "Finally the answer is ?notable_types."]
+    p.config = replace(p.config, classed_answers=False)
+    assert endings() == every
+    assert GroundedConfig().classed_answers
+    p.config = replace(p.config, classed_answers=True)
+    p.keys_offered = False  # the search planned again without the rules KEY_RULES name
+    assert endings() == every
+
+    # the notable type of a CVT node (no plan ends there) checked, the sibling answered: no plan ends, so the question
+    # is planned again without the rule
+    bond = ("bond", "1", "?entity1 ns:people.person.sibling_s ?entity2 .",
+            "?entity2 is the siblings of the person ?entity1")
+    kin = ("kin", "1", "?entity1 ns:people.sibling_relationship.sibling ?entity2 .",
+           "?entity2 is the sibling of the sibling relationship ?entity1")
+    cvt = (f'<{FB}m.tie> <http://rdf.freebase.com/ns/type.object.name> "Tie"@en .\n'
+           f"<http://memq.dev/synthetic/cvt1> <{FB}common.topic.notable_types> <{FB}m.tie> .\n")
+    p = planner(store_of(tmp_path_factory, TRIPLES + cvt), bank_of(STATEMENTS + [typed, bond, kin]),
+                "Find the siblings of the person Justin Bieber, assign it to ?y.\n"
+                "Find the sibling of the sibling relationship ?y, assign it to ?x.\n"
+                "Find the notable types of ?y, assign it to ?notable_types.\nMake sure ?notable_types is Tie.\n"
+                "Finally the answer is ?x.", max_passes=400)
+    plan = p.plan("which sibling is tied?", BIEBER)
+    assert "Make sure ?notable_types is Tie." in plan.raw
+    assert plan.cost["answers_unclassed"] > 0
+    assert any(n.startswith("class checked: no plan that ends") for n in plan.notes)
+    assert plan.steps[-1].target == "?x" and not plan.cost.get("free_generation")
+
+
 def test_a_date_or_number_may_take_the_sort_key_names_the_train_plans_give_it(tmp_path_factory):
     """The train plans find a value to sort as ``?sk0`` (WebQSP) or ``?num`` (CWQ): a Find line of a statement that
     assigns a date or number is offered with those names too, so the model can write the sort it was taught;
@@ -877,4 +935,5 @@ def test_search_flags_reach_the_config():
     assert not config_from(parser.parse_args(["--no-value-finds"])).search.value_finds
     assert config.search.rescue_hops and not config_from(parser.parse_args(["--no-rescue-hops"])).search.rescue_hops
     assert not config_from(parser.parse_args(["--no-sorted-answers"])).search.sorted_answers
+    assert not config_from(parser.parse_args(["--no-classed-answers"])).search.classed_answers
     assert config.search.lines == GroundedConfig().lines

@@ -433,3 +433,12 @@ def third_walk(steps: Sequence[PlanStep], records: Callable[[str], object], sour
     last = by.get(source)
     before = by.get(last[1] or "") if last is not None and last[0] == edge else None
     return bool(edge) and before is not None and before[0] == edge
+
+
+def classed(steps: Sequence[PlanStep], is_class: Callable[[str], bool]) -> set[str]:
+    """The ?variables whose class a check of ``steps`` holds: ``?w`` of "Find the notable types of ?w, assign it to
+    ?notable_types." and "Make sure ?notable_types is Country." (``is_class``: whether a statement id's Find reads a
+    class, such as the notable types)."""
+    checked = {st.target for st in steps if st.kind == "check" and st.relation is None and (st.op or "=") == "="}
+    return {st.source for st in steps if st.kind == "find" and st.statement and st.target in checked
+            and is_var(st.source) and is_class(st.statement)}

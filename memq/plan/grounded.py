@@ -115,7 +115,9 @@ KEY_RULES = {"endings_before_the_key_is_used": "sort keys: no plan that ends sor
              "endings_before_the_superlative": "superlative: no plan that ends sorts what the question's superlative "
              "word asks for; planned again without the rule",
              "answers_sorted_not_asked_when": "sorted answer: no plan that ends answers with other than what it sorts "
-             "(the question asks for no time); planned again without the rule"}
+             "(the question asks for no time); planned again without the rule",
+             "answers_unclassed": "class checked: no plan that ends answers with a ?variable whose class it checks; "
+             "planned again without the rule"}
 # a search's stages for the class a question asks for: as it is, wider (asked_beam), with Find lines directed to
 # it (asked_directed), given up
 STAGES = ("first", "wide", "directed", "off")
@@ -397,8 +399,7 @@ class GroundedPlanner(CandidateLines):
             plan.notes.append(f"asked class: no plan that ends names {asked} at the answer with a beam of {beam}{how}")
             return plan
         if not complete and self.least_hops and self.refused.get("answers_nearer_than_the_free_plans"):
-            # a rescue whose free plan's length no plan reaches: dropped before the sort keys' rules, which no train
-            # plan breaks (the free plan's answer is farther than the gold plan's in 3 of CWQ dev's 500)
+            # dropped before KEY_RULES, which no train plan breaks (CWQ dev: the free plan goes farther in 3 of 500)
             least, self.least_hops = self.least_hops, 0
             plan = self._search(question, entities, lm, neigh, cost, optional, unprompted, stage, cover, keys, avoid)
             plan.notes.append(f"rescue length: no plan whose answer is {least} Find steps from the entities ends; "
@@ -406,8 +407,7 @@ class GroundedPlanner(CandidateLines):
             return plan
         held = [k for k in KEY_RULES if self.refused.get(k)]
         if not complete and keys and held:
-            # the sort keys (the superlative asked for, the sorted answer) that a plan may not end before (with) kept
-            # every partial plan from ending: planned again without them (keys=False turns the three rules off)
+            # the endings KEY_RULES name kept every partial plan from ending: planned again without them (keys=False)
             plan = self._search(question, entities, lm, neigh, cost, optional, unprompted, stage, cover, False, avoid)
             plan.notes.append(KEY_RULES[held[0]])
             return plan

@@ -84,6 +84,10 @@ class GroundedConfig:
     # the 1,743 WebQSP and CWQ train plans that sort for another question does (LineRules.answers_its_key); a search
     # with no plan that ends then is planned again without it, as for the sort keys
     sorted_answers: bool = True
+    # a plan that checks the notable type of a ?variable answers with one whose notable type it checks: so do all
+    # 2,480 WebQSP and CWQ train plans that check one (LineRules.answers_unclassed); a search with no plan that ends
+    # then is planned again without it, as for the sort keys
+    classed_answers: bool = True
 
     def __post_init__(self) -> None:
         for name in ("beam", "lines", "max_candidates", "max_steps", "max_passes", "neighbours", "rank_top",
