@@ -105,8 +105,8 @@ def add_search_args(parser: argparse.ArgumentParser) -> None:
                         help=f"{g} a plan answers with the ?variable it sorts only when the question asks for a time "
                              "(default: on)")
     parser.add_argument("--classed-answers", action=argparse.BooleanOptionalAction,
-                        help=f"{g} a plan that checks the class of a ?variable answers with one whose class it checks "
-                             "(default: on)")
+                        help=f"{g} a plan that checks the notable type of a ?variable answers with one whose notable "
+                             "type it checks (default: on)")
 
 
 def parse_entities(items: list[str]) -> dict[str, str] | list[str] | None:

@@ -153,12 +153,13 @@ class LineRules:
         return True
 
     def answers_unclassed(self, h: Hyp, var: str) -> bool:
-        """Whether ``h`` may not answer with ``var`` (``classed_answers``): ``h`` checks the class of other ?variables
-        (:func:`~memq.plan.format.classed`: "Make sure ?notable_types is City/Town/Village." of the notable types of
-        ?containedby, :data:`NOTABLE_TYPES`) and not ``var``'s. Each of the 2,480 WebQSP and CWQ train plans that
-        checks a notable type answers with a ?variable whose notable type it checks (``benchmarks/plan_rules_train.py``, ``class_checked_*``): "what cities
-        should i visit in california?" answers with the city, not with the tourist attraction it contains. A search
-        may turn it off (``keys_offered``, as for the sort keys)."""
+        """Whether ``h`` may not answer with ``var`` (``classed_answers``): ``h`` checks the notable type of other
+        ?variables (:func:`~memq.plan.format.classed`, :data:`NOTABLE_TYPES`: "Make sure ?notable_types is
+        City/Town/Village." of the notable types of ?containedby) and not ``var``'s. Each of the 2,480 WebQSP and CWQ
+        train plans that checks a notable type answers with a ?variable whose notable type it checks
+        (``benchmarks/plan_rules_train.py``, ``class_checked*``): "what cities should i visit in california?" answers
+        with the city, not with the tourist attraction in it. A search may turn it off (``keys_offered``, as for the
+        sort keys)."""
         if not self.config.classed_answers or not self.keys_offered:
             return False
         held = classed(h.steps, self._notable_types)
