@@ -458,13 +458,13 @@ def test_a_plan_answers_with_what_it_sorts_only_when_the_question_asks_for_a_tim
 def test_a_plan_that_checks_a_notable_type_answers_with_what_it_checks(tmp_path_factory):
     """Each WebQSP and CWQ train plan that checks a notable type answers with a ?variable whose notable type it
     checks: a plan that checks the notable type of the sibling's gender ends at the gender, not at the sibling. A
-    check of another read (the gender of ?x) does not count. When that leaves no plan to end, the question is planned
-    again without the rule (traced)."""
+    check of what another statement finds (the gender itself) does not count. When that leaves no plan to end, the
+    question is planned again without the rule (traced)."""
     from memq.plan.format import classed
 
     typed = ("typed", "1", "?entity1 ns:common.topic.notable_types ?entity2 .",
              "?entity2 is the notable types of ?entity1")
-    kinds = (f'<{FB}m.gender> <http://rdf.freebase.com/ns/type.object.name> "Gender"@en .\n'
+    kinds = (f'<{FB}m.gender> <{FB}type.object.name> "Gender"@en .\n'
              + "".join(f"<{FB}{m}> <{FB}common.topic.notable_types> <{FB}m.gender> .\n" for m in ("m.05zppz",
                                                                                                   "m.02zsn")))
     steps = [PlanStep("find", "", source="Justin Bieber", target="?x", statement="sibling"),
@@ -499,7 +499,7 @@ def test_a_plan_that_checks_a_notable_type_answers_with_what_it_checks(tmp_path_
             "?entity2 is the siblings of the person ?entity1")
     kin = ("kin", "1", "?entity1 ns:people.sibling_relationship.sibling ?entity2 .",
            "?entity2 is the sibling of the sibling relationship ?entity1")
-    cvt = (f'<{FB}m.tie> <http://rdf.freebase.com/ns/type.object.name> "Tie"@en .\n'
+    cvt = (f'<{FB}m.tie> <{FB}type.object.name> "Tie"@en .\n'
            f"<http://memq.dev/synthetic/cvt1> <{FB}common.topic.notable_types> <{FB}m.tie> .\n")
     p = planner(store_of(tmp_path_factory, TRIPLES + cvt), bank_of(STATEMENTS + [typed, bond, kin]),
                 "Find the siblings of the person Justin Bieber, assign it to ?y.\n"

@@ -3,7 +3,7 @@ derived train plans (``benchmarks/plan_rules_train.py`` counts how often those p
 
 :class:`LineRules` is a part of :class:`~memq.plan.candidates.CandidateLines`: whether a plan may end at a ?variable
 (not at a CVT node, only where the plan joins every other ?variable, not at one it sorts unless the question asks
-for a time, only at one whose class it checks if it checks any), whether a Find line is offered (not a given
+for a time, only at one whose notable type it checks if it checks one), whether a Find line is offered (not a given
 entity's own name, not a third walk along one edge, not a statement found again), and whether a line the model wrote
 may continue a plan (no line twice, no Sort of nodes, no check whose value the KG never gives where the plan assigns
 its ?variable). Each refusal is counted in the plan's cost (``refused``). The class supplies ``bank``, ``config`` and
