@@ -46,11 +46,7 @@ SETS = (("webqsp", "train", "webqsp"), ("cwq", "train", "cwq"), ("grailqa", "tra
 
 def count(plans, get) -> dict:
     from memq.plan.format import classed, third_walk, unjoined
-    from memq.plan.rules import NOTABLE_TYPES, TIME_ASKED
-
-    def is_class(statement_id: str) -> bool:
-        record = get(statement_id)
-        return record is not None and list(record.statement.relations) == [NOTABLE_TYPES]
+    from memq.plan.rules import TIME_ASKED
 
     out = dict.fromkeys(("plans", "finds", "third_walks", "second_walks", "repeated_entity_finds",
                          "repeated_variable_finds", "unjoined", "sorts_asking_no_time",
@@ -82,7 +78,7 @@ def count(plans, get) -> dict:
             key = "sorts_asking_a_time" if TIME_ASKED.search(plan.question) else "sorts_asking_no_time"
             out[key] += 1
             out[f"{key}_answering_the_key"] += any(s.kind == "sort" and s.target == answer for s in steps)
-        if held := classed(steps, is_class):
+        if held := classed(steps, get):
             out["class_checked"] += 1
             out["class_checked_answering_another"] += answer not in held
     return out

@@ -472,10 +472,10 @@ def test_a_plan_that_checks_a_notable_type_answers_with_what_it_checks(tmp_path_
              PlanStep("find", "", source="?gender", target="?notable_types", statement="typed"),
              PlanStep("check", "Make sure ?notable_types is Gender.", target="?notable_types", op="=",
                       value="Gender")]
-    assert classed(steps, lambda sid: sid == "typed") == {"?gender"}
-    assert classed(steps[:3], lambda sid: sid == "typed") == set()  # found, not checked
-    assert classed(steps, lambda sid: sid == "gender") == set()
     p = planner(store_of(tmp_path_factory, TRIPLES + kinds), bank_of(STATEMENTS + [typed]), BROTHER)
+    assert classed(steps, p.bank.get) == {"?gender"}
+    assert classed(steps[:3], p.bank.get) == set()  # found, not checked
+    assert classed(steps, lambda sid: p.bank.get("gender")) == set()  # every Find read as the gender's
     h = Hyp(steps=steps, assigned=["?x", "?gender", "?notable_types"], draft=Draft(), rec=Reconstructor(BIEBER))
 
     def endings():

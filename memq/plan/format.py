@@ -68,6 +68,9 @@ from memq.errors import PlanParseError
 from memq.types import Plan, PlanStep
 
 VAR = re.compile(r"\?[A-Za-z_][A-Za-z0-9_]*")
+# the class of a node in WebQSP's and CWQ's checks (type.object.type checks in CWQ may be of another ?variable: "where
+# a journal publication was born")
+NOTABLE_TYPES = "common.topic.notable_types"
 _DATE = re.compile(r"^-?\d{4}(-\d{2}(-\d{2})?)?([T ][0-9:.]+Z?)?$")
 OPS = ("=", "!=", "<", "<=", ">", ">=")
 
@@ -435,10 +438,11 @@ def third_walk(steps: Sequence[PlanStep], records: Callable[[str], object], sour
     return bool(edge) and before is not None and before[0] == edge
 
 
-def classed(steps: Sequence[PlanStep], is_class: Callable[[str], bool]) -> set[str]:
-    """The ?variables whose class a check of ``steps`` holds: ``?w`` of "Find the notable types of ?w, assign it to
-    ?notable_types." and "Make sure ?notable_types is Country." (``is_class``: whether a statement id's Find reads a
-    class, such as the notable types)."""
+def classed(steps: Sequence[PlanStep], records: Callable[[str], object]) -> set[str]:
+    """The ?variables whose notable type (:data:`NOTABLE_TYPES`) a check of ``steps`` holds: ``?w`` of "Find the
+    notable types of ?w, assign it to ?notable_types." and "Make sure ?notable_types is Country." (``records``: a
+    statement id's memory record, or None: :meth:`memq.memory.bank.MemoryBank.get`)."""
     checked = {st.target for st in steps if st.kind == "check" and st.relation is None and (st.op or "=") == "="}
     return {st.source for st in steps if st.kind == "find" and st.statement and st.target in checked
-            and is_var(st.source) and is_class(st.statement)}
+            and is_var(st.source) and (record := records(st.statement)) is not None
+            and list(record.statement.relations) == [NOTABLE_TYPES]}

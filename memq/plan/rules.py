@@ -23,15 +23,12 @@ from .format import classed, third_walk, unjoined
 from .lines import Hyp
 from .neighbourhood import Neighbourhood, assigned_types, assigns_cvt
 
-__all__ = ["LITERAL_TYPES", "NAME_ASKED", "NOTABLE_TYPES", "TIME_ASKED", "LineRules"]
+__all__ = ["LITERAL_TYPES", "NAME_ASKED", "TIME_ASKED", "LineRules"]
 
 # Freebase's value types: a relation with one of these ranges holds literals (type.type, type.object and the
 # other type.* ranges hold nodes)
 LITERAL_TYPES = frozenset({"type.boolean", "type.datetime", "type.enumeration", "type.float", "type.id", "type.int",
                            "type.key", "type.rawstring", "type.text", "type.uri"})
-# the class of a node in WebQSP's and CWQ's checks (type.object.type checks in CWQ may be of another ?variable: "where
-# a journal publication was born")
-NOTABLE_TYPES = "common.topic.notable_types"
 # a question that asks for a name: the 4 WebQSP train questions answered with their topic entity's own name say one of
 # these ("what was the name of the original seattle baseball team?", "what is the australian open called?")
 NAME_ASKED = re.compile(r"\b(?:names?|named|call|called|stands? for)\b", re.I)
@@ -154,23 +151,19 @@ class LineRules:
 
     def answers_unclassed(self, h: Hyp, var: str) -> bool:
         """Whether ``h`` may not answer with ``var`` (``classed_answers``): ``h`` checks the notable type of other
-        ?variables (:func:`~memq.plan.format.classed`, :data:`NOTABLE_TYPES`: "Make sure ?notable_types is
-        City/Town/Village." of the notable types of ?containedby) and not ``var``'s. Each of the 2,480 WebQSP and CWQ
-        train plans that checks a notable type answers with a ?variable whose notable type it checks
+        ?variables (:func:`~memq.plan.format.classed`: "Make sure ?notable_types is City/Town/Village." of the notable
+        types of ?containedby) and not ``var``'s. Each of the 2,480 WebQSP and CWQ train plans that checks a notable
+        type answers with a ?variable whose notable type it checks
         (``benchmarks/plan_rules_train.py``, ``class_checked*``): "what cities should i visit in california?" answers
         with the city, not with the tourist attraction in it. A search may turn it off (``keys_offered``, as for the
         sort keys)."""
         if not self.config.classed_answers or not self.keys_offered:
             return False
-        held = classed(h.steps, self._notable_types)
+        held = classed(h.steps, self.bank.get)
         if not held or var in held:
             return False
         self._refused("answers_unclassed")
         return True
-
-    def _notable_types(self, statement_id: str) -> bool:
-        record = self.bank.get(statement_id)
-        return record is not None and list(record.statement.relations) == [NOTABLE_TYPES]
 
     def _refused(self, what: str) -> bool:
         """Counts a line a rule refused, for the plan's cost (the planner resets ``refused`` for each plan); False."""
