@@ -106,7 +106,7 @@ def add_search_args(parser: argparse.ArgumentParser) -> None:
                              "(default: on)")
     parser.add_argument("--classed-answers", action=argparse.BooleanOptionalAction,
                         help=f"{g} a plan that checks the notable type of a ?variable answers with one whose notable "
-                             "type it checks (default: on)")
+                             "type it checks; with GrailQA's lines, one a class line names (default: on)")
 
 
 def parse_entities(items: list[str]) -> dict[str, str] | list[str] | None:

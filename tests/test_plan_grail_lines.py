@@ -394,7 +394,9 @@ def test_a_longer_plan_that_checks_the_class_asked_for_overtakes_the_short_one(t
     free = FineTunedPlanner(str(REPO_ADAPTER).format(dataset="webqsp"))
 
     def plan(asked_class, beam=3, lines=2, question="which bridge is near low house?", max_steps=8):
-        config = GroundedConfig(prior=0.0, asked_class=asked_class, beam=beam, lines=lines, max_steps=max_steps)
+        # the class asked for alone: without the rule that a plan answers with what a class line names
+        config = GroundedConfig(prior=0.0, asked_class=asked_class, beam=beam, lines=lines, max_steps=max_steps,
+                                classed_answers=False)
         return GroundedPlanner(free, kg=kg, bank=bank, config=config, lm=ScriptedLM(short, checked)).plan(
             question, {"m.0b1": "Low House"})
 
@@ -813,8 +815,8 @@ def test_a_question_that_asks_for_a_superlative_ends_only_after_one(tmp_path_fac
     short = "Find the nearby of the bridge Big Bridge, assign it to ?x0.\nFinally the answer is ?x0."
     free = FineTunedPlanner(str(REPO_ADAPTER).format(dataset="webqsp"))
 
-    def planned(question, superlative_ends=True):
-        config = GroundedConfig(prior=0.0, beam=1, lines=1, superlative_ends=superlative_ends)
+    def planned(question, superlative_ends=True):  # the superlative rule alone, without classed_answers
+        config = GroundedConfig(prior=0.0, beam=1, lines=1, superlative_ends=superlative_ends, classed_answers=False)
         return GroundedPlanner(free, kg=kg, bank=bank, config=config, lm=ScriptedLM(short)).plan(
             question, {"m.0c1": "Big Bridge"})
 
@@ -833,7 +835,7 @@ def test_a_question_that_asks_for_a_superlative_ends_only_after_one(tmp_path_fac
     unsortable = bank_of([s for s in STATEMENTS if s[0] != "floors"] + [
         ("nearby", "1", "?entity1 ns:transportation.bridge.nearby ?entity2 .",
          "?entity2 is the nearby of the bridge ?entity1")])
-    config = GroundedConfig(prior=0.0, beam=1, lines=1, superlative_ends=True)
+    config = GroundedConfig(prior=0.0, beam=1, lines=1, superlative_ends=True, classed_answers=False)
     again = GroundedPlanner(free, kg=kg, bank=unsortable, config=config, lm=ScriptedLM(short)).plan(
         question, {"m.0c1": "Big Bridge"})
     assert again.raw == short
@@ -873,3 +875,42 @@ def test_the_plan_keeps_each_line_search_and_memq_ask_shows_it(kg, bank):
     assert searched_steps(plan) is plan.searched
     assert searched_steps(Plan(steps=[], rescue=plan)) is plan.searched  # the hybrid planner's rescue's
     assert searched_steps(Plan(steps=[])) == []
+
+
+def test_a_plan_answers_with_what_a_class_line_names(tmp_path_factory):
+    # GrailQA's train plans all answer with a ?variable a class line names, a count or values (classed_answers)
+    nearby = "".join(f"<{NS}m.0c1> <{NS}transportation.bridge.nearby> <{NS}{mid}> .\n" for mid in ("m.0b2", "m.0x9"))
+    kg = store_of(tmp_path_factory, _triples() + nearby)  # m.0x9 has no class
+    bank = bank_of([*STATEMENTS, ("nearby", "1", "?entity1 ns:transportation.bridge.nearby ?entity2 .",
+                                  "?entity2 is the nearby of the bridge ?entity1")])
+    short = "Find the nearby of the bridge Big Bridge, assign it to ?x0.\nFinally the answer is ?x0."
+    free = FineTunedPlanner(str(REPO_ADAPTER).format(dataset="webqsp"))
+
+    def planned(target, entities, classed=True, question="what is near big bridge?"):
+        config = GroundedConfig(prior=0.0, beam=1, lines=1, classed_answers=classed)
+        return GroundedPlanner(free, kg=kg, bank=bank, config=config, lm=ScriptedLM(target)).plan(question, entities)
+
+    bridge = {"m.0c1": "Big Bridge"}
+    assert planned(short, bridge, classed=False).raw == short  # the model alone ends at once
+    checked = planned(short, bridge)
+    assert checked.raw.splitlines() == ["Find the nearby of the bridge Big Bridge, assign it to ?x0.",
+                                        "Make sure ?x0 is a building.", "Finally the answer is ?x0."]
+    assert checked.cost["answers_unclassed"] >= 1 and not checked.notes
+    # values need no class: the floors of Low House are numbers, which no class line can check
+    floors = "Find the floors of the building Low House, assign it to ?x0.\nFinally the answer is ?x0."
+    valued = planned(floors, {"m.0b1": "Low House"}, question="how tall is low house?")
+    assert valued.raw == floors and "answers_unclassed" not in valued.cost
+    # nor do nodes of no class (m.0x9 alone): the rule holds only where a class line could name the ?variable
+    lone = store_of(tmp_path_factory, _triples() + f"<{NS}m.0c1> <{NS}transportation.bridge.nearby> <{NS}m.0x9> .\n")
+
+    def searched(kg, **config):
+        return GroundedPlanner(free, kg=kg, bank=bank, config=GroundedConfig(prior=0.0, beam=1, lines=1, **config),
+                               lm=ScriptedLM(short)).plan("what is near big bridge?", bridge)
+
+    alone = searched(lone)
+    assert alone.raw == short and "answers_unclassed" not in alone.cost and not alone.notes
+    # no plan of two lines ends with a class line: planned again without the rule, and the trace says so
+    again = searched(kg, max_steps=2)
+    assert again.raw == short and again.cost["answers_unclassed"] >= 1
+    assert "class checked: no plan that ends answers with a ?variable whose class (notable type) it checks; " \
+           "planned again without the rule" in again.notes

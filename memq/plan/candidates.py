@@ -362,10 +362,11 @@ class CandidateLines(LineRules):
             if cfg.start_lookahead and self.ranker is not None and not h.steps:
                 lines = self._looked_ahead(h, lines, lm, neigh, sims, question, ranked, offset)
         ending = [] if self.keys_waiting(h) or self.superlative_waiting(h, question, names) else h.assigned
+        checkable = {line.step.target for line in lines if line.kind == "shape" and line.step.kind == "class"}
         for v in [v for v in ending if not KEY_NAME.match(v)
                   and may_end(h.steps, question if self.classes else "", v, self.bank) and not self.holds_cvt(h, v)
                   and self.joined(h, v) and self.far_enough(h, v) and not self.answers_its_key(h, v, question)
-                  and not self.answers_unclassed(h, v)]:
+                  and not self.answers_unclassed(h, v, checkable)]:
             text = f"Finally the answer is {v}."
             lines.append(Line("answer", text, tuple(lm.token_ids(text)) + (lm.eos_id,),
                               PlanStep("answer", text, target=v)))

@@ -116,8 +116,8 @@ KEY_RULES = {"endings_before_the_key_is_used": "sort keys: no plan that ends sor
              "word asks for; planned again without the rule",
              "answers_sorted_not_asked_when": "sorted answer: no plan that ends answers with other than what it sorts "
              "(the question asks for no time); planned again without the rule",
-             "answers_unclassed": "class checked: no plan that ends answers with a ?variable whose notable type it "
-             "checks; planned again without the rule"}
+             "answers_unclassed": "class checked: no plan that ends answers with a ?variable whose class (notable "
+             "type) it checks; planned again without the rule"}
 # a search's stages for the class a question asks for: as it is, wider (asked_beam), with Find lines directed to
 # it (asked_directed), given up
 STAGES = ("first", "wide", "directed", "off")

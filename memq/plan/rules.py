@@ -3,11 +3,11 @@ derived train plans (``benchmarks/plan_rules_train.py`` counts how often those p
 
 :class:`LineRules` is a part of :class:`~memq.plan.candidates.CandidateLines`: whether a plan may end at a ?variable
 (not at a CVT node, only where the plan joins every other ?variable, not at one it sorts unless the question asks
-for a time, only at one whose notable type it checks if it checks one), whether a Find line is offered (not a given
-entity's own name, not a third walk along one edge, not a statement found again), and whether a line the model wrote
-may continue a plan (no line twice, no Sort of nodes, no check whose value the KG never gives where the plan assigns
-its ?variable). Each refusal is counted in the plan's cost (``refused``). The class supplies ``bank``, ``config`` and
-``classes``.
+for a time, only at one whose notable type it checks if it checks one, with GrailQA's lines only at one a class line
+names where one could), whether a Find line is offered (not a given entity's own name, not a third walk along one
+edge, not a statement found again), and whether a line the model wrote may continue a plan (no line twice, no Sort
+of nodes, no check whose value the KG never gives where the plan assigns its ?variable). Each refusal is counted in
+the plan's cost (``refused``). The class supplies ``bank``, ``config`` and ``classes``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from .format import classed, third_walk, unjoined
 from .lines import Hyp
 from .neighbourhood import Neighbourhood, assigned_types, assigns_cvt
 
-__all__ = ["LITERAL_TYPES", "NAME_ASKED", "TIME_ASKED", "LineRules"]
+__all__ = ["LITERAL_TYPES", "NAME_ASKED", "TIME_ASKED", "LineRules", "class_lined"]
 
 # Freebase's value types: a relation with one of these ranges holds literals (type.type, type.object and the
 # other type.* ranges hold nodes)
@@ -36,6 +36,12 @@ NAME_ASKED = re.compile(r"\b(?:names?|named|call|called|stands? for)\b", re.I)
 # WebQSP's 34 sorting plans of such questions, "when was the last time iran invaded another country?"; none of its 61
 # others, none of CWQ's 1,818 sorting plans; benchmarks/plan_rules_train.py, sorts_asking_*)
 TIME_ASKED = re.compile(r"\bwhen\b|\b(?:what|which) (?:year|date|day|time|month)\b|\bhow long\b", re.I)
+
+
+def class_lined(steps) -> set[str]:
+    """The ?variables a GrailQA class line of ``steps`` names ("Find every wine, assign it to ?x0.", "Make sure ?x0
+    is a wine.") or a count counts."""
+    return {st.target for st in steps if st.kind in ("class", "count") and st.target}
 
 
 class LineRules:
@@ -149,18 +155,23 @@ class LineRules:
         self._refused("answers_sorted_not_asked_when")
         return True
 
-    def answers_unclassed(self, h: Hyp, var: str) -> bool:
-        """Whether ``h`` may not answer with ``var`` (``classed_answers``): ``h`` checks the notable type of other
-        ?variables (:func:`~memq.plan.format.classed`: "Make sure ?notable_types is City/Town/Village." of the notable
-        types of ?containedby) and not ``var``'s. Each of the 2,480 WebQSP and CWQ train plans that checks a notable
-        type answers with a ?variable whose notable type it checks
+    def answers_unclassed(self, h: Hyp, var: str, checkable=frozenset()) -> bool:
+        """Whether ``h`` may not answer with ``var`` (``classed_answers``). With WebQSP's and CWQ's lines: ``h``
+        checks the notable type of other ?variables (:func:`~memq.plan.format.classed`: "Make sure ?notable_types is
+        City/Town/Village." of the notable types of ?containedby) and not ``var``'s. Each of the 2,480 WebQSP and CWQ
+        train plans that checks a notable type answers with a ?variable whose notable type it checks
         (``benchmarks/plan_rules_train.py``, ``class_checked*``): "what cities should i visit in california?" answers
-        with the city, not with the tourist attraction in it. A search may turn it off (``keys_offered``, as for the
-        sort keys)."""
+        with the city, not with the tourist attraction in it. With GrailQA's lines (``classes``): no class line of
+        ``h`` names ``var`` (:func:`class_lined`), and one could (``var`` is in ``checkable``, the ?variables a class
+        check is offered for: values with a class). 999 of GrailQA's 1,000 train plans answer with a ?variable a class
+        line names or counts ("Make sure ?x0 is a computer game engine."), and the other with a number
+        (``answers_*``). A search may turn it off (``keys_offered``, as for the sort keys)."""
         if not self.config.classed_answers or not self.keys_offered:
             return False
-        held = classed(h.steps, self.bank.get)
-        if not held or var in held:
+        if self.classes is not None:
+            if var in class_lined(h.steps) or var not in checkable:
+                return False
+        elif not (held := classed(h.steps, self.bank.get)) or var in held:
             return False
         self._refused("answers_unclassed")
         return True
