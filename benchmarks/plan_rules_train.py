@@ -19,6 +19,10 @@ on first use), each with its dataset's memory bank for the statements' relations
   notable types of ?w, then ``Make sure ?notable_types is Country.``), and ``class_checked_answering_another``, those
   that answer with a ?variable whose notable type they do not check (the planner refuses such an ending,
   ``classed_answers``);
+- for GrailQA, how each plan's answer is classed: ``answers_class_lined`` (a class line names it or a count counts
+  it, :func:`memq.plan.rules.class_lined`), ``answers_values`` (numbers, dates and other literals) and
+  ``answers_without_class``, with those plans' questions (the planner refuses an ending at a ?variable no class line
+  names where a class check is offered, ``classed_answers``);
 - for WebQSP, whose train facts the benchmark KG holds, ``entity_checks``: the ``Make sure ?v is X`` steps with X an
   entity, and ``entity_checks_never_passing``, those whose X the KG never gives where a Find step of the plan assigns
   ?v (:meth:`memq.plan.neighbourhood.Neighbourhood.takes`; a written one is refused). CWQ's train facts are not in
@@ -44,15 +48,19 @@ SETS = (("webqsp", "train", "webqsp"), ("cwq", "train", "cwq"), ("grailqa", "tra
         ("grailqa", "synthetic-train", "grailqa+schema"))
 
 
-def count(plans, get) -> dict:
+def count(plans, get, grail: bool = False, examples: list | None = None) -> dict:
+    """The counts of the module docstring for ``plans``; with ``grail`` (GrailQA's lines) also how the answer is
+    classed, and the questions of the plans that answer without a class in ``examples``."""
     from memq.plan.format import classed, third_walk, unjoined
-    from memq.plan.rules import TIME_ASKED
+    from memq.plan.rules import TIME_ASKED, class_lined
 
     out = dict.fromkeys(("plans", "finds", "third_walks", "second_walks", "repeated_entity_finds",
                          "repeated_variable_finds", "unjoined", "sorts_asking_no_time",
                          "sorts_asking_no_time_answering_the_key", "sorts_asking_a_time",
                          "sorts_asking_a_time_answering_the_key", "class_checked",
                          "class_checked_answering_another"), 0)
+    if grail:
+        out.update(answers_class_lined=0, answers_values=0, answers_without_class=0)
     for plan in plans:
         out["plans"] += 1
         steps, found = [], set()
@@ -81,7 +89,25 @@ def count(plans, get) -> dict:
         if held := classed(steps, get):
             out["class_checked"] += 1
             out["class_checked_answering_another"] += answer not in held
+        if grail:
+            kind = "class_lined" if answer in class_lined(steps) else "values" if values(steps, get, answer) \
+                else "without_class"
+            out[f"answers_{kind}"] += 1
+            if kind == "without_class" and examples is not None:
+                examples.append(plan.question)
     return out
+
+
+def values(steps, get, var: str) -> bool:
+    """Whether every Find step that assigns ``var`` assigns literals only, by the schema: values that no class line
+    can name."""
+    from memq.plan.neighbourhood import assigned_types
+    from memq.plan.rules import LITERAL_TYPES
+    from memq.schema import freebase_schema
+
+    types = [assigned_types(get(s.statement).statement, freebase_schema()) for s in steps
+             if s.kind == "find" and s.target == var and s.statement and get(s.statement) is not None]
+    return bool(types) and all(t and t <= LITERAL_TYPES for t in types)
 
 
 def entity_checks(plans, get, neigh, classes_only: bool = False) -> dict:
@@ -117,7 +143,7 @@ def entity_checks(plans, get, neigh, classes_only: bool = False) -> dict:
 def main() -> int:
     from memq.kg import open_kg
     from memq.memory.bank import MemoryBank
-    from memq.plan.data import load_split
+    from memq.plan.data import GRAILQA_SYNTHETIC, load_split
     from memq.plan.neighbourhood import Neighbourhood
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -130,8 +156,12 @@ def main() -> int:
         if args.datasets and dataset not in args.datasets:
             continue
         get = MemoryBank.load(ROOT / "memory_bank" / bank).get
-        plans = load_split(dataset, split)
-        results[f"{dataset} {split}"] = count(plans, get)
+        # the synthetic programs are a dataset of their own (memq.plan.data.GRAILQA_SYNTHETIC), train only
+        plans = load_split(GRAILQA_SYNTHETIC, "train") if split == "synthetic-train" else load_split(dataset, split)
+        examples = [] if dataset == "grailqa" else None
+        results[f"{dataset} {split}"] = count(plans, get, dataset == "grailqa", examples)
+        if examples:
+            results[f"{dataset} {split}"]["answers_without_class_questions"] = examples
         if dataset in ("webqsp", "cwq"):
             neigh = neigh or Neighbourhood(open_kg(str(ROOT / "data" / "kg" / "benchmark.nq.gz")))
             if dataset == "webqsp":
