@@ -48,9 +48,9 @@ SETS = (("webqsp", "train", "webqsp"), ("cwq", "train", "cwq"), ("grailqa", "tra
         ("grailqa", "synthetic-train", "grailqa+schema"))
 
 
-def count(plans, get, grail: bool = False, examples: list | None = None) -> dict:
-    """The counts of the module docstring for ``plans``; with ``grail`` (GrailQA's lines) also how the answer is
-    classed, and the questions of the plans that answer without a class in ``examples``."""
+def count(plans, get, examples: list | None = None) -> dict:
+    """The counts of the module docstring for ``plans``; given ``examples`` (GrailQA's lines), also how the answer is
+    classed, with the questions of the plans that answer without a class appended to ``examples``."""
     from memq.plan.format import classed, third_walk, unjoined
     from memq.plan.rules import TIME_ASKED, class_lined
 
@@ -59,7 +59,7 @@ def count(plans, get, grail: bool = False, examples: list | None = None) -> dict
                          "sorts_asking_no_time_answering_the_key", "sorts_asking_a_time",
                          "sorts_asking_a_time_answering_the_key", "class_checked",
                          "class_checked_answering_another"), 0)
-    if grail:
+    if examples is not None:
         out.update(answers_class_lined=0, answers_values=0, answers_without_class=0)
     for plan in plans:
         out["plans"] += 1
@@ -89,11 +89,11 @@ def count(plans, get, grail: bool = False, examples: list | None = None) -> dict
         if held := classed(steps, get):
             out["class_checked"] += 1
             out["class_checked_answering_another"] += answer not in held
-        if grail:
+        if examples is not None:
             kind = "class_lined" if answer in class_lined(steps) else "values" if values(steps, get, answer) \
                 else "without_class"
             out[f"answers_{kind}"] += 1
-            if kind == "without_class" and examples is not None:
+            if kind == "without_class":
                 examples.append(plan.question)
     return out
 
@@ -105,8 +105,8 @@ def values(steps, get, var: str) -> bool:
     from memq.plan.rules import LITERAL_TYPES
     from memq.schema import freebase_schema
 
-    types = [assigned_types(get(s.statement).statement, freebase_schema()) for s in steps
-             if s.kind == "find" and s.target == var and s.statement and get(s.statement) is not None]
+    records = [get(s.statement) for s in steps if s.kind == "find" and s.target == var and s.statement]
+    types = [assigned_types(r.statement, freebase_schema()) for r in records if r is not None]
     return bool(types) and all(t and t <= LITERAL_TYPES for t in types)
 
 
@@ -159,7 +159,7 @@ def main() -> int:
         # the synthetic programs are a dataset of their own (memq.plan.data.GRAILQA_SYNTHETIC), train only
         plans = load_split(GRAILQA_SYNTHETIC, "train") if split == "synthetic-train" else load_split(dataset, split)
         examples = [] if dataset == "grailqa" else None
-        results[f"{dataset} {split}"] = count(plans, get, dataset == "grailqa", examples)
+        results[f"{dataset} {split}"] = count(plans, get, examples)
         if examples:
             results[f"{dataset} {split}"]["answers_without_class_questions"] = examples
         if dataset in ("webqsp", "cwq"):
