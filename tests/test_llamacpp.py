@@ -384,3 +384,27 @@ def test_a_new_process_starts_from_the_saved_prompt_state(tmp_path, monkeypatch,
         assert llm.generate(prompts[:1], max_new_tokens=16) == first
     assert "sha256 does not match" in caplog.text
     assert json.loads(saved[0].read_text())["tokens"]  # saved anew from this prompt
+
+
+@pytest.mark.slow
+def test_the_calibration_s_shared_heads_get_the_log_probabilities_of_whole_passes():
+    """llama.cpp gives a token the same logits whether its pass starts at it or before it (two tokens or more: one
+    token alone runs other kernels), so a head whose start is kept from the head before it sums to the same bits."""
+    pytest.importorskip("llama_cpp")
+    from memq.llm.llamacpp import LlamaCppLLM
+    from memq.plan.calibrate import null_logprobs
+
+    lm = LlamaCppLLM("smollm2")
+    prefix = lm.prompt_ids("Question:\n?\nTopic entities: Jamaica (m.03_r3)")
+    lines = ["Find the languages spoken of the country Jamaica, assign it to ?",
+             "Find the official language of the country Jamaica, assign it to ?",
+             "Find the languages spoken of the place Jamaica, assign it to ?",
+             "Find the capital of the country Jamaica, assign it to ?", "Find every country, assign it to ?"]
+    heads = [tuple(lm.token_ids(line)) for line in lines]
+    whole = {}
+    for head in heads:
+        lm.expand(lm.prompt_ids("another question"), 1, ())  # nothing kept from the head before
+        whole[head] = float(np.sum(lm.expand(prefix + list(head), len(prefix), ())[0]))
+    decoded = lm.counters[1]
+    assert null_logprobs(heads, prefix, lm) == whole
+    assert lm.counters[1] - decoded < sum(map(len, heads))
