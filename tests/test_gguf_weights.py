@@ -17,10 +17,12 @@ def test_the_weights_setting_is_checked_by_name(monkeypatch):
     assert weights_from_env() == "f16" and LlamaCppLLM("smollm2").weights == "f16"
     monkeypatch.setenv("MEMQ_LLAMA_WEIGHTS", "shipped")
     assert LlamaCppLLM("smollm2").weights == "shipped" and LlamaCppLLM("smollm2", weights="f16").weights == "f16"
+    monkeypatch.setenv("MEMQ_LLAMA_WEIGHTS", "bf16")
+    assert weights_from_env() == "bf16" and LlamaCppLLM("smollm2").weights == "bf16"
     monkeypatch.setenv("MEMQ_LLAMA_WEIGHTS", "q4")
-    with pytest.raises(LLMError, match="MEMQ_LLAMA_WEIGHTS must be one of f16, shipped, q8_0, got 'q4'"):
+    with pytest.raises(LLMError, match="MEMQ_LLAMA_WEIGHTS must be one of f16, shipped, q8_0, bf16, got 'q4'"):
         weights_from_env()
-    with pytest.raises(LLMError, match="weights must be one of f16, shipped, q8_0, got 'int8'"):
+    with pytest.raises(LLMError, match="weights must be one of f16, shipped, q8_0, bf16, got 'int8'"):
         LlamaCppLLM("smollm2", weights="int8")
 
 
@@ -55,9 +57,48 @@ def test_q8_0_weights_are_quantised_from_the_f16_file_once_and_verified(tmp_path
     assert q8_gguf(shipped, digest) == (path, sha, 0.0)  # cached, verified
 
 
+def test_bf16_weights_are_dequantised_from_the_shipped_file_once_and_verified(tmp_path, monkeypatch):
+    pytest.importorskip("llama_cpp")
+    import gguf as gguf_lib
+
+    from memq.llm.gguf_weights import bf16_gguf
+
+    monkeypatch.setenv("MEMQ_CACHE", str(tmp_path))
+    _, shipped, digest = gguf_source("smollm2")
+    path, sha, seconds = bf16_gguf(shipped, digest)
+    types = {t.tensor_type for t in gguf_lib.GGUFReader(str(path)).tensors}
+    assert seconds > 0 and gguf_lib.GGMLQuantizationType.BF16 in types and quantised_types(path) == []
+    manifest = json.loads(path.with_suffix(".json").read_text())
+    assert manifest["source_sha256"] == digest and manifest["weights"] == "bf16" and manifest["sha256"] == sha
+    assert path.name.endswith(f"-bf16-{digest[:8]}.gguf") and bf16_gguf(shipped, digest) == (path, sha, 0.0)
+
+
 def test_unquantised_weights_are_used_as_they_are(tmp_path, monkeypatch):
     from tiny_gguf import write_base
 
     monkeypatch.setenv("MEMQ_CACHE", str(tmp_path / "cache"))
     base = write_base(tmp_path / "tiny.gguf")  # float32 tensors
     assert f16_gguf(base, "ab" * 32) == (base, "ab" * 32, 0.0)
+
+
+def test_a_dataset_s_planner_runs_on_its_own_weights_where_the_cpu_multiplies_them_unless_told(monkeypatch):
+    import memq.llm.gguf_weights as gw
+    from memq.plan.planner import DATASET_WEIGHTS, default_adapter, default_weights
+
+    monkeypatch.delenv("MEMQ_LLAMA_WEIGHTS", raising=False)
+    assert DATASET_WEIGHTS == {"grailqa": "bf16", "webqsp": "bf16"}
+    grail, webqsp, cwq = default_adapter("grailqa"), default_adapter("webqsp"), default_adapter("cwq")
+    monkeypatch.setattr(gw, "native_bf16", lambda: True)
+    assert default_weights(grail) == default_weights(webqsp) == "bf16" and default_weights(cwq) == "f16"
+    assert default_weights(grail / ".." / "planner") == "bf16"  # the same directory, however it is written
+    monkeypatch.setattr(gw, "native_bf16", lambda: False)  # widened in software: f16 stays
+    assert default_weights(grail) == "f16"
+    monkeypatch.setattr(gw, "native_bf16", lambda: True)
+    monkeypatch.setenv("MEMQ_LLAMA_WEIGHTS", "f16")  # the setting wins
+    assert default_weights(grail) == "f16"
+    monkeypatch.setenv("MEMQ_LLAMA_WEIGHTS", "q8_0")
+    assert default_weights(webqsp) == "q8_0"
+    monkeypatch.setenv("MEMQ_LLAMA_WEIGHTS", "bf17")
+    with pytest.raises(LLMError, match="got 'bf17'"):
+        default_weights(grail)
+

@@ -292,9 +292,11 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
         names = sorted(map(str, backends))
         summary["backend"] = names[0] if len(names) == 1 else names
         if "llamacpp" in names:  # which base weights it ran (memq.llm.gguf_weights)
-            from ..llm.gguf_weights import weights_from_env
+            from ..llm.llamacpp import WEIGHTS_RUN
 
-            summary["weights"] = weights_from_env()
+            ran = sorted(WEIGHTS_RUN)
+            if ran:
+                summary["weights"] = ran[0] if len(ran) == 1 else ran
     if questions_file is not None:
         summary["questions_file"] = shown_path(questions_file)
     if part is not None:

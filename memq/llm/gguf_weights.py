@@ -1,4 +1,5 @@
-"""The base weights llama.cpp runs the planner on: the shipped GGUF dequantised to f16 (default), Q8_0, or as shipped.
+"""The base weights llama.cpp runs the planner on: the shipped GGUF dequantised to f16 (default), bf16, Q8_0, or as
+shipped.
 
 The bundled Qwen2.5-Coder-0.5B GGUF is quantised. transformers dequantises it to float32 and multiplies in
 float32; llama.cpp multiplies quantised weights by activations it rounds to 8 bits as well, so the two backends'
@@ -6,12 +7,15 @@ log-probabilities differ by a few hundredths of a nat and greedy plans part wher
 200 WebQSP dev plans identical). On f16 weights llama.cpp keeps activations in f16 and the plans agree
 (``benchmarks/backend_parity.py``; docs/backends.md), at the price of a larger file and slower tokens.
 
-``$MEMQ_LLAMA_WEIGHTS`` chooses: ``f16`` (default), ``q8_0`` (the f16 weights quantised to 8 bits: about a
-quarter faster a token on the CPU, and not the same plans, docs/backends.md) or ``shipped``. The file is written
+``$MEMQ_LLAMA_WEIGHTS`` chooses (unset: ``memq.plan.planner.default_weights``, bf16 for GrailQA's and WebQSP's
+planners where the CPU multiplies it, else f16): ``f16``, ``bf16`` (the shipped weights dequantised to bfloat16:
+on a CPU with AVX512-BF16 a fifth to a third faster a pass of 8 tokens or more, where llama.cpp rounds the
+activations to bfloat16 too, so not quite the same plans, docs/backends.md), ``q8_0`` (the f16 weights quantised
+to 8 bits: about a quarter faster a token on the CPU, and not the same plans) or ``shipped``. The file is written
 once by llama.cpp's own quantizer (``llama_model_quantize`` with ``allow_requantize``: every tensor dequantised,
-then stored as f16, or Q8_0 from the f16 file) into ``$MEMQ_CACHE/gguf/<name>-<f16|q8_0>-<sha8>.gguf``, with a
-manifest holding the source's and its own sha256; a file that does not match its manifest is rebuilt (a warning
-says why), never used. For ``f16``, a GGUF whose weights are already f32 or f16 is used as it is.
+then stored as f16 or bf16, or Q8_0 from the f16 file) into ``$MEMQ_CACHE/gguf/<name>-<kind>-<sha8>.gguf``,
+with a manifest holding the source's and its own sha256; a file that does not match its manifest is rebuilt (a
+warning says why), never used. For ``f16``, a GGUF whose weights are already f32 or f16 is used as it is.
 """
 
 from __future__ import annotations
@@ -28,17 +32,29 @@ from .base import LLMError, cache_root, memo_sha256
 
 logger = logging.getLogger(__name__)
 
-WEIGHTS = ("f16", "shipped", "q8_0")
+WEIGHTS = ("f16", "shipped", "q8_0", "bf16")
 _PARAMS_LOCK = threading.Lock()
 DEFAULT_WEIGHTS = "f16"
 
 
-def weights_from_env() -> str:
-    """``$MEMQ_LLAMA_WEIGHTS`` (default ``f16``); any other value is refused by name."""
-    value = os.environ.get("MEMQ_LLAMA_WEIGHTS", DEFAULT_WEIGHTS).strip() or DEFAULT_WEIGHTS
+def weights_from_env(preferred: str | None = None) -> str:
+    """``$MEMQ_LLAMA_WEIGHTS``; unset, ``preferred`` (a planner's own choice, ``memq.plan.planner.default_weights``)
+    or else ``f16``. A value not in :data:`WEIGHTS` is refused by name."""
+    value = os.environ.get("MEMQ_LLAMA_WEIGHTS", "").strip() or preferred or DEFAULT_WEIGHTS
     if value not in WEIGHTS:
         raise LLMError(f"MEMQ_LLAMA_WEIGHTS must be one of {', '.join(WEIGHTS)}, got {value!r}")
     return value
+
+
+def native_bf16() -> bool:
+    """Whether this build of llama.cpp multiplies bf16 weights with the CPU's own bf16 instructions
+    (``AVX512_BF16 = 1`` in ``llama_print_system_info``); elsewhere bf16 weights are widened in software and may
+    plan slower than f16. False when llama.cpp is not importable."""
+    try:
+        import llama_cpp
+    except ImportError:
+        return False
+    return "AVX512_BF16 = 1" in llama_cpp.llama_print_system_info().decode(errors="replace")
 
 
 def quantised_types(gguf: Path) -> list[str]:
@@ -82,6 +98,12 @@ def f16_gguf(gguf: Path, digest: str) -> tuple[Path, str, float]:
     return _requantised(gguf, digest, "f16")
 
 
+def bf16_gguf(gguf: Path, digest: str) -> tuple[Path, str, float]:
+    """``(path, sha256, seconds spent building)`` of ``gguf`` with its weights in bf16, dequantised from the shipped
+    file itself (one rounding, as for f16); also from a GGUF whose weights are not quantised."""
+    return _requantised(gguf, digest, "bf16", always=True)
+
+
 def q8_gguf(gguf: Path, digest: str) -> tuple[Path, str, float]:
     """``(path, sha256, seconds spent building)`` of ``gguf`` with its weights in Q8_0, quantised from the f16 file
     (:func:`f16_gguf`), so the shipped file's coarser types are not kept."""
@@ -93,8 +115,8 @@ def q8_gguf(gguf: Path, digest: str) -> tuple[Path, str, float]:
 def _requantised(gguf: Path, digest: str, kind: str, *, name: str | None = None,
                  always: bool = False) -> tuple[Path, str, float]:
     """``gguf`` (sha256 ``digest``) written once by llama.cpp's quantizer with ``kind`` weights (``f16``: every
-    tensor dequantised first; ``q8_0``), cached with a manifest and verified; with ``always`` false, a file whose
-    weights are not quantised is used as it is."""
+    tensor dequantised first; ``bf16`` likewise; ``q8_0``), cached with a manifest and verified; with ``always``
+    false, a file whose weights are not quantised is used as it is."""
     target = cache_root() / "gguf" / f"{name or gguf.stem}-{kind}-{digest[:8]}.gguf"
     manifest_path = target.with_suffix(".json")
     try:
@@ -118,7 +140,8 @@ def _requantised(gguf: Path, digest: str, kind: str, *, name: str | None = None,
         return gguf, digest, 0.0
     import llama_cpp
 
-    ftype = {"f16": llama_cpp.LLAMA_FTYPE_MOSTLY_F16, "q8_0": llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0}[kind]
+    ftype = {"f16": llama_cpp.LLAMA_FTYPE_MOSTLY_F16, "bf16": llama_cpp.LLAMA_FTYPE_MOSTLY_BF16,
+             "q8_0": llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0}[kind]
     logger.warning("writing %s with %s weights for llama.cpp in %s (%s; once, about 10 s)",
                    gguf.name, kind, target, reason)
     start = time.perf_counter()

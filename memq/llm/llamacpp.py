@@ -14,8 +14,8 @@ Greedy decoding takes the argmax of llama.cpp's logits and stops, as
 transformers does, at the model's EOS id, at ``max_new_tokens``, or once a stop
 string appears (the text is then cut at its first occurrence).
 
-The base GGUF's weights are dequantised once to f16 (:mod:`memq.llm.gguf_weights`;
-``$MEMQ_LLAMA_WEIGHTS=q8_0`` quantises them to 8 bits, ``shipped`` runs them as shipped); a peft LoRA adapter is
+The base GGUF's weights are dequantised once to f16 or bf16 (:mod:`memq.llm.gguf_weights`; ``q8_0`` quantises
+them to 8 bits, ``shipped`` runs them as shipped); a peft LoRA adapter is
 converted once to a GGUF LoRA adapter (:mod:`memq.llm.lora_gguf`) that llama.cpp
 applies at run time. Greedy decoding may check drafted tokens in the same forward pass
 (:meth:`LlamaCppLLM.draft_from`, :mod:`memq.llm.draft`: the fine-tuned planner drafts from its training plans);
@@ -43,7 +43,7 @@ from ..files import atomic_path
 from .base import LLMError, cache_root, chat_text, check_generate_args, cut_at_stop, gguf_source
 from .chat_tokenizer import open_tokenizer
 from .draft import MAX_TEXTS, NgramDrafter
-from .gguf_weights import WEIGHTS, f16_gguf, no_repacking, q8_gguf, weights_from_env
+from .gguf_weights import WEIGHTS, bf16_gguf, f16_gguf, no_repacking, q8_gguf, weights_from_env
 from .kv_state import Runner, log_softmax_at, state_dir
 from .parallel import check_parallel, generate_texts
 from .threads import ThreadGovernor, usable_cpus
@@ -88,6 +88,7 @@ def tokenizer_dir(name: str, gguf: Path, digest: str) -> tuple[Path, float]:
 
 _LOCK = threading.Lock()
 _LOADED: dict[tuple, Runner] = {}
+WEIGHTS_RUN: set[str] = set()  # the base weights models loaded in this process run on (evaluation summaries)
 _NATIVE = logging.getLogger(__name__ + ".native")
 _LOG_CALLBACK = None  # kept alive while llama.cpp may call it
 
@@ -143,11 +144,11 @@ class LlamaCppLLM:
     """A GGUF model (+ a peft LoRA adapter) run by llama.cpp; greedy, one prompt at a time unless ``parallel``.
 
     ``model``: ``"qwen2.5-coder-0.5b"``, ``"smollm2"`` or a ``.gguf`` file; ``adapter``: a peft LoRA
-    directory. ``weights``: ``f16`` (the shipped weights dequantised once, :mod:`memq.llm.gguf_weights`) or
-    ``shipped``; default ``$MEMQ_LLAMA_WEIGHTS``, else ``f16``. ``threads``: a fixed count, default
-    ``$MEMQ_LLAMA_THREADS``; when neither is given the count is *governed* (:mod:`memq.llm.threads`): every CPU
-    while other processes leave them idle, fewer when they do. ``batch_size`` is only how many prompts a batched
-    caller hands over at once.
+    directory. ``weights``: ``f16`` (the shipped weights dequantised once, :mod:`memq.llm.gguf_weights`),
+    ``bf16``, ``q8_0`` or ``shipped``; default ``$MEMQ_LLAMA_WEIGHTS``, else ``f16``. ``threads``: a fixed
+    count, default ``$MEMQ_LLAMA_THREADS``; when neither is given the count is *governed*
+    (:mod:`memq.llm.threads`): every CPU while other processes leave them idle, fewer when they do.
+    ``batch_size`` is only how many prompts a batched caller hands over at once.
     ``parallel`` > 1 or ``require`` (strings each answer must hold before it may end): :meth:`generate` decodes
     the prompts together (:mod:`memq.llm.parallel`; no drafts). ``calls`` counts prompts answered, ``tokens`` tokens.
     """
@@ -256,10 +257,12 @@ class LlamaCppLLM:
         tok = open_tokenizer(tok_dir)  # transformers' tokenizer and chat template, without importing transformers
         if self.weights != "shipped":  # the adapter and the tokenizer are the shipped file's; only the weights change
             _route_native_logs()  # the quantizer's per-tensor lines go to logging, not the terminal
-            gguf, digest, seconds = (f16_gguf if self.weights == "f16" else q8_gguf)(gguf, digest)
+            made = {"f16": f16_gguf, "bf16": bf16_gguf, "q8_0": q8_gguf}[self.weights]
+            gguf, digest, seconds = made(gguf, digest)
             if seconds:
                 prepared.append((f"base GGUF with {self.weights} weights ({gguf.name})", seconds))
         self._loaded = Loaded(self._runner(gguf, digest, adapter_path), tok, gguf, adapter_path, prepared, tok_dir.name)
+        WEIGHTS_RUN.add(self.weights)
         self._build_drafter()
         return self._loaded
 
@@ -415,8 +418,9 @@ def _env_threads() -> int | None:
 
 
 def make_llm(backend: str, model: str, *, adapter: str | None = None, device: str = "cpu", batch_size: int = 8,
-             system: str | None = None, threads: int | None = None, parallel: int = 1):
-    """``(llm, fallback)``: a LlamaCppLLM for ``backend="llamacpp"``, a LocalLLM for ``"transformers"``.
+             system: str | None = None, threads: int | None = None, parallel: int = 1, weights: str | None = None):
+    """``(llm, fallback)``: a LlamaCppLLM for ``backend="llamacpp"`` (on ``weights``, default
+    ``$MEMQ_LLAMA_WEIGHTS``), a LocalLLM for ``"transformers"``.
 
     When llama.cpp cannot run ``model`` here (llama-cpp-python not importable, a device other than the CPU,
     a model that is not a GGUF file), the LocalLLM comes back with ``fallback`` saying why; else it is None."""
@@ -434,7 +438,7 @@ def make_llm(backend: str, model: str, *, adapter: str | None = None, device: st
             why = unavailable()
         if why is None:
             return LlamaCppLLM(model, adapter=adapter, batch_size=batch_size, system=system, threads=threads,
-                               parallel=parallel), None
+                               parallel=parallel, weights=weights), None
         note = f"backend llamacpp -> transformers: {why}"
         logger.warning(note)
     return LocalLLM(model, device=device, adapter=adapter, batch_size=batch_size, system=system), note

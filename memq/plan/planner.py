@@ -23,8 +23,8 @@ from .base import DEFAULT_BACKEND, BatchPlanner, Entities, Planner, check_backen
 from .format import parse_plan
 from .prompt import entity_names, planner_prompt
 
-__all__ = ["BatchPlanner", "Entities", "FineTunedPlanner", "Planner", "ScriptedPlanner", "default_adapter",
-           "make_planner", "read_manifest"]
+__all__ = ["DATASET_WEIGHTS", "BatchPlanner", "Entities", "FineTunedPlanner", "Planner", "ScriptedPlanner",
+           "default_adapter", "default_weights", "make_planner", "read_manifest"]
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ class FineTunedPlanner(BatchPlanner):
                     raise MemQError(f"adapter {self.adapter} was trained on base sha256 {want[:12]}..., "
                                     f"but {self.base!r} has {have[:12]}...")
                 self._llm, note = make_llm(self.backend, self.base, adapter=str(self.adapter), device=self.device,
-                                           batch_size=self.batch_size)
+                                           batch_size=self.batch_size, weights=default_weights(self.adapter))
             if note:
                 self.fallbacks.append(note)
             if hasattr(self._llm, "draft_from"):  # llama.cpp: speculative greedy decoding, same plans
@@ -139,6 +139,22 @@ class ScriptedPlanner:
 
 
 REPO_ADAPTER = Path(__file__).resolve().parents[2] / "memory_bank" / "{dataset}" / "planner"
+
+
+# the committed planner of a dataset runs on these base weights unless $MEMQ_LLAMA_WEIGHTS says otherwise, where
+# they planned as f16 does on that dataset's dev and llama.cpp multiplies them natively (docs/backends.md, "bf16")
+DATASET_WEIGHTS = {"grailqa": "bf16", "webqsp": "bf16"}
+
+
+def default_weights(adapter: str | Path) -> str:
+    """The base weights llama.cpp runs the planner ``adapter`` on: ``$MEMQ_LLAMA_WEIGHTS``; else
+    :data:`DATASET_WEIGHTS`' choice when ``adapter`` is that dataset's committed planner (bf16 only where
+    :func:`memq.llm.gguf_weights.native_bf16`); else f16."""
+    from memq.llm.gguf_weights import native_bf16, weights_from_env
+
+    own = next((w for d, w in DATASET_WEIGHTS.items()
+                if Path(str(REPO_ADAPTER).format(dataset=d)).resolve() == Path(adapter).resolve()), None)
+    return weights_from_env(own if own != "bf16" or native_bf16() else None)
 
 
 def default_adapter(dataset: str = "webqsp") -> Path:
