@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     from memq.llm.gguf_weights import WEIGHTS, native_bf16
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--weights", nargs="+", default=["f16", "bf16", "q8_0"], choices=[w for w in WEIGHTS if w])
+    ap.add_argument("--weights", nargs="+", default=["f16", "bf16", "q8_0"], choices=WEIGHTS)
     ap.add_argument("--adapter", default=str(ROOT / "memory_bank" / "grailqa" / "planner"))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=5)
