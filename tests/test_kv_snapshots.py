@@ -4,8 +4,10 @@ starts from that branch's saved KV state, evaluates only the tokens after it, an
 from __future__ import annotations
 
 import ctypes
+import threading
 import zlib
 from collections import OrderedDict
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -140,17 +142,14 @@ def test_llama_cpp_answers_a_branch_gone_back_to_from_its_kept_state(monkeypatch
     assert np.allclose(rows["16"], rows["0"], atol=0.02) and rows["16"].argmax() == rows["0"].argmax()
 
 
-class RunnerLM:
-    """LlamaCppLLM.expand's log-probabilities over a Runner (the line model the calibration calls)."""
+def _line_model(runner: Runner):
+    """A LlamaCppLLM whose loaded model is ``runner`` (nothing loads): its own expand, the calibration's line model."""
+    from memq.llm.llamacpp import LlamaCppLLM, Loaded
 
-    def __init__(self, runner: Runner) -> None:
-        self.runner = runner
-
-    def expand(self, ids, first, children):
-        from memq.llm.kv_state import log_softmax_at
-
-        rows = self.runner.logits(ids, first)
-        return log_softmax_at(rows[:-1], ids[first:]), np.zeros(0)
+    runner.lock = threading.Lock()
+    lm = LlamaCppLLM("smollm2")
+    lm._loaded = Loaded(runner, None, Path("fake.gguf"), None)
+    return lm
 
 
 def test_the_calibration_evaluates_a_head_s_shared_start_once_and_sums_the_same():
@@ -161,13 +160,14 @@ def test_the_calibration_evaluates_a_head_s_shared_start_once_and_sums_the_same(
     # four statement heads as the first step offers them: two share "Find the place of", one repeats
     heads = [(7, 8, 9, 10, 11), (7, 8, 12, 13), (7, 8, 9, 10, 14, 15), (7, 8, 12, 13)]
     alone = _runner(0, FakeLlama())
+    lm = _line_model(alone)
     expected = {}
     for head in heads:  # each head in a pass of its own after the prompt, as before
         alone.logits(list(range(1, 9)), 8)  # another request in between: nothing is shared by chance
-        expected[head] = float(np.sum(RunnerLM(alone).expand(prompt + list(head), len(prompt), ())[0]))
+        expected[head] = float(np.sum(lm.expand(prompt + list(head), len(prompt), ())[0]))
     shared = _runner(0, FakeLlama())
     cost = SearchCost()
-    assert null_logprobs(heads, prompt, RunnerLM(shared), cost) == expected  # bit for bit
+    assert null_logprobs(heads, prompt, _line_model(shared), cost) == expected  # bit for bit
     # in sorted order (9 10 11 | 9 10 14 15 | 12 13) a head evaluates what it does not share with the one before
     # it, and the shared part's last token again for the row after it: 5, then 10 14 15, then 8 12 13; a pass of
     # its own would evaluate the prompt's last token and the whole head (6 + 7 + 5)
