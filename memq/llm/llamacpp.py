@@ -88,7 +88,6 @@ def tokenizer_dir(name: str, gguf: Path, digest: str) -> tuple[Path, float]:
 
 _LOCK = threading.Lock()
 _LOADED: dict[tuple, Runner] = {}
-WEIGHTS_RUN: set[str] = set()  # the base weights models loaded in this process run on (evaluation summaries)
 _NATIVE = logging.getLogger(__name__ + ".native")
 _LOG_CALLBACK = None  # kept alive while llama.cpp may call it
 
@@ -262,7 +261,6 @@ class LlamaCppLLM:
             if seconds:
                 prepared.append((f"base GGUF with {self.weights} weights ({gguf.name})", seconds))
         self._loaded = Loaded(self._runner(gguf, digest, adapter_path), tok, gguf, adapter_path, prepared, tok_dir.name)
-        WEIGHTS_RUN.add(self.weights)
         self._build_drafter()
         return self._loaded
 
