@@ -9,7 +9,8 @@ on first use), each with its dataset's memory bank for the statements' relations
   (:func:`memq.plan.format.third_walk`; the grounded planner does not offer them), and ``second_walks``, steps that
   take the edge of the step before them once more, which it does offer;
 - ``repeated_entity_finds``: Find steps of a statement the plan already found from the same given entity (not
-  offered), and ``repeated_variable_finds``, the same from a ?variable (offered but for GrailQA);
+  offered), ``repeated_variable_finds``, the same from a ?variable, and ``repeated_variable_finds_unchecked``, those
+  of them whose first Find's target no Make sure step before them holds to a value (neither offered);
 - ``unjoined``: plans whose answer some other ?variable is not joined with (:func:`memq.plan.format.unjoined`; no
   plan ends so);
 - ``sorts_asking_no_time``: plans that sort, of questions that ask for no time (:data:`memq.plan.rules.TIME_ASKED`),
@@ -55,7 +56,7 @@ def count(plans, get, examples: list | None = None) -> dict:
     from memq.plan.rules import TIME_ASKED, class_lined
 
     out = dict.fromkeys(("plans", "finds", "third_walks", "second_walks", "repeated_entity_finds",
-                         "repeated_variable_finds", "unjoined", "sorts_asking_no_time",
+                         "repeated_variable_finds", "repeated_variable_finds_unchecked", "unjoined", "sorts_asking_no_time",
                          "sorts_asking_no_time_answering_the_key", "sorts_asking_a_time",
                          "sorts_asking_a_time_answering_the_key", "class_checked",
                          "class_checked_answering_another"), 0)
@@ -78,6 +79,11 @@ def count(plans, get, examples: list | None = None) -> dict:
                 if (statement_id, step.source) in found:
                     key = "repeated_variable_finds" if (step.source or "?").startswith("?") else "repeated_entity_finds"
                     out[key] += 1
+                    if key == "repeated_variable_finds":  # was what the first Find found held to a value?
+                        first = next(s.target for s in steps
+                                     if s.kind == "find" and (s.statement, s.source) == (statement_id, step.source))
+                        held = {s.target for s in steps if s.kind == "check" and s.relation is None}
+                        out["repeated_variable_finds_unchecked"] += first not in held
                 found.add((statement_id, step.source))
             steps.append(step)
         answer = next((s.target for s in steps if s.kind == "answer"), None)

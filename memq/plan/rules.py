@@ -70,11 +70,17 @@ class LineRules:
         """What no Find line after ``h`` may find again: GrailQA's 2,298 train plans never find a statement twice
         from one node, nor one of the same text (two statements may render alike: "the ships built of the ship
         builder ?x0"), so with GrailQA's lines each (statement, node) and each text ``h`` found; no WebQSP or CWQ train
-        plan finds a statement twice from a given entity (9 of CWQ's 26,747 do from a ?variable), so for them each
-        (statement, given entity) ``h`` found."""
+        plan finds a statement twice from a given entity, so for them each (statement, given entity) ``h`` found. From a
+        ?variable, 9 of CWQ's 26,747 do, and each only after checking what the first Find found ("Find the genre of the
+        book ?x, assign it to ?genre. Make sure ?genre is Children's literature. Find the genre of the book ?x, assign
+        it to ?genre2. Make sure ?genre2 is Fantasy."), so for them also each (statement, ?variable) whose first Find's
+        target no Make sure step of ``h`` holds to a value (``repeated_variable_finds_unchecked``, 0 in every train
+        set): a search whose check was refused used to find the same notable types again and again."""
         if self.classes is not None:
             return {k for s in h.steps if s.kind == "find" for k in ((s.statement, s.source), s.relation)}
-        return {(s.statement, s.source) for s in h.steps if s.kind == "find" and not (s.source or "?").startswith("?")}
+        checked = {s.target for s in h.steps if s.kind == "check" and s.relation is None}
+        return {(s.statement, s.source) for s in h.steps
+                if s.kind == "find" and (not (s.source or "?").startswith("?") or s.target not in checked)}
 
     def found_again(self, found: set, statement_id: str, source: str) -> bool:
         """Whether a Find line of ``statement_id`` from ``source`` finds what :meth:`found_before` holds: then it is
