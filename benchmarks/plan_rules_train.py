@@ -53,7 +53,7 @@ def count(plans, get, examples: list | None = None) -> dict:
     """The counts of the module docstring for ``plans``; given ``examples`` (GrailQA's lines), also how the answer is
     classed, with the questions of the plans that answer without a class appended to ``examples``."""
     from memq.plan.format import classed, third_walk, unjoined
-    from memq.plan.rules import TIME_ASKED, class_lined
+    from memq.plan.rules import TIME_ASKED, class_lined, held_to_values
 
     out = dict.fromkeys(("plans", "finds", "third_walks", "second_walks", "repeated_entity_finds",
                          "repeated_variable_finds", "repeated_variable_finds_unchecked", "unjoined", "sorts_asking_no_time",
@@ -64,7 +64,7 @@ def count(plans, get, examples: list | None = None) -> dict:
         out.update(answers_class_lined=0, answers_values=0, answers_without_class=0)
     for plan in plans:
         out["plans"] += 1
-        steps, found = [], set()
+        steps, found = [], {}  # (statement, source) -> what its first Find assigned
         for step, statement_id in zip(plan.steps, plan.statement_ids, strict=True):
             step = replace(step, statement=statement_id)
             record = get(statement_id) if statement_id else None
@@ -80,11 +80,9 @@ def count(plans, get, examples: list | None = None) -> dict:
                     key = "repeated_variable_finds" if (step.source or "?").startswith("?") else "repeated_entity_finds"
                     out[key] += 1
                     if key == "repeated_variable_finds":  # was what the first Find found held to a value?
-                        first = next(s.target for s in steps
-                                     if s.kind == "find" and (s.statement, s.source) == (statement_id, step.source))
-                        held = {s.target for s in steps if s.kind == "check" and s.relation is None}
-                        out["repeated_variable_finds_unchecked"] += first not in held
-                found.add((statement_id, step.source))
+                        out["repeated_variable_finds_unchecked"] += found[statement_id, step.source] \
+                            not in held_to_values(steps)
+                found.setdefault((statement_id, step.source), step.target)
             steps.append(step)
         answer = next((s.target for s in steps if s.kind == "answer"), None)
         out["unjoined"] += bool(answer and unjoined(steps, answer))

@@ -291,12 +291,9 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
     if backends:  # the planner's LLM backend(s) for the questions planned in this run
         names = sorted(map(str, backends))
         summary["backend"] = names[0] if len(names) == 1 else names
-        if "llamacpp" in names:  # which base weights its model ran (memq.llm.gguf_weights)
-            free = pipeline.planner
-            while getattr(free, "free", None) is not None:  # a grounded or hybrid planner's model is its free one's
-                free = free.free
-            if weights := getattr(getattr(free, "llm", None), "weights", None):
-                summary["weights"] = weights
+        # which base weights its model ran (memq.llm.gguf_weights); a grounded or hybrid planner's llm is its free one's
+        if "llamacpp" in names and (weights := getattr(getattr(pipeline.planner, "llm", None), "weights", None)):
+            summary["weights"] = weights
     if questions_file is not None:
         summary["questions_file"] = shown_path(questions_file)
     if part is not None:

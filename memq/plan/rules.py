@@ -23,7 +23,7 @@ from .format import classed, third_walk, unjoined
 from .lines import Hyp
 from .neighbourhood import Neighbourhood, assigned_types, assigns_cvt
 
-__all__ = ["LITERAL_TYPES", "NAME_ASKED", "TIME_ASKED", "LineRules", "class_lined"]
+__all__ = ["LITERAL_TYPES", "NAME_ASKED", "TIME_ASKED", "LineRules", "class_lined", "held_to_values"]
 
 # Freebase's value types: a relation with one of these ranges holds literals (type.type, type.object and the
 # other type.* ranges hold nodes)
@@ -36,6 +36,12 @@ NAME_ASKED = re.compile(r"\b(?:names?|named|call|called|stands? for)\b", re.I)
 # WebQSP's 34 sorting plans of such questions, "when was the last time iran invaded another country?"; none of its 61
 # others, none of CWQ's 1,818 sorting plans; benchmarks/plan_rules_train.py, sorts_asking_*)
 TIME_ASKED = re.compile(r"\bwhen\b|\b(?:what|which) (?:year|date|day|time|month)\b|\bhow long\b", re.I)
+
+
+def held_to_values(steps) -> set[str]:
+    """The ?variables a Make sure step of ``steps`` holds to a value itself ("Make sure ?genre is Fantasy.", any
+    comparison; not a check of a relation of it, "Make sure the start date of ?y ...")."""
+    return {st.target for st in steps if st.kind == "check" and st.relation is None}
 
 
 def class_lined(steps) -> set[str]:
@@ -78,7 +84,7 @@ class LineRules:
         set): a search whose check was refused used to find the same notable types again and again."""
         if self.classes is not None:
             return {k for s in h.steps if s.kind == "find" for k in ((s.statement, s.source), s.relation)}
-        checked = {s.target for s in h.steps if s.kind == "check" and s.relation is None}
+        checked = held_to_values(h.steps)
         return {(s.statement, s.source) for s in h.steps
                 if s.kind == "find" and (not (s.source or "?").startswith("?") or s.target not in checked)}
 
