@@ -340,6 +340,39 @@ def test_a_number_check_matches_numbers_freebase_keeps_as_text(tmp_path):
     assert not any("self-repair" in f for f in got.trace.fallbacks)
 
 
+def test_a_check_of_a_relation_no_filter_statement_expresses_finds_the_relation_and_checks_its_value(tmp_path):
+    from memq.plan.format import parse_plan
+    from memq.types import Statement
+
+    # "Make sure the gender of ?y is Male." with no filter statement in memory was checked by rule as ?y = Male,
+    # which no parent passes: self-repair dropped it, and the mother's date of death was answered too.
+    people = [("m.0dad", "Male", '"1991-01-01"'), ("m.0mum", "Female", '"2003-05-05"')]
+    kg_text = (f"<{FB}m.05zppz> {NAME} \"Male\"@en .\n<{FB}m.02zsn> {NAME} \"Female\"@en .\n"
+               f"<{FB}m.0cooper> {NAME} \"Bradley Cooper\"@en .\n") + "".join(
+        f"<{FB}m.0cooper> <{FB}x.person.parents> <{FB}{p}> .\n<{FB}{p}> {NAME} \"{p}\"@en .\n"
+        f"<{FB}{p}> <{FB}x.person.date_of_death> {d} .\n"
+        f"<{FB}{p}> <{FB}x.person.gender> <{FB}{'m.05zppz' if g == 'Male' else 'm.02zsn'}> .\n" for p, g, d in people)
+    pipe = _bank([(Statement(f"{r}00000000000"[:12], "1", f"?entity1 ns:x.person.{r} ?entity2 .",
+                             (f"x.person.{r}",), ("q",)), f"?entity2 is the {r.replace('_', ' ')} of ?entity1")
+                  for r in ("parents", "date_of_death", "gender")], tmp_path, kg_text)
+    text = ("Find the parents of Bradley Cooper, assign it to ?y.\nFind the date of death of ?y, assign it to ?x.\n"
+            "Make sure the {} of ?y is Male.\nFinally the answer is ?x.")
+    plan = parse_plan(text.format("gender"), ["Bradley Cooper"])
+    got = pipe.answer("when did bradley cooper's dad die?", {"m.0cooper": "Bradley Cooper"}, plan=plan)
+    assert [m for m, _ in got.answers] == ["1991-01-01"]
+    assert "step 3: no filter statement recalled; the relation is found (gender000000) and its value checked" \
+        in got.trace.fallbacks
+    assert not any("self-repair" in f for f in got.trace.fallbacks)
+    assert [r.statement.id for r in got.recalled] == ["parents00000", "date_of_deat", "gender000000"]
+
+    # a relation that binds nowhere from ?y is checked by rule as before, and self-repair drops the check
+    plan = parse_plan(text.format("parents"), ["Bradley Cooper"])
+    got = pipe.answer("when did bradley cooper's dad die?", {"m.0cooper": "Bradley Cooper"}, plan=plan)
+    assert sorted(m for m, _ in got.answers) == ["1991-01-01", "2003-05-05"]
+    assert "step 3: the checked relation binds with 0 of 1 recalled statements; checked by rule" in got.trace.fallbacks
+    assert "self-repair: dropped the last 1 Make sure step(s)" in got.trace.fallbacks
+
+
 def test_tied_filter_statements_prefer_freebase_commons(tmp_path):
     from memq.decompose import decompose_query
     from memq.plan.format import parse_plan

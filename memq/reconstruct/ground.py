@@ -37,6 +37,9 @@ class StepChoice:
     candidates: list[Recalled] = field(default_factory=list)  # everything recalled, best first
     filter_statement: Recalled | None = None
     tied: list[Recalled] = field(default_factory=list)  # tied statements that bound too, not kept
+    # a check of a relation that no filter statement expresses: the Find of the relation it reads (``kept`` holds
+    # that Find's statements), whose value the check compares (:func:`relation_find`)
+    relation_find: PlanStep | None = None
 
 
 def recall_steps(bank, plan: Plan, config: RecallConfig, trace: Trace) -> list[StepChoice]:
@@ -83,10 +86,29 @@ def recall_steps(bank, plan: Plan, config: RecallConfig, trace: Trace) -> list[S
                 if tied > 1:
                     trace.fallbacks.append(f"step {i + 1}: {tied} tied filter statements; kept "
                                            f"{choice.filter_statement.statement.id} ({TIE_ORDER})")
+            elif (find := relation_find(step, i)) is not None \
+                    and (found := recall_step(bank, find, i, config, ("1", "2")))[0]:
+                choice.relation_find, choice.kept, choice.candidates = find, found[0], found[1]
+                trace.fallbacks.append(f"step {i + 1}: no filter statement recalled; the relation is found "
+                                       f"({', '.join(r.statement.id for r in found[0])}) and its value checked")
             else:
                 trace.fallbacks.append(f"step {i + 1}: no filter statement recalled; checked by rule")
         choices.append(choice)
     return choices
+
+
+def relation_find(step: PlanStep, index: int) -> PlanStep | None:
+    """The Find a check of a relation reads, when no filter statement expresses it: "Make sure the gender of the
+    deceased person ?y is Male." finds the gender of ?y (``?checked_<step>``), which the check then holds to Male,
+    as the train plans write it ("Find the gender of ?y, assign it to ?gender. Make sure ?gender is Male.",
+    :mod:`memq.plan.derive`). Checked by rule instead, the check compared ?y itself with Male and found nothing.
+    Only for ``=`` and ``!=`` of a checked ?variable: a date or number compared so keeps the rule's reading."""
+    if step.op not in ("=", "!=") or not step.relation or not (step.target or "").startswith("?") \
+            or not step.value:
+        return None
+    target = f"?checked_{index + 1}"
+    return PlanStep("find", f"Find {step.relation}, assign it to {target}.", source=step.target,
+                    relation=step.relation, target=target)
 
 
 def _chosen(bank, step: PlanStep, index: int, candidates: list[Recalled], trace: Trace) -> Recalled | None:
@@ -164,16 +186,7 @@ def _ground_once(choices: list[StepChoice], rec: Reconstructor, select: Select, 
     for c in choices:
         if c.step.kind == "find" and c.kept:
             target = rec.var(c.step.target)
-            grounded = []
-            for r in c.kept:
-                try:
-                    alt = rec.find(c.step, r.statement)
-                except ReconstructionError:
-                    continue
-                probe = draft.copy()
-                probe.add_alternatives([alt])
-                if target is not None and select(probe.probe(target), target):
-                    grounded.append(r)
+            grounded = [r for r in c.kept if _binds(draft, rec, c.step, r, target, select)]
             if len(grounded) > 1 and is_tie(c.kept):
                 best = min(grounded, key=lambda r: preferred(r.statement))
                 trace.fallbacks.append(f"step {c.index + 1}: {len(grounded)} tied statements bind; kept "
@@ -186,8 +199,36 @@ def _ground_once(choices: list[StepChoice], rec: Reconstructor, select: Select, 
             elif not grounded:
                 trace.fallbacks.append(f"step {c.index + 1}: no recalled statement binds in the KG; kept all")
                 unbound.append(c.index)
+        elif c.relation_find is not None and c.kept:
+            target = rec.var(c.relation_find.target)
+            bound = [r for r in c.kept if _binds(draft, rec, c.relation_find, r, target, select)]
+            if len(bound) < len(c.kept):
+                trace.fallbacks.append(f"step {c.index + 1}: the checked relation binds with {len(bound)} of "
+                                       f"{len(c.kept)} recalled statements" + ("" if bound else "; checked by rule"))
+            c.kept = bound
         apply_step(draft, c, rec, trace, skip=False)
     return unbound
+
+
+def _binds(draft: Draft, rec: Reconstructor, step: PlanStep, r: Recalled, target: Var | None, select: Select) -> bool:
+    """Whether ``r``'s statement, read for the find ``step``, binds ``target`` after ``draft``."""
+    try:
+        alt = rec.find(step, r.statement)
+    except ReconstructionError:
+        return False
+    probe = draft.copy()
+    probe.add_alternatives([alt])
+    return target is not None and bool(select(probe.probe(target), target))
+
+
+def _instantiated(rec: Reconstructor, step: PlanStep, r: Recalled, index: int, trace: Trace | None):
+    """``r``'s statement read for the find ``step`` (:meth:`Reconstructor.find`); None (traced) when it cannot be."""
+    try:
+        return rec.find(step, r.statement)
+    except ReconstructionError as exc:
+        if trace is not None:
+            trace.fallbacks.append(f"step {index + 1}: statement {r.statement.id} skipped: {exc}")
+        return None
 
 
 def apply_step(draft: Draft, c: StepChoice, rec: Reconstructor, trace: Trace | None, skip: bool) -> None:
@@ -195,14 +236,15 @@ def apply_step(draft: Draft, c: StepChoice, rec: Reconstructor, trace: Trace | N
     (unless ``skip``), a sort's ORDER BY/LIMIT. What cannot be added is traced (when ``trace`` is given)."""
     step = c.step
     if step.kind == "find":
-        alts = []
-        for r in c.kept:
-            try:
-                alts.append(rec.find(step, r.statement))
-            except ReconstructionError as exc:
-                if trace is not None:
-                    trace.fallbacks.append(f"step {c.index + 1}: statement {r.statement.id} skipped: {exc}")
-        draft.add_alternatives(alts)
+        draft.add_alternatives([g for r in c.kept if (g := _instantiated(rec, step, r, c.index, trace)) is not None])
+    elif step.kind == "check" and not skip and c.relation_find is not None and c.kept:
+        find = c.relation_find
+        draft.add_alternatives([g for r in c.kept if (g := _instantiated(rec, find, r, c.index, trace)) is not None])
+        try:
+            draft.filters.append(rec.check(replace(step, relation=None, target=find.target)))
+        except ReconstructionError as exc:
+            if trace is not None:
+                trace.fallbacks.append(f"step {c.index + 1}: check dropped: {exc}")
     elif step.kind == "check" and not skip:
         try:
             draft.filters.append(rec.check(step, c.filter_statement.statement if c.filter_statement else None))
