@@ -20,13 +20,13 @@ from pathlib import Path
 ROWS = (
     # the memq run that answered beside the ablation (the fine-tuned planner's plans, re-scored)
     ("WebQSP test", "memq, fine-tuned planner", "webqsp_test_finetuned.json", "run"),
-    ("WebQSP test", "memq, the same planner choosing grounded lines (CPU)", "webqsp_test_relation_checks.json", "run"),
+    ("WebQSP test", "memq, the same planner choosing grounded lines (CPU)", "webqsp_test_coverage_again.json", "run"),
     ("WebQSP test", "direct SPARQL (w/o PE, QRM)", "webqsp_test_finetuned.json", "ablation"),
     ("WebQSP test", "oracle plans", "webqsp_test_oracle.json", "run"),
     ("CWQ test", "memq, fine-tuned planner (0.42 epoch, H100)", "cwq_test_finetuned.json", "run"),
     ("CWQ test", "memq, hybrid: the same planner, grounded where its plan finds nothing", "cwq_test_hybrid.json", "run"),
     ("CWQ test", "memq, fine-tuned planner, 0.90 epoch (default; first 1,000)", "cwq_test1000_finetuned.json", "run"),
-    ("CWQ test", "memq, hybrid with it (default; first 1,000)", "cwq_test1000_relation_checks.json", "run"),
+    ("CWQ test", "memq, hybrid with it (default; first 1,000)", "cwq_test1000_coverage_again.json", "run"),
     ("CWQ test", "memq, few-shot planner (first 96)", "cwq_test_fewshot96.json", "run"),
     ("CWQ test", "direct SPARQL (w/o PE, QRM; 100 CPU steps; first 96)", "cwq_test_fewshot96.json", "ablation"),
     ("CWQ test", "oracle plans", "cwq_test_oracle.json", "run"),

@@ -279,6 +279,18 @@ def test_a_failing_endpoint_falls_back_and_the_note_names_it(bank):
     assert plan.steps[0].text.startswith("Find the languages spoken")
 
 
+def test_when_coverage_leaves_no_plan_to_end_the_question_is_planned_again_without_it(kg, bank):
+    # "Other" is in no triple, so no line names it and every Finally line is costed; at 1000 nats a Finally line
+    # never beats the lines the model does not like, and the steps run out. Before, free generation planned.
+    short = "Find the sibling of the siblings of the person Justin Bieber, assign it to ?x.\nFinally the answer is ?x."
+    other = {**BIEBER, "m.0zz9": "Other"}
+    plan = planner(kg, bank, short, coverage=1000.0, beam=1, lines=1, max_steps=2).plan(
+        "which sibling does justin bieber have next to other?", other)
+    assert plan.raw == short and not plan.cost.get("free_generation")
+    assert plan.notes == ["entity coverage: no plan that ends names every topic entity; planned again without it"]
+    assert plan.beam[0].score > -1000.0  # scored without coverage
+
+
 def test_entity_coverage_costs_a_plan_that_names_no_step_of_a_topic_entity(kg, bank):
     """Training plans name every topic entity; with ``coverage`` a Finally line loses that many nats for each
     topic entity the plan leaves out, so a plan that names them all can overtake a shorter one that does not."""

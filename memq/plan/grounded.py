@@ -411,8 +411,8 @@ class GroundedPlanner(CandidateLines):
             plan = self._search(question, entities, lm, neigh, cost, optional, unprompted, stage, cover, False, avoid)
             plan.notes.append(KEY_RULES[held[0]])
             return plan
-        if not complete and cfg.coverage and len(covered) > 1 and self.classes is not None:
-            # GrailQA's lines name an entity only where the KG has it, so coverage may leave no plan to end
+        if not complete and cfg.coverage and len(covered) > 1:
+            # a line names an entity only where the KG has it there, so coverage may leave no plan to end
             plan = self._search(question, entities, lm, neigh, cost, optional, unprompted, "off", False, keys, avoid)
             plan.notes.append("entity coverage: no plan that ends names every topic entity; planned again without it")
             return plan
@@ -423,10 +423,7 @@ class GroundedPlanner(CandidateLines):
                               f"searched again without {'that first line' if len(taken) == 1 else 'those first lines'}")
             return plan
         if not complete:
-            why = "the beam ended with no complete plan"
-            if cfg.coverage and len(covered) > 1:
-                why += f" (entity coverage: {cfg.coverage:g} nats off each Finally line per topic entity left out)"
-            return self._free(question, entities, why)
+            return self._free(question, entities, "the beam ended with no complete plan")
         complete = complete[:beam]
         best = complete[0]
         plan = Plan(steps=list(best.steps), raw="\n".join(best.lines))
