@@ -131,3 +131,49 @@ def test_bad_base_and_missing_files_are_named(tmp_path):
     (adapter / "adapter_model.safetensors").unlink()
     with pytest.raises(LLMError, match="has no adapter_model.safetensors"):
         adapter_gguf(adapter, tmp_path / "gpt2.gguf", "b" * 64)
+
+
+def test_the_adapter_merged_into_the_base_weights_once_cached_and_verified(tmp_path, monkeypatch):
+    import gguf
+
+    from memq.files import sha256_file
+    from memq.llm.lora_gguf import lora_from_env, merged_gguf
+
+    monkeypatch.setenv("MEMQ_CACHE", str(tmp_path / "cache"))
+    base = write_base(tmp_path / "base.gguf")
+    adapter, tensors = write_adapter(tmp_path / "planner", r=2, alpha=8)
+    convert(adapter, base, tmp_path / "a.gguf")
+    path, sha, seconds = merged_gguf(base, sha256_file(base), tmp_path / "a.gguf", "planner")
+    assert seconds > 0 and sha == sha256_file(path)
+    fields, got = read(path)
+    base_fields, base_tensors = read(base)
+    assert fields == base_fields and got.keys() == base_tensors.keys()  # every field and tensor copied
+    for b in range(N_BLOCK):
+        for module, name in GGUF_NAMES.items():
+            delta = tensors[f"base_model.model.model.layers.{b}.{module}.lora_B.weight"] * (8 / 2) @ \
+                tensors[f"base_model.model.model.layers.{b}.{module}.lora_A.weight"]
+            if name in ("attn_q", "attn_k"):  # llama's q/k rows, as the adapter's lora_b holds them
+                delta = permute_rows(delta, N_HEAD if name == "attn_q" else N_HEAD_KV)
+            np.testing.assert_allclose(got[f"blk.{b}.{name}.weight"], delta, rtol=1e-6, atol=1e-6)  # the base is 0
+    assert merged_gguf(base, sha256_file(base), tmp_path / "a.gguf", "planner") == (path, sha, 0.0)  # cached
+    path.write_bytes(path.read_bytes()[:-4] + b"\0\0\0\1")  # a changed file is rebuilt, never used
+    again = merged_gguf(base, sha256_file(base), tmp_path / "a.gguf", "planner")
+    assert again[0] == path and again[1] == sha and again[2] > 0
+
+    quantised = tmp_path / "q.gguf"  # a quantised base is refused by name
+    w = gguf.GGUFWriter(str(quantised), "llama")
+    for t, value in base_tensors.items():
+        w.add_tensor(t, gguf.quants.quantize(np.zeros((value.shape[0], 32), np.float32), gguf.GGMLQuantizationType.Q8_0),
+                     raw_shape=(value.shape[0], 34), raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    with pytest.raises(LLMError, match="is Q8_0; a LoRA adapter is merged into F32, F16, BF16 weights only"):
+        merged_gguf(quantised, sha256_file(quantised), tmp_path / "a.gguf", "planner")
+
+    monkeypatch.setenv("MEMQ_LLAMA_LORA", "fused")
+    with pytest.raises(LLMError, match="MEMQ_LLAMA_LORA must be one of runtime, merged, got 'fused'"):
+        lora_from_env()
+    monkeypatch.delenv("MEMQ_LLAMA_LORA")
+    assert lora_from_env() == "runtime"

@@ -294,6 +294,8 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
         # which base weights its model ran (memq.llm.gguf_weights); a grounded or hybrid planner's llm is its free one's
         if "llamacpp" in names and (weights := getattr(getattr(pipeline.planner, "llm", None), "weights", None)):
             summary["weights"] = weights
+            if getattr(pipeline.planner.llm, "lora", "runtime") != "runtime":
+                summary["lora"] = pipeline.planner.llm.lora
     if questions_file is not None:
         summary["questions_file"] = shown_path(questions_file)
     if part is not None:

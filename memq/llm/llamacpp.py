@@ -15,14 +15,12 @@ transformers does, at the model's EOS id, at ``max_new_tokens``, or once a stop
 string appears (the text is then cut at its first occurrence).
 
 The base GGUF's weights are dequantised once to f16 or bf16 (:mod:`memq.llm.gguf_weights`; ``q8_0`` quantises
-them to 8 bits, ``shipped`` runs them as shipped); a peft LoRA adapter is
-converted once to a GGUF LoRA adapter (:mod:`memq.llm.lora_gguf`) that llama.cpp
-applies at run time. Greedy decoding may check drafted tokens in the same forward pass
-(:meth:`LlamaCppLLM.draft_from`, :mod:`memq.llm.draft`: the fine-tuned planner drafts from its training plans);
-the text is the same, the passes fewer. Models load on first use and are shared per process by
-(GGUF, adapter GGUF, threads, context size). The KV cache keeps the last
-prompt, so prompts that share a prefix (the planner's instructions) only
-evaluate what differs.
+them to 8 bits, ``shipped`` runs them as shipped); a peft LoRA adapter is converted once to a GGUF LoRA adapter
+(:mod:`memq.llm.lora_gguf`) that llama.cpp applies at run time, or (``lora="merged"``) adds into a copy of the
+weights once. Greedy decoding may check drafted tokens in the same forward pass (:meth:`LlamaCppLLM.draft_from`,
+:mod:`memq.llm.draft`: the fine-tuned planner drafts from its training plans); the text is the same, the passes
+fewer. Models load on first use and are shared per process by (GGUF, adapter GGUF, threads, context size). The KV
+cache keeps the last prompt, so prompts that share a prefix (the planner's instructions) only evaluate what differs.
 """
 
 from __future__ import annotations
@@ -45,6 +43,7 @@ from .chat_tokenizer import open_tokenizer
 from .draft import MAX_TEXTS, NgramDrafter
 from .gguf_weights import WEIGHTS, bf16_gguf, f16_gguf, no_repacking, q8_gguf, weights_from_env
 from .kv_state import Runner, log_softmax_at, state_dir
+from .lora_gguf import LORA_MODES, adapter_gguf, lora_from_env, merged_gguf
 from .parallel import check_parallel, generate_texts
 from .threads import ThreadGovernor, usable_cpus
 
@@ -147,6 +146,7 @@ class LlamaCppLLM:
     ``bf16``, ``q8_0`` or ``shipped``; default ``$MEMQ_LLAMA_WEIGHTS``, else ``f16``. ``threads``: a fixed
     count, default ``$MEMQ_LLAMA_THREADS``; when neither is given the count is *governed*
     (:mod:`memq.llm.threads`): every CPU while other processes leave them idle, fewer when they do.
+    ``lora``: ``runtime`` or ``merged`` (:func:`memq.llm.lora_gguf.merged_gguf`), default ``$MEMQ_LLAMA_LORA``.
     ``batch_size`` is only how many prompts a batched caller hands over at once.
     ``parallel`` > 1 or ``require`` (strings each answer must hold before it may end): :meth:`generate` decodes
     the prompts together (:mod:`memq.llm.parallel`; no drafts). ``calls`` counts prompts answered, ``tokens`` tokens.
@@ -156,7 +156,7 @@ class LlamaCppLLM:
 
     def __init__(self, model: str = "qwen2.5-coder-0.5b", adapter: str | Path | None = None, batch_size: int = 8,
                  system: str | None = None, threads: int | None = None, n_ctx: int = 4096,
-                 weights: str | None = None, parallel: int = 1) -> None:
+                 weights: str | None = None, parallel: int = 1, lora: str | None = None) -> None:
         if not isinstance(model, str) or not model:
             raise LLMError(f"model must be a non-empty str, got {model!r}")
         if batch_size < 1:
@@ -168,7 +168,10 @@ class LlamaCppLLM:
         check_parallel(parallel)
         if weights is not None and weights not in WEIGHTS:
             raise LLMError(f"weights must be one of {', '.join(WEIGHTS)}, got {weights!r}")
+        if lora is not None and lora not in LORA_MODES:
+            raise LLMError(f"lora must be one of {', '.join(LORA_MODES)}, got {lora!r}")
         self.weights = weights or weights_from_env()
+        self.lora = lora or lora_from_env()  # runtime: added by llama.cpp each pass; merged: into the weights once
         self.model = model
         self.adapter = str(adapter) if adapter is not None else None
         self.batch_size = batch_size
@@ -244,8 +247,6 @@ class LlamaCppLLM:
             prepared.append((f"base GGUF {gguf.name} (assembled or hashed once)", time.perf_counter() - t0))
         adapter_path = None
         if self.adapter is not None:
-            from .lora_gguf import adapter_gguf
-
             built = adapter_gguf(self.adapter, gguf, digest)
             adapter_path = built.path
             if built.built:
@@ -260,6 +261,11 @@ class LlamaCppLLM:
             gguf, digest, seconds = made(gguf, digest)
             if seconds:
                 prepared.append((f"base GGUF with {self.weights} weights ({gguf.name})", seconds))
+        if adapter_path is not None and self.lora == "merged":
+            gguf, digest, seconds = merged_gguf(gguf, digest, adapter_path, Path(self.adapter).name)
+            adapter_path = None
+            if seconds:
+                prepared.append((f"base GGUF with the adapter merged in ({gguf.name})", seconds))
         self._loaded = Loaded(self._runner(gguf, digest, adapter_path), tok, gguf, adapter_path, prepared, tok_dir.name)
         self._build_drafter()
         return self._loaded
@@ -416,9 +422,10 @@ def _env_threads() -> int | None:
 
 
 def make_llm(backend: str, model: str, *, adapter: str | None = None, device: str = "cpu", batch_size: int = 8,
-             system: str | None = None, threads: int | None = None, parallel: int = 1, weights: str | None = None):
-    """``(llm, fallback)``: a LlamaCppLLM for ``backend="llamacpp"`` (on ``weights``, default
-    ``$MEMQ_LLAMA_WEIGHTS``), a LocalLLM for ``"transformers"``.
+             system: str | None = None, threads: int | None = None, parallel: int = 1, weights: str | None = None,
+             lora: str | None = None):
+    """``(llm, fallback)``: a LlamaCppLLM for ``backend="llamacpp"`` (``weights`` and ``lora`` default to
+    ``$MEMQ_LLAMA_WEIGHTS`` and ``$MEMQ_LLAMA_LORA``), a LocalLLM for ``"transformers"``.
 
     When llama.cpp cannot run ``model`` here (llama-cpp-python not importable, a device other than the CPU,
     a model that is not a GGUF file), the LocalLLM comes back with ``fallback`` saying why; else it is None."""
@@ -436,7 +443,7 @@ def make_llm(backend: str, model: str, *, adapter: str | None = None, device: st
             why = unavailable()
         if why is None:
             return LlamaCppLLM(model, adapter=adapter, batch_size=batch_size, system=system, threads=threads,
-                               parallel=parallel, weights=weights), None
+                               parallel=parallel, weights=weights, lora=lora), None
         note = f"backend llamacpp -> transformers: {why}"
         logger.warning(note)
     return LocalLLM(model, device=device, adapter=adapter, batch_size=batch_size, system=system), note

@@ -23,8 +23,8 @@ from .base import DEFAULT_BACKEND, BatchPlanner, Entities, Planner, check_backen
 from .format import parse_plan
 from .prompt import entity_names, planner_prompt
 
-__all__ = ["DATASET_WEIGHTS", "BatchPlanner", "Entities", "FineTunedPlanner", "Planner", "ScriptedPlanner",
-           "default_adapter", "default_weights", "make_planner", "read_manifest"]
+__all__ = ["DATASET_LORA", "DATASET_WEIGHTS", "BatchPlanner", "Entities", "FineTunedPlanner", "Planner",
+           "ScriptedPlanner", "default_adapter", "default_lora", "default_weights", "make_planner", "read_manifest"]
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +82,8 @@ class FineTunedPlanner(BatchPlanner):
                     raise MemQError(f"adapter {self.adapter} was trained on base sha256 {want[:12]}..., "
                                     f"but {self.base!r} has {have[:12]}...")
                 self._llm, note = make_llm(self.backend, self.base, adapter=str(self.adapter), device=self.device,
-                                           batch_size=self.batch_size, weights=default_weights(self.adapter))
+                                           batch_size=self.batch_size, weights=default_weights(self.adapter),
+                                           lora=default_lora(self.adapter))
             if note:
                 self.fallbacks.append(note)
             if hasattr(self._llm, "draft_from"):  # llama.cpp: speculative greedy decoding, same plans
@@ -155,6 +156,22 @@ def default_weights(adapter: str | Path) -> str:
     own = next((w for d, w in DATASET_WEIGHTS.items()
                 if Path(str(REPO_ADAPTER).format(dataset=d)).resolve() == Path(adapter).resolve()), None)
     return weights_from_env(own if own != "bf16" or native_bf16() else None)
+
+
+# the committed planner of a dataset runs with its adapter merged into the base weights (memq.llm.lora_gguf) unless
+# $MEMQ_LLAMA_LORA says otherwise, where that planned as the runtime adapter does on dev (docs/backends.md)
+DATASET_LORA = {"webqsp": "merged"}
+
+
+def default_lora(adapter: str | Path) -> str:
+    """How llama.cpp applies the planner ``adapter``: ``$MEMQ_LLAMA_LORA``; else :data:`DATASET_LORA`'s choice when
+    ``adapter`` is that dataset's committed planner and its weights (:func:`default_weights`) are f16 or bf16, which
+    an adapter can be added into; else ``runtime``."""
+    from memq.llm.lora_gguf import lora_from_env
+
+    own = next((w for d, w in DATASET_LORA.items()
+                if Path(str(REPO_ADAPTER).format(dataset=d)).resolve() == Path(adapter).resolve()), None)
+    return lora_from_env(own if default_weights(adapter) in ("f16", "bf16") else None)
 
 
 def default_adapter(dataset: str = "webqsp") -> Path:
