@@ -81,9 +81,10 @@ class FineTunedPlanner(BatchPlanner):
                 if want and have != want:
                     raise MemQError(f"adapter {self.adapter} was trained on base sha256 {want[:12]}..., "
                                     f"but {self.base!r} has {have[:12]}...")
+                weights = default_weights(self.adapter)
                 self._llm, note = make_llm(self.backend, self.base, adapter=str(self.adapter), device=self.device,
-                                           batch_size=self.batch_size, weights=default_weights(self.adapter),
-                                           lora=default_lora(self.adapter))
+                                           batch_size=self.batch_size, weights=weights,
+                                           lora=default_lora(self.adapter, weights))
             if note:
                 self.fallbacks.append(note)
             if hasattr(self._llm, "draft_from"):  # llama.cpp: speculative greedy decoding, same plans
@@ -147,14 +148,19 @@ REPO_ADAPTER = Path(__file__).resolve().parents[2] / "memory_bank" / "{dataset}"
 DATASET_WEIGHTS = {"grailqa": "bf16", "webqsp": "bf16"}
 
 
+def _committed(adapter: str | Path, choices: dict[str, str]) -> str | None:
+    """``choices``' value for the dataset whose committed planner ``adapter`` is (however the path is written)."""
+    return next((w for d, w in choices.items()
+                 if Path(str(REPO_ADAPTER).format(dataset=d)).resolve() == Path(adapter).resolve()), None)
+
+
 def default_weights(adapter: str | Path) -> str:
     """The base weights llama.cpp runs the planner ``adapter`` on: ``$MEMQ_LLAMA_WEIGHTS``; else
     :data:`DATASET_WEIGHTS`' choice when ``adapter`` is that dataset's committed planner (bf16 only where
     :func:`memq.llm.gguf_weights.native_bf16`); else f16."""
     from memq.llm.gguf_weights import native_bf16, weights_from_env
 
-    own = next((w for d, w in DATASET_WEIGHTS.items()
-                if Path(str(REPO_ADAPTER).format(dataset=d)).resolve() == Path(adapter).resolve()), None)
+    own = _committed(adapter, DATASET_WEIGHTS)
     return weights_from_env(own if own != "bf16" or native_bf16() else None)
 
 
@@ -163,15 +169,14 @@ def default_weights(adapter: str | Path) -> str:
 DATASET_LORA = {"webqsp": "merged"}
 
 
-def default_lora(adapter: str | Path) -> str:
+def default_lora(adapter: str | Path, weights: str | None = None) -> str:
     """How llama.cpp applies the planner ``adapter``: ``$MEMQ_LLAMA_LORA``; else :data:`DATASET_LORA`'s choice when
-    ``adapter`` is that dataset's committed planner and its weights (:func:`default_weights`) are f16 or bf16, which
-    an adapter can be added into; else ``runtime``."""
+    ``adapter`` is that dataset's committed planner and its ``weights`` (default :func:`default_weights`) are f16 or
+    bf16, which an adapter can be added into; else ``runtime``."""
     from memq.llm.lora_gguf import lora_from_env
 
-    own = next((w for d, w in DATASET_LORA.items()
-                if Path(str(REPO_ADAPTER).format(dataset=d)).resolve() == Path(adapter).resolve()), None)
-    return lora_from_env(own if default_weights(adapter) in ("f16", "bf16") else None)
+    weights = weights or default_weights(adapter)
+    return lora_from_env(_committed(adapter, DATASET_LORA) if weights in ("f16", "bf16") else None)
 
 
 def default_adapter(dataset: str = "webqsp") -> Path:

@@ -212,9 +212,7 @@ def _ground_once(choices: list[StepChoice], rec: Reconstructor, select: Select, 
 
 def _binds(draft: Draft, rec: Reconstructor, step: PlanStep, r: Recalled, target: Var | None, select: Select) -> bool:
     """Whether ``r``'s statement, read for the find ``step``, binds ``target`` after ``draft``."""
-    try:
-        alt = rec.find(step, r.statement)
-    except ReconstructionError:
+    if (alt := _instantiated(rec, step, r, 0, None)) is None:
         return False
     probe = draft.copy()
     probe.add_alternatives([alt])
