@@ -28,7 +28,7 @@ from .kg import open_kg
 from .link.constraints import known_optional, linked_entities
 from .link.linker import LinkConfig
 from .link.resolve import check_names, check_question, known_entities, needs_linking, validate
-from .plan.base import BACKENDS, DEFAULT_BACKEND
+from .plan.base import BACKENDS, DEFAULT_BACKEND, RESCUED
 from .plan.format import needs_entity
 from .plan.grounded import GroundedConfig
 from .recall import RecallConfig
@@ -379,8 +379,7 @@ class Pipeline:
         grounded = free.rescue
         trace.llm_calls += grounded.cost.get("llm_calls", 0)
         trace.cost["rescue"] = dict(grounded.cost)
-        trace.fallbacks.append("hybrid: free generation's plan found nothing (self-repair included); "
-                               "the grounded planner planned again")
+        trace.fallbacks.append(RESCUED)
         trace.fallbacks.extend(f"planner: {note}" for note in grounded.notes)
         if grounded.cost.get("free_generation"):
             trace.fallbacks.append("hybrid: the grounded planner fell back to free generation; "

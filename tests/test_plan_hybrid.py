@@ -198,3 +198,19 @@ def test_a_rescue_answers_as_far_from_the_entities_as_the_free_plan(kg, bank):  
         with pytest.raises(MemQError, match=f"least_hops must be an int >= 0 .*got {bad!r}"):
             p.plan(QUESTION, BIEBER, least_hops=bad)
     assert GroundedConfig().rescue_hops
+
+
+def test_a_saved_hybrid_record_gives_its_rescue_s_notes_to_the_rescue_even_when_the_rescue_is_planned_again():
+    """A hybrid record's trace lists the free plan's notes, then RESCUED, then the rescue's (memq.pipeline). Read
+    back, each plan gets its own notes; with the rescue taken out to be planned again, the free plan does not take
+    the old rescue's notes (which the new rescue would then repeat beside its own)."""
+    from memq.plan.base import RESCUED
+
+    record = {"id": "q1", "planner": "hybrid", "plan_raw": PET,
+              "fallbacks": ["planner: generated constant 'Dog'", RESCUED, "planner: pass budget: 61 forward passes",
+                            "step 1: planner's statement kept"],
+              "rescue": {"plan_raw": SIBLING, "plan_beam": [[SIBLING, -1.0]]}}
+    plan, _ = saved_plan(record, BIEBER)
+    assert plan.notes == ["generated constant 'Dog'"] and plan.rescue.notes == ["pass budget: 61 forward passes"]
+    again, _ = saved_plan({k: v for k, v in record.items() if k != "rescue"}, BIEBER)
+    assert again.notes == ["generated constant 'Dog'"] and again.rescue is None

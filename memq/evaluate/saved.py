@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import MemQError, PlanParseError
+from ..plan.base import RESCUED
 from ..types import BeamPlan, Plan, PlanStep
 
 __all__ = ["hybrid_records", "load_records", "plan_record", "rescue_record", "saved_plan"]
@@ -109,20 +110,28 @@ def saved_plan(record: dict, entities: dict[str, str]) -> tuple[Plan | MemQError
     plan.beam = beam
     if beam and beam[0].steps:
         plan.steps = list(beam[0].steps)  # the planner's own steps, with the statements it chose
-    # what the planner noted (a fallback to free generation, a generated constant) stays in the trace
-    plan.notes = [f.removeprefix("planner: ") for f in record.get("fallbacks") or () if f.startswith("planner: ")]
+    # what the planner noted (a fallback to free generation, a generated constant) stays in the trace; a hybrid
+    # record's notes after RESCUED are its rescue's, so a record whose rescue is taken out to be planned again
+    # does not hand the old rescue's notes to the free plan
+    fallbacks = list(record.get("fallbacks") or ())
+    cut = fallbacks.index(RESCUED) if RESCUED in fallbacks else len(fallbacks)
+    plan.notes = _planner_notes(fallbacks[:cut])
     if record.get("plan_cost"):
         plan.cost = {**record["plan_cost"], "plan_from": "saved"}
     if record.get("rescue"):
         if not isinstance(record["rescue"], dict):
             return PlanParseError(f"the saved rescue of {record['id']} is not a record: {record['rescue']!r:.80}"), \
                 seconds
-        rescue, _ = saved_plan({**record["rescue"], "id": record["id"]}, entities)
+        rescue, _ = saved_plan({"fallbacks": fallbacks[cut + 1:], **record["rescue"], "id": record["id"]}, entities)
         if isinstance(rescue, Exception):
             return rescue, seconds
         plan.rescue = rescue
         plan.notes = [n for n in plan.notes if n not in rescue.notes]
     return plan, seconds
+
+
+def _planner_notes(fallbacks: list[str]) -> list[str]:
+    return [f.removeprefix("planner: ") for f in fallbacks if f.startswith("planner: ")]
 
 
 def rescue_record(grounded: dict) -> dict:
