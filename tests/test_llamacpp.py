@@ -224,6 +224,24 @@ def test_a_memory_bank_brings_its_own_planner_to_ask_serve_and_answer(tmp_path):
     assert dataset == "webqsp" and adapter.parts[-3:] == ("memory_bank", "webqsp", "planner")
 
 
+def test_loaded_models_are_closed_at_exit_parallel_contexts_first(monkeypatch):
+    """llama_cpp's own finalizers fail once the interpreter tears its modules down (a traceback at every exit), so
+    memq frees what it loaded in an atexit hook: the describer's parallel contexts, then each model."""
+    from types import SimpleNamespace
+
+    from memq.llm import llamacpp, parallel
+
+    closed = []
+    decoder = SimpleNamespace(close=lambda: closed.append("context"))
+    runner = SimpleNamespace(llama=SimpleNamespace(close=lambda: closed.append("model")))
+    monkeypatch.setattr(parallel, "_DECODERS", {("k",): decoder})
+    monkeypatch.setattr(llamacpp, "_LOADED", {("k",): runner})
+    llamacpp.close_models()
+    assert closed == ["context", "model"] and not parallel._DECODERS and not llamacpp._LOADED
+    llamacpp.close_models()  # nothing left: nothing done twice
+    assert closed == ["context", "model"]
+
+
 # --------------------------------------------------------------------------- slow: the real runtime, SmolLM2
 # SmolLM2-135M is a 4-bit file and llama.cpp also rounds activations to 8 bits, so the two backends' log-probabilities
 # differ by a few hundredths of a nat per token, and greedy text can part where the tiny model is unsure. The tests
@@ -408,3 +426,16 @@ def test_the_calibration_s_shared_heads_get_the_log_probabilities_of_whole_passe
     decoded = lm.counters[1]
     assert null_logprobs(heads, prefix, lm) == whole
     assert lm.counters[1] - decoded < sum(map(len, heads))
+
+
+@pytest.mark.slow
+def test_a_script_that_loaded_a_model_exits_without_a_traceback():
+    import subprocess
+    import sys
+
+    pytest.importorskip("llama_cpp")
+    script = ("from memq.llm.llamacpp import LlamaCppLLM\n"
+              "print(LlamaCppLLM('smollm2', n_ctx=512).generate(['Say hi.'], max_new_tokens=2))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr

@@ -25,6 +25,7 @@ cache keeps the last prompt, so prompts that share a prefix (the planner's instr
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
@@ -45,7 +46,7 @@ from .gguf_weights import WEIGHTS, bf16_gguf, f16_gguf, no_repacking, q8_gguf, w
 from .kv_state import Runner, log_softmax_at, state_dir
 from .lora_gguf import LORA_MODES, adapter_gguf, lora_from_env, merged_gguf
 from .parallel import check_parallel, generate_texts
-from .threads import ThreadGovernor, usable_cpus
+from .threads import ThreadGovernor, default_threads, env_threads
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +87,7 @@ def tokenizer_dir(name: str, gguf: Path, digest: str) -> tuple[Path, float]:
 
 
 _LOCK = threading.Lock()
-_LOADED: dict[tuple, Runner] = {}
+_LOADED: dict[tuple, Runner] = {}  # closed at exit (close_models)
 _NATIVE = logging.getLogger(__name__ + ".native")
 _LOG_CALLBACK = None  # kept alive while llama.cpp may call it
 
@@ -127,17 +128,6 @@ class Loaded:
     tokenizer_key: str = ""  # changes with the tokenizer (its cache directory's name: model name and sha256)
 
 
-def default_threads() -> int:
-    """``$MEMQ_LLAMA_THREADS`` when set, else one thread fewer than the CPUs, at least one: the count a context
-    that is not governed (the describer's parallel decoding) runs on, and where a governed one starts.
-
-    ggml's threads meet at spin barriers after every operation: when another process takes a core, a
-    thread that loses it stalls the others, and on 2 busy cores a token took 5-7 s with 2 threads against
-    75 ms with 1 (measured on one machine). One core left free keeps a shared machine's worst case close to its
-    best; :mod:`memq.llm.threads` takes that core back while no other process wants it."""
-    return _env_threads() or max(1, usable_cpus() - 1)
-
-
 class LlamaCppLLM:
     """A GGUF model (+ a peft LoRA adapter) run by llama.cpp; greedy, one prompt at a time unless ``parallel``.
 
@@ -176,7 +166,7 @@ class LlamaCppLLM:
         self.adapter = str(adapter) if adapter is not None else None
         self.batch_size = batch_size
         self.system = system
-        self.governed = threads is None and _env_threads() is None
+        self.governed = threads is None and env_threads() is None
         self.threads = threads or default_threads()  # fixed, or where a governed count starts
         self.n_ctx, self.parallel = n_ctx, parallel
         self.calls = 0
@@ -411,14 +401,22 @@ class LlamaCppLLM:
         return new, lps
 
 
-def _env_threads() -> int | None:
-    """``$MEMQ_LLAMA_THREADS`` as a thread count (None when unset); a value that is not a positive int is refused."""
-    value = os.environ.get("MEMQ_LLAMA_THREADS")
-    if not value:
-        return None
-    if not value.isdigit() or int(value) < 1:
-        raise LLMError(f"MEMQ_LLAMA_THREADS must be a positive integer, got {value!r}")
-    return int(value)
+@atexit.register
+def close_models() -> None:
+    """Free every loaded model and its contexts (the describer's parallel ones first) while llama_cpp can: left to
+    its own finalizers at interpreter exit, each printed a traceback (``'NoneType' object is not callable``)."""
+    from . import parallel
+
+    with parallel._LOCK:
+        decoders = list(parallel._DECODERS.values())
+        parallel._DECODERS.clear()
+    for decoder in decoders:
+        decoder.close()
+    with _LOCK:
+        runners = list(_LOADED.values())
+        _LOADED.clear()
+    for runner in runners:
+        runner.llama.close()
 
 
 def make_llm(backend: str, model: str, *, adapter: str | None = None, device: str = "cpu", batch_size: int = 8,

@@ -82,6 +82,10 @@ class ParallelDecoder:
         self.decoded = 0  # tokens evaluated by them
 
     def __del__(self) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Free the batch and the context (once; also at garbage collection)."""
         lib = getattr(self, "lib", None)
         batch, self.batch = getattr(self, "batch", None), None
         ctx, self.ctx = getattr(self, "ctx", None), None

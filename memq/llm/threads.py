@@ -25,6 +25,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .base import LLMError
+
 TAKEN = 0.25  # a core counts as taken when other processes used more than this share of it
 INTERVAL = 0.5  # seconds between looks
 
@@ -185,3 +187,24 @@ def note_threads(plan, lm, before: dict[int, int]) -> None:
     if fewer:
         plan.notes.append(f"llama.cpp ran {fewer} of {sum(used.values())} passes on fewer threads than the "
                           f"{governor.cpus} CPUs: {governor.describe()}")
+
+
+def env_threads() -> int | None:
+    """``$MEMQ_LLAMA_THREADS`` as a thread count (None when unset); a value that is not a positive int is refused."""
+    value = os.environ.get("MEMQ_LLAMA_THREADS")
+    if not value:
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise LLMError(f"MEMQ_LLAMA_THREADS must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def default_threads() -> int:
+    """``$MEMQ_LLAMA_THREADS`` when set, else one thread fewer than the CPUs, at least one: the count a context
+    that is not governed (the describer's parallel decoding) runs on, and where a governed one starts.
+
+    ggml's threads meet at spin barriers after every operation: when another process takes a core, a
+    thread that loses it stalls the others, and on 2 busy cores a token took 5-7 s with 2 threads against
+    75 ms with 1 (measured on one machine). One core left free keeps a shared machine's worst case close to its
+    best; :mod:`memq.llm.threads` takes that core back while no other process wants it."""
+    return env_threads() or max(1, usable_cpus() - 1)
