@@ -133,6 +133,29 @@ def test_bad_base_and_missing_files_are_named(tmp_path):
         adapter_gguf(adapter, tmp_path / "gpt2.gguf", "b" * 64)
 
 
+def test_a_merge_that_fails_while_writing_closes_its_file_and_leaves_nothing(tmp_path, monkeypatch):
+    import gguf
+
+    from memq.files import sha256_file
+    from memq.llm.lora_gguf import merged_gguf
+
+    monkeypatch.setenv("MEMQ_CACHE", str(tmp_path / "cache"))
+    base = write_base(tmp_path / "base.gguf")
+    adapter, _ = write_adapter(tmp_path / "planner")
+    convert(adapter, base, tmp_path / "a.gguf")
+    opened = []
+
+    def fail(self, *args, **kwargs):
+        opened.append(self)
+        raise OSError("disk full (test)")
+
+    monkeypatch.setattr(gguf.GGUFWriter, "write_tensors_to_file", fail)
+    with pytest.raises(OSError, match="disk full"):
+        merged_gguf(base, sha256_file(base), tmp_path / "a.gguf", "planner")
+    assert opened and opened[0].fout is None  # closed, though the write failed
+    assert not [p for p in (tmp_path / "cache" / "gguf").rglob("*") if p.is_file()]  # no partial file, no manifest
+
+
 def test_the_adapter_merged_into_the_base_weights_once_cached_and_verified(tmp_path, monkeypatch):
     import gguf
 

@@ -334,8 +334,10 @@ def _write_merged(base_gguf: Path, adapter_gguf: Path, out: Path) -> int:
         writer.add_tensor(t.name, data, raw_shape=data.shape, raw_dtype=t.tensor_type)
     if delta:
         raise LLMError(f"{adapter_gguf.name} adapts {sorted(delta)[:3]}, which {base_gguf.name} does not hold")
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+    try:
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_tensors_to_file()
+    finally:  # the file is closed before the caller removes it, whatever failed
+        writer.close()
     return merged
