@@ -227,17 +227,21 @@ def test_a_memory_bank_brings_its_own_planner_to_ask_serve_and_answer(tmp_path):
 def test_loaded_models_are_closed_at_exit_parallel_contexts_first(monkeypatch):
     """llama_cpp's own finalizers fail once the interpreter tears its modules down (a traceback at every exit), so
     memq frees what it loaded in an atexit hook: the describer's parallel contexts, then each model."""
+    import threading
     from types import SimpleNamespace
 
     from memq.llm import llamacpp, parallel
 
     closed = []
-    decoder = SimpleNamespace(close=lambda: closed.append("context"))
-    runner = SimpleNamespace(llama=SimpleNamespace(close=lambda: closed.append("model")))
+    decoder = SimpleNamespace(close=lambda: closed.append("context"), lock=threading.Lock())
+    runner = SimpleNamespace(llama=SimpleNamespace(close=lambda: closed.append("model")), lock=threading.Lock())
     monkeypatch.setattr(parallel, "_DECODERS", {("k",): decoder})
-    monkeypatch.setattr(llamacpp, "_LOADED", {("k",): runner})
+    busy = SimpleNamespace(llama=SimpleNamespace(close=lambda: closed.append("busy")), lock=threading.Lock())
+    busy.lock.acquire()  # another thread is decoding with it
+    monkeypatch.setattr(llamacpp, "_LOADED", {("k",): runner, ("b",): busy})
+    monkeypatch.setattr(llamacpp, "CLOSE_WAIT", 0.01)
     llamacpp.close_models()
-    assert closed == ["context", "model"] and not parallel._DECODERS and not llamacpp._LOADED
+    assert closed == ["context", "model"] and not parallel._DECODERS and not llamacpp._LOADED  # not the busy one
     llamacpp.close_models()  # nothing left: nothing done twice
     assert closed == ["context", "model"]
 

@@ -88,6 +88,7 @@ def tokenizer_dir(name: str, gguf: Path, digest: str) -> tuple[Path, float]:
 
 _LOCK = threading.Lock()
 _LOADED: dict[tuple, Runner] = {}  # closed at exit (close_models)
+CLOSE_WAIT = 10.0  # seconds close_models waits for a model another thread is decoding with
 _NATIVE = logging.getLogger(__name__ + ".native")
 _LOG_CALLBACK = None  # kept alive while llama.cpp may call it
 
@@ -403,20 +404,22 @@ class LlamaCppLLM:
 
 @atexit.register
 def close_models() -> None:
-    """Free every loaded model and its contexts (the describer's parallel ones first) while llama_cpp can: left to
-    its own finalizers at interpreter exit, each printed a traceback (``'NoneType' object is not callable``)."""
+    """Free every loaded model and its contexts (the describer's parallel ones first) while llama_cpp can (its own
+    finalizers print a traceback at exit); one still decoding on another thread after ``CLOSE_WAIT`` s is left."""
     from . import parallel
 
     with parallel._LOCK:
         decoders = list(parallel._DECODERS.values())
         parallel._DECODERS.clear()
-    for decoder in decoders:
-        decoder.close()
     with _LOCK:
         runners = list(_LOADED.values())
         _LOADED.clear()
-    for runner in runners:
-        runner.llama.close()
+    for each, close in [(d, d.close) for d in decoders] + [(r, r.llama.close) for r in runners]:
+        if each.lock.acquire(timeout=CLOSE_WAIT):
+            try:
+                close()
+            finally:
+                each.lock.release()
 
 
 def make_llm(backend: str, model: str, *, adapter: str | None = None, device: str = "cpu", batch_size: int = 8,
