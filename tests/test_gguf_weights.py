@@ -104,15 +104,15 @@ def test_a_dataset_s_planner_runs_on_its_own_weights_where_the_cpu_multiplies_th
 
 
 
-def test_webqsp_s_planner_runs_with_its_adapter_merged_in_unless_told(monkeypatch):
+def test_webqsp_s_and_grailqa_s_planners_run_with_their_adapters_merged_in_unless_told(monkeypatch):
     from memq.llm.llamacpp import LlamaCppLLM
     from memq.plan.planner import DATASET_LORA, default_adapter, default_lora
 
     monkeypatch.delenv("MEMQ_LLAMA_LORA", raising=False)
-    assert DATASET_LORA == {"webqsp": "merged"}
+    assert DATASET_LORA == {"grailqa": "merged", "webqsp": "merged"}
     grail, webqsp, cwq = default_adapter("grailqa"), default_adapter("webqsp"), default_adapter("cwq")
-    assert default_lora(webqsp) == default_lora(webqsp / ".." / "planner") == "merged"
-    assert default_lora(grail) == default_lora(cwq) == "runtime"  # not measured there: the adapter as before
+    assert default_lora(webqsp) == default_lora(webqsp / ".." / "planner") == default_lora(grail) == "merged"
+    assert default_lora(cwq) == "runtime"  # not measured there: the adapter as before
     monkeypatch.setenv("MEMQ_LLAMA_WEIGHTS", "q8_0")  # quantised weights take no adapter in: at run time, as before
     assert default_lora(webqsp) == "runtime"
     monkeypatch.delenv("MEMQ_LLAMA_WEIGHTS")

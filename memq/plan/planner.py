@@ -166,7 +166,7 @@ def default_weights(adapter: str | Path) -> str:
 
 # the committed planner of a dataset runs with its adapter merged into the base weights (memq.llm.lora_gguf) unless
 # $MEMQ_LLAMA_LORA says otherwise, where that planned as the runtime adapter does on dev (docs/backends.md)
-DATASET_LORA = {"webqsp": "merged"}
+DATASET_LORA = {"grailqa": "merged", "webqsp": "merged"}
 
 
 def default_lora(adapter: str | Path, weights: str | None = None) -> str:
