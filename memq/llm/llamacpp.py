@@ -45,7 +45,7 @@ from .draft import MAX_TEXTS, NgramDrafter
 from .gguf_weights import WEIGHTS, bf16_gguf, f16_gguf, no_repacking, q8_gguf, weights_from_env
 from .kv_state import Runner, log_softmax_at, state_dir
 from .lora_gguf import LORA_MODES, adapter_gguf, lora_from_env, merged_gguf
-from .parallel import check_parallel, generate_texts
+from .parallel import check_parallel, close_decoders, generate_texts
 from .threads import ThreadGovernor, default_threads, env_threads
 
 logger = logging.getLogger(__name__)
@@ -406,20 +406,16 @@ class LlamaCppLLM:
 def close_models() -> None:
     """Free every loaded model and its contexts (the describer's parallel ones first) while llama_cpp can (its own
     finalizers print a traceback at exit); one still decoding on another thread after ``CLOSE_WAIT`` s is left."""
-    from . import parallel
-
-    with parallel._LOCK:
-        decoders = list(parallel._DECODERS.values())
-        parallel._DECODERS.clear()
+    close_decoders(CLOSE_WAIT)
     with _LOCK:
         runners = list(_LOADED.values())
         _LOADED.clear()
-    for each, close in [(d, d.close) for d in decoders] + [(r, r.llama.close) for r in runners]:
-        if each.lock.acquire(timeout=CLOSE_WAIT):
+    for runner in runners:
+        if runner.lock.acquire(timeout=CLOSE_WAIT):
             try:
-                close()
+                runner.llama.close()
             finally:
-                each.lock.release()
+                runner.lock.release()
 
 
 def make_llm(backend: str, model: str, *, adapter: str | None = None, device: str = "cpu", batch_size: int = 8,

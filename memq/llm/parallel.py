@@ -189,6 +189,20 @@ class ParallelDecoder:
         return rows
 
 
+def close_decoders(wait: float) -> None:
+    """Free every context :func:`decoder_for` made (at exit, :func:`memq.llm.llamacpp.close_models`); one still
+    decoding on another thread after ``wait`` seconds is left to its finalizer."""
+    with _LOCK:
+        decoders = list(_DECODERS.values())
+        _DECODERS.clear()
+    for decoder in decoders:
+        if decoder.lock.acquire(timeout=wait):
+            try:
+                decoder.close()
+            finally:
+                decoder.lock.release()
+
+
 def decoder_for(llm) -> ParallelDecoder:
     """The :class:`ParallelDecoder` of a :class:`~memq.llm.llamacpp.LlamaCppLLM` (``llm.parallel`` sequences), made
     on first use and shared per process like the model."""
