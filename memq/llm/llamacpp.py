@@ -45,7 +45,7 @@ from .draft import MAX_TEXTS, NgramDrafter
 from .gguf_weights import WEIGHTS, bf16_gguf, f16_gguf, no_repacking, q8_gguf, weights_from_env
 from .kv_state import Runner, log_softmax_at, state_dir
 from .lora_gguf import LORA_MODES, adapter_gguf, lora_from_env, merged_gguf
-from .parallel import check_parallel, close_decoders, generate_texts
+from .parallel import check_parallel, close_decoders, close_when_free, generate_texts
 from .threads import ThreadGovernor, default_threads, env_threads
 
 logger = logging.getLogger(__name__)
@@ -411,11 +411,7 @@ def close_models() -> None:
         runners = list(_LOADED.values())
         _LOADED.clear()
     for runner in runners:
-        if runner.lock.acquire(timeout=CLOSE_WAIT):
-            try:
-                runner.llama.close()
-            finally:
-                runner.lock.release()
+        close_when_free(runner.lock, runner.llama.close, CLOSE_WAIT)
 
 
 def make_llm(backend: str, model: str, *, adapter: str | None = None, device: str = "cpu", batch_size: int = 8,

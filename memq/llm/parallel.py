@@ -196,11 +196,19 @@ def close_decoders(wait: float) -> None:
         decoders = list(_DECODERS.values())
         _DECODERS.clear()
     for decoder in decoders:
-        if decoder.lock.acquire(timeout=wait):
-            try:
-                decoder.close()
-            finally:
-                decoder.lock.release()
+        close_when_free(decoder.lock, decoder.close, wait)
+
+
+def close_when_free(lock: threading.Lock, close: Callable[[], None], wait: float) -> bool:
+    """``close()`` holding ``lock`` (a model's or context's, which a decode holds); False, and nothing done, when
+    another thread kept it for ``wait`` seconds."""
+    if not lock.acquire(timeout=wait):
+        return False
+    try:
+        close()
+    finally:
+        lock.release()
+    return True
 
 
 def decoder_for(llm) -> ParallelDecoder:
