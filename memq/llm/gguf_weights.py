@@ -112,54 +112,70 @@ def q8_gguf(gguf: Path, digest: str) -> tuple[Path, str, float]:
     return path, sha, seconds + more
 
 
+def cached(target: Path, want: dict) -> tuple[dict | None, str | None]:
+    """``(manifest, reason)`` of the cached file ``target`` and its manifest (``target`` with ``.json``): ``reason``
+    is None when every field of ``want`` is the manifest's and the file's sha256 is the manifest's ``sha256``, else
+    says why the file cannot be used (``manifest`` is None when there is none to read)."""
+    try:
+        manifest = json.loads(target.with_suffix(".json").read_text())
+    except (OSError, ValueError):
+        return None, "not built yet"
+    reason = next((f"manifest {k} differs" for k, v in want.items() if manifest.get(k) != v), None)
+    if reason is None and (not target.is_file() or memo_sha256(target) != manifest.get("sha256")):
+        reason = "the file does not match its manifest's sha256"
+    return manifest, reason
+
+
+def build_cached(target: Path, want: dict, build, what: str, reason: str) -> tuple[Path, str, float]:
+    """``(target, sha256, seconds spent)``: ``build(tmp)`` writes the file to a temporary name beside ``target`` and
+    returns more manifest fields; the file is then moved into place and its manifest (``want``, those fields and its
+    sha256) written. A warning says what is written (``what``) and why (``reason``); a build that fails leaves no
+    file behind."""
+    logger.warning("writing %s in %s (%s; once)", what, target.parent, reason)
+    start = time.perf_counter()
+    tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        more = build(tmp)
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    sha = memo_sha256(target)
+    target.with_suffix(".json").write_text(json.dumps({**want, **more, "sha256": sha}, indent=2) + "\n")
+    return target, sha, time.perf_counter() - start
+
+
 def _requantised(gguf: Path, digest: str, kind: str, *, name: str | None = None,
                  always: bool = False) -> tuple[Path, str, float]:
     """``gguf`` (sha256 ``digest``) written once by llama.cpp's quantizer with ``kind`` weights (``f16``: every
     tensor dequantised first; ``bf16`` likewise; ``q8_0``), cached with a manifest and verified; with ``always``
     false, a file whose weights are not quantised is used as it is."""
     target = cache_root() / "gguf" / f"{name or gguf.stem}-{kind}-{digest[:8]}.gguf"
-    manifest_path = target.with_suffix(".json")
-    try:
-        manifest = json.loads(manifest_path.read_text())
-    except (OSError, ValueError):
-        manifest, reason = None, "not built yet"
-    if manifest is not None:
-        if manifest.get("source_sha256") != digest:
-            reason = "built from another file"
-        elif manifest.get("unquantised_source"):
-            return gguf, digest, 0.0
-        elif not target.is_file() or memo_sha256(target) != manifest.get("sha256"):
-            reason = "the file does not match its manifest's sha256"
-        else:
-            return target, manifest["sha256"], 0.0
+    want = {"source": gguf.name, "source_sha256": digest}
+    manifest, reason = cached(target, {"source_sha256": digest})
+    if reason is None:
+        return target, manifest["sha256"], 0.0
+    if manifest is not None and manifest.get("source_sha256") == digest and manifest.get("unquantised_source"):
+        return gguf, digest, 0.0
     kinds = quantised_types(gguf)
     if not kinds and not always:
-        manifest_path.parent.mkdir(parents=True, exist_ok=True)
-        manifest_path.write_text(json.dumps({"source": gguf.name, "source_sha256": digest,
-                                             "unquantised_source": True}, indent=2) + "\n")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.with_suffix(".json").write_text(json.dumps({**want, "unquantised_source": True}, indent=2) + "\n")
         return gguf, digest, 0.0
     import llama_cpp
 
     ftype = {"f16": llama_cpp.LLAMA_FTYPE_MOSTLY_F16, "bf16": llama_cpp.LLAMA_FTYPE_MOSTLY_BF16,
              "q8_0": llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0}[kind]
-    logger.warning("writing %s with %s weights for llama.cpp in %s (%s; once, about 10 s)",
-                   gguf.name, kind, target, reason)
-    start = time.perf_counter()
-    tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
-    target.parent.mkdir(parents=True, exist_ok=True)
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = ftype
     params.allow_requantize = True
     params.nthread = max(1, (os.cpu_count() or 1) - 1)
-    try:
+
+    def build(tmp: Path) -> dict:
         rc = llama_cpp.llama_model_quantize(str(gguf).encode(), str(tmp).encode(), params)
         if rc != 0 or not tmp.is_file():
             raise LLMError(f"llama.cpp could not write {gguf.name} with {kind} weights (llama_model_quantize "
                            f"returned {rc}); set MEMQ_LLAMA_WEIGHTS=shipped to run the shipped weights")
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
-    sha = memo_sha256(target)
-    manifest_path.write_text(json.dumps({"source": gguf.name, "source_sha256": digest, "source_quantised": kinds,
-                                         "weights": kind, "sha256": sha}, indent=2) + "\n")
-    return target, sha, time.perf_counter() - start
+        return {"source_quantised": kinds, "weights": kind}
+
+    return build_cached(target, want, build, f"{gguf.name} with {kind} weights for llama.cpp (about 10 s)", reason)

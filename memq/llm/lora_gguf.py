@@ -39,6 +39,7 @@ import numpy as np
 
 from ..files import sha256_file
 from .base import LLMError, cache_root, memo_sha256
+from .gguf_weights import build_cached, cached
 
 logger = logging.getLogger(__name__)
 
@@ -278,31 +279,16 @@ def merged_gguf(base_gguf: Path, base_sha256: str, adapter_gguf_path: Path, name
     adapter_sha = memo_sha256(Path(adapter_gguf_path))  # the adapter's own check has just hashed it too
     key = hashlib.sha256(f"{FORMAT}\0{base_sha256}\0{adapter_sha}".encode()).hexdigest()[:16]
     target = cache_root() / "gguf" / "merged" / f"{Path(base_gguf).stem}+{name}-{key}.gguf"
-    manifest_path = target.with_suffix(".json")
     want = {"format": FORMAT, "base_sha256": base_sha256, "adapter_gguf_sha256": adapter_sha}
-    try:
-        manifest = json.loads(manifest_path.read_text())
-        reason = next((f"manifest {k} differs" for k, v in want.items() if manifest.get(k) != v), None)
-        if reason is None and (not target.is_file() or memo_sha256(target) != manifest.get("sha256")):
-            reason = "the file does not match its manifest's sha256"
-    except (OSError, ValueError):
-        manifest, reason = None, "not built yet"
+    manifest, reason = cached(target, want)
     if reason is None:
         return target, manifest["sha256"], 0.0
-    logger.warning("writing %s with the LoRA adapter %s merged in, in %s (%s; once)", Path(base_gguf).name, name,
-                   target.parent, reason)
-    start = time.perf_counter()
-    tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    try:
+
+    def build(tmp: Path) -> dict:
         count = _write_merged(Path(base_gguf), Path(adapter_gguf_path), tmp)
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
-    sha = memo_sha256(target)
-    manifest_path.write_text(json.dumps({**want, "sha256": sha, "merged_tensors": count, "base": Path(base_gguf).name,
-                                         "adapter": name}, indent=2) + "\n")
-    return target, sha, time.perf_counter() - start
+        return {"merged_tensors": count, "base": Path(base_gguf).name, "adapter": name}
+
+    return build_cached(target, want, build, f"{Path(base_gguf).name} with the LoRA adapter {name} merged in", reason)
 
 
 def _write_merged(base_gguf: Path, adapter_gguf: Path, out: Path) -> int:
