@@ -365,6 +365,14 @@ def test_a_check_of_a_relation_no_filter_statement_expresses_finds_the_relation_
     assert not any("self-repair" in f for f in got.trace.fallbacks)
     assert [r.statement.id for r in got.recalled] == ["parents00000", "date_of_deat", "gender000000"]
 
+    # a plan that names a ?variable as the relation's value would be named (?checked_3) keeps it: the value gets
+    # another name
+    named = text.replace("?y", "?checked_3")
+    got = pipe.answer("when did bradley cooper's dad die?", {"m.0cooper": "Bradley Cooper"},
+                      plan=parse_plan(named.format("gender"), ["Bradley Cooper"]))
+    assert [m for m, _ in got.answers] == ["1991-01-01"]
+    assert not any("self-repair" in f for f in got.trace.fallbacks)
+
     # a relation that binds nowhere from ?y is checked by rule as before, and self-repair drops the check
     plan = parse_plan(text.format("parents"), ["Bradley Cooper"])
     got = pipe.answer("when did bradley cooper's dad die?", {"m.0cooper": "Bradley Cooper"}, plan=plan)

@@ -14,7 +14,8 @@ Every fallback that fires is appended to ``Trace.fallbacks``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from ..errors import ReconstructionError
@@ -45,6 +46,7 @@ class StepChoice:
 def recall_steps(bank, plan: Plan, config: RecallConfig, trace: Trace) -> list[StepChoice]:
     """Recall the statements of every step of ``plan`` from the memory ``bank``."""
     choices = []
+    named = {v for st in plan.steps for v in re.findall(r"\?\w+", st.text)}  # the plan's ?variables
     for i, step in enumerate(plan.steps):
         choice = StepChoice(step, i)
         if step.kind == "find":
@@ -86,7 +88,7 @@ def recall_steps(bank, plan: Plan, config: RecallConfig, trace: Trace) -> list[S
                 if tied > 1:
                     trace.fallbacks.append(f"step {i + 1}: {tied} tied filter statements; kept "
                                            f"{choice.filter_statement.statement.id} ({TIE_ORDER})")
-            elif (find := relation_find(step, i)) is not None \
+            elif (find := relation_find(step, i, named)) is not None \
                     and (found := recall_step(bank, find, i, config, ("1", "2")))[0]:
                 choice.relation_find, choice.kept, choice.candidates = find, found[0], found[1]
                 trace.fallbacks.append(f"step {i + 1}: no filter statement recalled; the relation is found "
@@ -97,16 +99,20 @@ def recall_steps(bank, plan: Plan, config: RecallConfig, trace: Trace) -> list[S
     return choices
 
 
-def relation_find(step: PlanStep, index: int) -> PlanStep | None:
+def relation_find(step: PlanStep, index: int, taken: Iterable[str] = ()) -> PlanStep | None:
     """The Find a check of a relation reads, when no filter statement expresses it: "Make sure the gender of the
     deceased person ?y is Male." finds the gender of ?y (``?checked_<step>``), which the check then holds to Male,
     as the train plans write it ("Find the gender of ?y, assign it to ?gender. Make sure ?gender is Male.",
     :mod:`memq.plan.derive`). Checked by rule instead, the check compared ?y itself with Male and found nothing.
-    Only for ``=`` and ``!=`` of a checked ?variable: a date or number compared so keeps the rule's reading."""
+    Only for ``=`` and ``!=`` of a checked ?variable: a date or number compared so keeps the rule's reading. A name
+    the plan already uses (``taken``: a hand-written plan may say ``?checked_3``) gets a number more."""
     if step.op not in ("=", "!=") or not step.relation or not (step.target or "").startswith("?") \
             or not step.value:
         return None
-    target = f"?checked_{index + 1}"
+    target, n = f"?checked_{index + 1}", 1
+    while target in taken:
+        n += 1
+        target = f"?checked_{index + 1}_{n}"
     return PlanStep("find", f"Find {step.relation}, assign it to {target}.", source=step.target,
                     relation=step.relation, target=target)
 
