@@ -6,8 +6,10 @@ For WebQSP's and CWQ's train plans and GrailQA's train and synthetic ones (:func
 on first use), each with its dataset's memory bank for the statements' relations, it counts:
 
 - ``third_walks``: Find steps that are the third in a row along the same relations
-  (:func:`memq.plan.format.third_walk`; the grounded planner does not offer them), and ``second_walks``, steps that
-  take the edge of the step before them once more, which it does offer;
+  (:func:`memq.plan.rules.walks_back`; the grounded planner does not offer them), ``back_walks``, steps along the
+  edge of the Find two back on their walk, by its relations or its text, with another between (with GrailQA's lines
+  not offered), and ``second_walks``, steps that take the edge of the step before them once more, which it does
+  offer;
 - ``repeated_entity_finds``: Find steps of a statement the plan already found from the same given entity (not
   offered), ``repeated_variable_finds``, the same from a ?variable, and ``repeated_variable_finds_unchecked``, those
   of them whose first Find's target no Make sure step before them holds to a value (neither offered);
@@ -52,10 +54,10 @@ SETS = (("webqsp", "train", "webqsp"), ("cwq", "train", "cwq"), ("grailqa", "tra
 def count(plans, get, examples: list | None = None) -> dict:
     """The counts of the module docstring for ``plans``; given ``examples`` (GrailQA's lines), also how the answer is
     classed, with the questions of the plans that answer without a class appended to ``examples``."""
-    from memq.plan.format import classed, third_walk, unjoined
-    from memq.plan.rules import TIME_ASKED, class_lined, held_to_values
+    from memq.plan.format import classed, unjoined
+    from memq.plan.rules import TIME_ASKED, class_lined, held_to_values, walks_back
 
-    out = dict.fromkeys(("plans", "finds", "third_walks", "second_walks", "repeated_entity_finds",
+    out = dict.fromkeys(("plans", "finds", "third_walks", "back_walks", "second_walks", "repeated_entity_finds",
                          "repeated_variable_finds", "repeated_variable_finds_unchecked", "unjoined", "sorts_asking_no_time",
                          "sorts_asking_no_time_answering_the_key", "sorts_asking_a_time",
                          "sorts_asking_a_time_answering_the_key", "class_checked",
@@ -71,7 +73,9 @@ def count(plans, get, examples: list | None = None) -> dict:
             if step.kind == "find" and record is not None:
                 relations = record.statement.relations
                 out["finds"] += 1
-                out["third_walks"] += third_walk(steps, get, step.source, relations)
+                way = walks_back(steps, get, step, relations)
+                if way is not None:
+                    out[f"{way}_walks"] += 1
                 before = next((s for s in reversed(steps) if s.kind == "find" and s.target == step.source), None)
                 again = before is not None and get(before.statement) is not None \
                     and set(get(before.statement).statement.relations) == set(relations)

@@ -108,7 +108,7 @@ class CandidateLines(LineRules):
             except (DerivationError, ReconstructionError):
                 continue
             if self.found_again(found, st.id, probe.source) or probe.relation in found or self.own_name(st, probe.source, question) \
-                    or self.walks_again(h, st, probe.source) or not neigh.binds(h.draft, group, Var("memq_t")):
+                    or self.walks_again(h, st, probe) or not neigh.binds(h.draft, group, Var("memq_t")):
                 continue
             if waiting and not self._checkable(h, probe_rec, group, st.id, waiting, question, neigh):
                 continue

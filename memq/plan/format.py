@@ -418,26 +418,6 @@ def hops(steps: Sequence[PlanStep], var: str | None) -> int:
     return depth(var, frozenset()) if var else 0
 
 
-def third_walk(steps: Sequence[PlanStep], records: Callable[[str], object], source: str,
-               along: Sequence[str]) -> bool:
-    """Whether a Find from ``source`` along ``along`` (a statement's relations) would be the third Find in a row along
-    the same relations: ``source`` was assigned by a Find along them from a ?variable that one along them assigned
-    too (``records``: a statement id's memory record, or None: :meth:`memq.memory.bank.MemoryBank.get`). A search
-    can walk to and fro so: "the user profile whose favorite topics is X", "the favorite topics of the user profile
-    ?x0", "the user profile whose favorite topics is ?x1", ...; none of the 31,810 WebQSP, CWQ and GrailQA train and
-    synthetic plans does (488 take one edge twice in a row: "the architects of the architectural style ?x1" after
-    "the architectural style of X")."""
-    by: dict[str, tuple[frozenset, str | None]] = {}
-    for step in steps:
-        if step.kind == "find" and step.target:
-            record = records(step.statement) if step.statement else None
-            by[step.target] = (frozenset(record.statement.relations if record is not None else ()), step.source)
-    edge = frozenset(along)
-    last = by.get(source)
-    before = by.get(last[1] or "") if last is not None and last[0] == edge else None
-    return bool(edge) and before is not None and before[0] == edge
-
-
 def classed(steps: Sequence[PlanStep], records: Callable[[str], object]) -> set[str]:
     """The ?variables whose notable type (:data:`NOTABLE_TYPES`) a check of ``steps`` holds: ``?w`` of "Find the
     notable types of ?w, assign it to ?notable_types." and "Make sure ?notable_types is Country." (``records``: a

@@ -4,10 +4,10 @@ derived train plans (``benchmarks/plan_rules_train.py`` counts how often those p
 :class:`LineRules` is a part of :class:`~memq.plan.candidates.CandidateLines`: whether a plan may end at a ?variable
 (not at a CVT node, only where the plan joins every other ?variable, not at one it sorts unless the question asks
 for a time, only at one whose notable type it checks if it checks one, with GrailQA's lines only at one a class line
-names where one could), whether a Find line is offered (not a given entity's own name, not a third walk along one
-edge, not a statement found again), and whether a line the model wrote may continue a plan (no line twice, no Sort
-of nodes, no check whose value the KG never gives where the plan assigns its ?variable). Each refusal is counted in
-the plan's cost (``refused``). The class supplies ``bank``, ``config`` and ``classes``.
+names where one could), whether a Find line is offered (not a given entity's own name, not a walk back along an
+edge it took, not a statement found again), and whether a line the model wrote may continue a plan (no line twice,
+no Sort of nodes, no check whose value the KG never gives where the plan assigns its ?variable). Each refusal is
+counted in the plan's cost (``refused``). The class supplies ``bank``, ``config`` and ``classes``.
 """
 
 from __future__ import annotations
@@ -19,11 +19,12 @@ from memq.schema import freebase_schema
 from memq.sparql.model import Iri
 from memq.types import PlanStep
 
-from .format import classed, third_walk, unjoined
+from .format import classed, unjoined
 from .lines import Hyp
 from .neighbourhood import Neighbourhood, assigned_types, assigns_cvt
 
-__all__ = ["LITERAL_TYPES", "NAME_ASKED", "TIME_ASKED", "LineRules", "class_lined", "held_to_values"]
+__all__ = ["LITERAL_TYPES", "NAME_ASKED", "TIME_ASKED", "LineRules", "class_lined", "edge_text", "held_to_values",
+           "walks_back"]
 
 # Freebase's value types: a relation with one of these ranges holds literals (type.type, type.object and the
 # other type.* ranges hold nodes)
@@ -50,6 +51,45 @@ def class_lined(steps) -> set[str]:
     return {st.target for st in steps if st.kind in ("class", "count") and st.target}
 
 
+def walks_back(steps, records, step: PlanStep, along) -> str | None:
+    """How the Find ``step`` along ``along`` (its statement's relations) would walk back, or None: ``"third"`` where
+    it is the third Find in a row along the same relations, ``"back"`` where it takes the edge of the Find two back
+    on its walk, with another between: the same relations or the same relation text ("the series editor of the
+    book edition series ..."; ``records``: a statement id's memory record, or None:
+    :meth:`memq.memory.bank.MemoryBank.get`).
+
+    A search can walk to and fro so: "the user profile whose favorite topics is X", "the favorite topics of the user
+    profile ?x0", "the user profile whose favorite topics is ?x1", ...; none of the 31,810 WebQSP, CWQ and GrailQA
+    train and synthetic plans takes one edge a third time (488 take one twice in a row: "the architects of the
+    architectural style ?x1" after "the architectural style of X"). Through the reverse relation it is the other
+    shape: "the series editor of the book edition series X", "the book edition series edited of the series editor
+    ?x0", "the series editor of the book edition series ?x1" (two statements of one text, one relation each way).
+    Of the train plans 1 of GrailQA's 2,298 walks back so ("another martial art ... in the same category as northern
+    shaolin?", which checks the category found again), none of WebQSP's 2,765 and 6 of CWQ's 26,747
+    (``benchmarks/plan_rules_train.py``, ``back_walks``)."""
+    by: dict[str, tuple[frozenset, str | None, str | None]] = {}
+    for st in steps:
+        if st.kind == "find" and st.target:
+            record = records(st.statement) if st.statement else None
+            by[st.target] = (frozenset(record.statement.relations if record is not None else ()), edge_text(st),
+                             st.source)
+    edge = frozenset(along)
+    last = by.get(step.source or "")
+    before = by.get(last[2] or "") if last is not None else None
+    if before is None or not edge:
+        return None
+    if before[0] == edge:
+        return "third" if last[0] == edge else "back"
+    return "back" if before[1] is not None and before[1] == edge_text(step) else None
+
+
+def edge_text(step: PlanStep) -> str | None:
+    """A Find step's relation text with its source left out ("the series editor of the book edition series {}")."""
+    if not isinstance(step.relation, str) or not step.source:
+        return None
+    return step.relation.replace(step.source, "{}")
+
+
 class LineRules:
     """The rules (see the module docstring); mixed into :class:`~memq.plan.candidates.CandidateLines`."""
 
@@ -67,10 +107,14 @@ class LineRules:
         ends there, as no WebQSP or CWQ train plan and 1 of GrailQA's does."""
         return not unjoined(h.steps, var) or self._refused("unjoined_answers_withheld")
 
-    def walks_again(self, h: Hyp, st, source: str) -> bool:
-        """Whether a Find line of statement ``st`` from ``source`` is the third Find in a row along the same relations
-        (:func:`~memq.plan.format.third_walk`: to and fro, as no train plan goes): then it is not offered."""
-        return third_walk(h.steps, self.bank.get, source, st.relations) and not self._refused("third_walks_refused")
+    def walks_again(self, h: Hyp, st, probe: PlanStep) -> bool:
+        """Whether the Find line ``probe`` of statement ``st`` walks back (:func:`walks_back`: to and fro, as almost no
+        train plan goes): the third Find in a row along the same relations, or, with GrailQA's lines, along the edge
+        of the Find two back on its walk. Then it is not offered."""
+        way = walks_back(h.steps, self.bank.get, probe, st.relations)
+        if way == "back" and self.classes is None:
+            return False
+        return way is not None and not self._refused(f"{way}_walks_refused")
 
     def found_before(self, h: Hyp) -> set:
         """What no Find line after ``h`` may find again: GrailQA's 2,298 train plans never find a statement twice
