@@ -15,6 +15,8 @@ on first use), each with its dataset's memory bank for the statements' relations
   of them whose first Find's target no Make sure step before them holds to a value (neither offered);
 - ``unjoined``: plans whose answer some other ?variable is not joined with (:func:`memq.plan.format.unjoined`; no
   plan ends so);
+- ``unread_finds``: plans with a Find step whose value no other step reads (:func:`memq.plan.rules.unread_dropped`;
+  with GrailQA's lines the planner drops such steps);
 - ``sorts_asking_no_time``: plans that sort, of questions that ask for no time (:data:`memq.plan.rules.TIME_ASKED`),
   and of those the ones that answer with the ?variable they sort (``..._answering_the_key``; the planner refuses
   such an ending, ``sorted_answers``), and the same for the questions that ask for a time;
@@ -55,11 +57,12 @@ def count(plans, get, examples: list | None = None) -> dict:
     """The counts of the module docstring for ``plans``; given ``examples`` (GrailQA's lines), also how the answer is
     classed, with the questions of the plans that answer without a class appended to ``examples``."""
     from memq.plan.format import classed, unjoined
-    from memq.plan.rules import TIME_ASKED, class_lined, held_to_values, walks_back
+    from memq.plan.lines import Hyp
+    from memq.plan.rules import TIME_ASKED, class_lined, held_to_values, unread_dropped, walks_back
 
     out = dict.fromkeys(("plans", "finds", "third_walks", "back_walks", "second_walks", "repeated_entity_finds",
-                         "repeated_variable_finds", "repeated_variable_finds_unchecked", "unjoined", "sorts_asking_no_time",
-                         "sorts_asking_no_time_answering_the_key", "sorts_asking_a_time",
+                         "repeated_variable_finds", "repeated_variable_finds_unchecked", "unjoined", "unread_finds",
+                         "sorts_asking_no_time", "sorts_asking_no_time_answering_the_key", "sorts_asking_a_time",
                          "sorts_asking_a_time_answering_the_key", "class_checked",
                          "class_checked_answering_another"), 0)
     if examples is not None:
@@ -90,6 +93,8 @@ def count(plans, get, examples: list | None = None) -> dict:
             steps.append(step)
         answer = next((s.target for s in steps if s.kind == "answer"), None)
         out["unjoined"] += bool(answer and unjoined(steps, answer))
+        whole = Hyp(lines=[s.text for s in steps], steps=steps)
+        out["unread_finds"] += unread_dropped(whole) is not whole
         if any(s.kind == "sort" for s in steps):
             key = "sorts_asking_a_time" if TIME_ASKED.search(plan.question) else "sorts_asking_no_time"
             out[key] += 1

@@ -646,6 +646,35 @@ def test_a_walk_back_along_the_edge_two_finds_before_is_not_offered_with_grailqa
     assert "back_walks_refused" not in webqsp.refused
 
 
+def test_a_find_whose_value_no_step_reads_is_dropped_from_a_plan_with_grailqa_s_lines(tmp_path_factory):
+    """A search may stack Finds before its Finally line whose values nothing reads ("the sunnyside lift serves which
+    beginner ski run?" found the run's lift, then that lift's type): they only ask that a value exists, which no
+    GrailQA train plan does, and a Find back to the given lift left no row under GrailQA's distinct nodes. They are
+    dropped, again until none is left, with a note; WebQSP's lines keep them."""
+    from memq.plan.rules import unread_dropped
+
+    architects = "".join(f"<{NS}{mid}> <{NS}architecture.structure.architect> <{NS}m.0a{i}> .\n"
+                         f"<{NS}m.0a{i}> <{NS}architecture.architect.style> <{NS}m.0st> .\n"
+                         for i, mid in enumerate(BUILDINGS))
+    kg = store_of(tmp_path_factory, _triples() + architects)
+    more = [("architect", "1", "?entity1 ns:architecture.structure.architect ?entity2 .",
+             "?entity2 is the architect of the structure ?entity1"),
+            ("style", "1", "?entity1 ns:architecture.architect.style ?entity2 .",
+             "?entity2 is the style of the architect ?entity1")]
+    target = ("Find every building, assign it to ?x0.\nFind the floors of the building ?x0, assign it to ?x1.\n"
+              "Make sure ?x1 < 9.\nFind the architect of the structure ?x0, assign it to ?x2.\n"
+              "Find the style of the architect ?x2, assign it to ?x3.\nFinally the answer is ?x0.")
+    plan = planner(kg, bank_of([*STATEMENTS, *more]), target).plan("which building has less than 9 floors?", {})
+    assert plan.raw == target.replace("Find the architect of the structure ?x0, assign it to ?x2.\n", "") \
+        .replace("Find the style of the architect ?x2, assign it to ?x3.\n", "")
+    assert [s.kind for s in plan.beam[0].steps] == ["class", "find", "check", "answer"]
+    assert ("unread Finds dropped: Find the architect of the structure ?x0, assign it to ?x2. Find the style of the "
+            "architect ?x2, assign it to ?x3.") in plan.notes
+    h = Hyp(lines=["Find the architect of X, assign it to ?x.", "Finally the answer is ?x."])
+    h.steps = [parse_plan(line, ["X"]).steps[0] for line in h.lines]
+    assert unread_dropped(h) is h  # the answer reads ?x
+
+
 def test_a_find_line_is_not_repeated_from_a_node_by_another_statement_of_the_same_text(tmp_path_factory):
     # two statements render "the floors of the building ?x0": the second is not offered after the first
     storeys = "".join(f'<{NS}{mid}> <{NS}architecture.structure.storeys> "{floors}"^^'

@@ -103,6 +103,7 @@ from .linesearch import SearchCost, best_lines
 from .neighbourhood import Edge, Neighbourhood, statement_edges
 from .prior import QuestionPrior, bonuses, unseen_steps
 from .prompt import entity_names
+from .rules import unread_dropped
 from .search import NORMS, GroundedConfig
 
 __all__ = ["GroundedConfig", "GroundedPlanner", "NORMS", "Neighbourhood"]
@@ -424,7 +425,7 @@ class GroundedPlanner(CandidateLines):
             return plan
         if not complete:
             return self._free(question, entities, "the beam ended with no complete plan")
-        complete = complete[:beam]
+        complete = [unread_dropped(h) if self.classes is not None else h for h in complete[:beam]]
         best = complete[0]
         plan = Plan(steps=list(best.steps), raw="\n".join(best.lines))
         plan.beam = [BeamPlan("\n".join(h.lines), round(h.score(cfg.norm), 4), tuple(h.steps)) for h in complete]
