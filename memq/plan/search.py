@@ -129,6 +129,8 @@ class GroundedConfig:
 # Find lines to nodes held so too, 1 more up, 0 down. Each class start gains 5 times the ranker's logit of the best
 # Find line after it, less the best start's (start_lookahead): of the tuning part's 92 questions with no entity, the
 # only ones it can change, weights 2 / 3 / 5 / 10 took 1 / 2 / 3 / 3 up ("what measures 1.0 in teus?" from the tv
-# episodes to the units of cargo capacity), 0 down, and changed no other plan
+# episodes to the units of cargo capacity), 0 down, and changed no other plan. Eight ranked candidates a step
+# (rank_top 8, WebQSP's 5 before): two sessions' runs of the whole tuning part each took 1 up ("anselm feuerbach
+# illustrated the series sacred band of stepsons in what book edition?" 0 -> 0.8), 0 down, at 8% more forward passes
 GRAILQA_SEARCH = {"beam": 1, "lines": 1, "coverage": 25.0, "asked_class": 25.0, "asked_beam": 3, "unseen_top": -1,
-                  "calibrate": 0.5, "value_finds": True, "backtrack": 2, "start_lookahead": 5.0}
+                  "calibrate": 0.5, "value_finds": True, "backtrack": 2, "start_lookahead": 5.0, "rank_top": 8}
