@@ -101,9 +101,10 @@ def unread_dropped(h: Hyp) -> Hyp:
     leaves no row. For GrailQA's lines only: on held-out WebQSP dev dropping them cost a question, whose Find of a
     person's profession kept out the benchmark KG's synthetic distractors, which have none."""
     gone: set[int] = set()
+    names = [set(VAR.findall(st.text)) for st in h.steps]  # the ?variables each step names
     while len(h.lines) == len(h.steps):
         unread = {i for i, st in enumerate(h.steps) if i not in gone and st.kind == "find" and st.target
-                  and not any(st.target in VAR.findall(o.text) for j, o in enumerate(h.steps) if j not in gone | {i})}
+                  and not any(st.target in named for j, named in enumerate(names) if j not in gone | {i})}
         if not unread:
             break
         gone |= unread
