@@ -86,12 +86,14 @@ def bench_model(name: str, args) -> dict:
 
         plans = load_split("webqsp", "train")
         with tempfile.TemporaryDirectory(dir=cache_root()) as tmp:
-            cfg = TrainConfig(base=name, max_steps=args.train_steps, batch_size=args.train_batch, checkpoint_every=10**6)
+            cfg = TrainConfig(base=name, max_steps=args.train_steps, batch_size=args.train_batch,
+                              checkpoint_every=10**6)
             result = train(plans[: args.train_steps * args.train_batch], Path(tmp) / "a", cfg)
         per_step = result.seconds / result.steps
         steps_per_epoch = -(-len(plans) // args.train_batch)
         out["training"] = {"batch_size": args.train_batch, "steps": result.steps, "s_per_step": round(per_step, 2),
-                           "steps_per_epoch": steps_per_epoch, "h_per_epoch": round(per_step * steps_per_epoch / 3600, 2),
+                           "steps_per_epoch": steps_per_epoch,
+                           "h_per_epoch": round(per_step * steps_per_epoch / 3600, 2),
                            "losses": [round(x, 3) for x in result.losses]}
     return out
 

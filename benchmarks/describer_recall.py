@@ -124,7 +124,8 @@ def main() -> int:
     started = time.perf_counter()
     config = RecallConfig()
     banks = {name: MemoryBank.load(path) for name, path in map(named, args.bank)}
-    out: dict = {"dataset": args.dataset, "gamma1": config.gamma1, "gamma2": config.gamma2, "k": config.k, "wordings": {}}
+    out: dict = {"dataset": args.dataset, "gamma1": config.gamma1, "gamma2": config.gamma2, "k": config.k,
+                 "wordings": {}}
     for name, path in map(named, args.wording):
         describe, stats = wording(name, path)
         steps, derived, plans = find_steps(describe, args.dataset)

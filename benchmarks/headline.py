@@ -24,7 +24,8 @@ ROWS = (
     ("WebQSP test", "direct SPARQL (w/o PE, QRM)", "webqsp_test_finetuned.json", "ablation"),
     ("WebQSP test", "oracle plans", "webqsp_test_oracle.json", "run"),
     ("CWQ test", "memq, fine-tuned planner (0.42 epoch, H100)", "cwq_test_finetuned.json", "run"),
-    ("CWQ test", "memq, hybrid: the same planner, grounded where its plan finds nothing", "cwq_test_hybrid.json", "run"),
+    ("CWQ test", "memq, hybrid: the same planner, grounded where its plan finds nothing", "cwq_test_hybrid.json",
+     "run"),
     ("CWQ test", "memq, fine-tuned planner, 0.90 epoch (default; first 1,000)", "cwq_test1000_finetuned.json", "run"),
     ("CWQ test", "memq, hybrid with it (default; first 1,000)", "cwq_test1000_coverage_again.json", "run"),
     ("CWQ test", "memq, few-shot planner (first 96)", "cwq_test_fewshot96.json", "run"),
@@ -76,7 +77,8 @@ def cell(value, fmt: str | None) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--folder", default="benchmarks/results", help="folder of summary JSONs")
-    ap.add_argument("--beside", help="a folder of earlier summaries, shown in brackets (e.g. benchmarks/results/sparse-kg)")
+    ap.add_argument("--beside",
+                    help="a folder of earlier summaries, shown in brackets (e.g. benchmarks/results/sparse-kg)")
     args = ap.parse_args()
     folder = Path(args.folder)
     print("| test set | system | " + " | ".join(h for h, _, _ in COLUMNS) + " |")

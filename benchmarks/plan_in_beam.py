@@ -72,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"run": path.name, "questions": len(common), "gold_plan_first": round(len(first) / n, 4),
                           "gold_plan_in_beam": round(len(beam) / n, 4)}))
     if len(found) == 2:
-        print(json.dumps({"in_first_beam_only": len(found[0] - found[1]), "in_second_beam_only": len(found[1] - found[0])}))
+        print(json.dumps({"in_first_beam_only": len(found[0] - found[1]),
+                          "in_second_beam_only": len(found[1] - found[0])}))
     return 0
 
 

@@ -40,7 +40,8 @@ ROWS: dict[str, list[str]] = {
                               "--plans", f"{RESULTS}/webqsp_test_finetuned.planned.jsonl.gz"],
     "webqsp_test_grounded": [*WEBQSP, "--planner", "grounded",
                              "--plans", f"{RESULTS}/webqsp_test_grounded.planned.jsonl.gz"],
-    "webqsp_test_grounded_noprior": [*WEBQSP, "--planner", "grounded", "--limit", "200", "--prior", "0", "--coverage", "0",
+    "webqsp_test_grounded_noprior": [*WEBQSP, "--planner", "grounded", "--limit", "200", "--prior", "0",
+                                     "--coverage", "0",
                                      "--plans", f"{RESULTS}/webqsp_test_grounded_noprior.planned.jsonl.gz"],
     # the grounded planner with the statement ranker (memory_bank/ranker), its two shards' first 993 questions, and
     # the model alone on the same 993 (and on the first 545, the prefix an earlier session had)

@@ -95,10 +95,12 @@ TODAY = dict(data=["rank/webqsp-train.jsonl.gz", "rank/cwq-train.jsonl.gz"], dev
 # name -> memq.plan.rank_train.train keywords; the data are the group files `memq planner ranker data` writes
 RANKERS: dict[str, dict] = {
     # the CPU ranker (memory_bank/ranker-cpu1): 1 epoch, WebQSP train + the first 1,400 CWQ questions, 3 layers frozen
-    "ranker-gpu3": dict(data=["rank/webqsp-train.jsonl.gz", "rank/cwq-train.jsonl.gz"], dev=["rank/webqsp-dev.jsonl.gz"],
+    "ranker-gpu3": dict(data=["rank/webqsp-train.jsonl.gz", "rank/cwq-train.jsonl.gz"],
+                        dev=["rank/webqsp-dev.jsonl.gz"],
                         epochs=3, batch_groups=8, negatives=15, hard=8, lr=5e-5, bootstrap=2000, bootstrap_pool=48,
                         bound_only=True, freeze_layers=1),
-    "ranker-gpu4": dict(data=["rank/webqsp-train.jsonl.gz", "rank/cwq-train.jsonl.gz"], dev=["rank/webqsp-dev.jsonl.gz"],
+    "ranker-gpu4": dict(data=["rank/webqsp-train.jsonl.gz", "rank/cwq-train.jsonl.gz"],
+                        dev=["rank/webqsp-dev.jsonl.gz"],
                         epochs=4, batch_groups=8, negatives=15, hard=8, lr=5e-5, bootstrap=2000, bootstrap_pool=48,
                         bound_only=True, freeze_layers=1, seed=1),
     # the same groups made again with today's candidates: the banks now include the schema bank, whose statements
@@ -179,7 +181,8 @@ def prepare(work: Path, datasets: list[str], rank_groups: Path | None = None, ra
              "entities": [list(x) for x in e.entities], "text": e.text} for e in examples))
         counts[f"{ds}-direct-skipped"] = len(skipped)
         counts[f"{ds}-test"] = _write_jsonl(data / f"{ds}-test.jsonl.gz", (
-            {"id": q.id, "question": q.question, "entities": [list(x) for x in dict(q.parses[0].topic_entities).items()]}
+            {"id": q.id, "question": q.question,
+             "entities": [list(x) for x in dict(q.parses[0].topic_entities).items()]}
             for q in questions_for(ds, "test")))
     if "webqsp" in datasets and "cwq" in datasets:
         joint = load_split("cwq", "train", exclude_webqsp_test=True)
@@ -317,7 +320,8 @@ def train_job(work: Path, name: str, stop_at: float) -> bool:
         return True
     if fields.get("init_adapter"):
         fields = {**fields, "init_adapter": str(work / fields["init_adapter"])}
-    cfg = TrainConfig(**{"checkpoint_every": 100, **fields, "device": "cuda", "precision": PRECISION[0], **DRY.get("cfg", {})})
+    cfg = TrainConfig(**{"checkpoint_every": 100, **fields, "device": "cuda", "precision": PRECISION[0],
+                         **DRY.get("cfg", {})})
     from memq.plan.train_flags import data_info
 
     info = {**data_info(data.split("+")),
@@ -471,7 +475,8 @@ def send_back(work: Path, out: Path) -> None:
     files = []
     for f in sorted((work / "runs").rglob("*")):
         rel = str(f.relative_to(work))
-        if not f.is_file() or rel in sent or "/checkpoint" in rel or f.name.startswith("model") or f.name == "tokenizer.json":
+        if (not f.is_file() or rel in sent or "/checkpoint" in rel or f.name.startswith("model")
+                or f.name == "tokenizer.json"):
             continue
         if f.name == "adapter_model.safetensors" and f.stat().st_size > 20 * 2**20 and f.parent.name not in best:
             continue  # a large adapter comes back only if it is the best on dev

@@ -268,7 +268,8 @@ def config_from(args: argparse.Namespace, by_bank: bool = True):
                                              "value_finds", "start_lookahead", "superlative_ends",
                                              "rescue_hops", "sorted_answers", "classed_answers")
               if getattr(args, k, None) is not None}
-    if by_bank and class_bank(changes.get("memory", config.memory)):  # GrailQA's form of the schema: its planner and search
+    # GrailQA's form of the schema: its planner and search
+    if by_bank and class_bank(changes.get("memory", config.memory)):
         from .plan.search import GRAILQA_SEARCH
 
         search = {**{k: v for k, v in GRAILQA_SEARCH.items() if getattr(args, k, None) is None}, **search}

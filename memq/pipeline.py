@@ -232,7 +232,8 @@ class Pipeline:
 
     def warm_up(self, step=None, planner: bool = True) -> None:
         """Load what a fresh process's first question would (the bank, embedder and KG; with ``planner``, the planner's
-        model and first-use builds), so no question's time carries it. ``step(what, fn)`` runs each, returns ``fn()``."""
+        model and first-use builds), so no question's time carries it. ``step(what, fn)`` runs each, returns
+        ``fn()``."""
         step = step or (lambda what, fn: fn())
         bank = step(f"memory bank {Path(self.config.memory).name}", lambda: self.bank)
         step("sentence embedder", lambda: bank.search("warm-up", 1))
@@ -242,7 +243,7 @@ class Pipeline:
             llm = getattr(self.planner, "llm", None)
             if callable(getattr(llm, "load", None)):
                 step(f"planner model ({getattr(llm, 'backend', '?')}: {getattr(llm, 'name', '?')})", llm.load)
-            if callable(getattr(self.planner, "warm_up", None)):  # the grounded search's indexes, the examples' embeddings
+            if callable(getattr(self.planner, "warm_up", None)):  # the grounded search's indexes, examples' embeddings
                 step(f"{self.planner_kind} planner's first-use builds", self.planner.warm_up)
 
     # -- answering -----------------------------------------------------------

@@ -56,7 +56,8 @@ def random_graph(query, rng: random.Random) -> list[Triple]:
         for _ in range(2):
             s = rng.choice(pool + entities) if not isinstance(t.s, Literal) else t.s
             o = t.o if isinstance(t.o, Iri) and not t.o.is_entity else (
-                _literal_like(literal_of.get(t.o), rng) if t.o in valued or t.o in literal_of or isinstance(t.o, Literal)
+                _literal_like(literal_of.get(t.o), rng)
+                if t.o in valued or t.o in literal_of or isinstance(t.o, Literal)
                 else rng.choice(pool + entities))
             out.append(Triple(s, t.p, o))
     return out

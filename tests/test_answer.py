@@ -68,7 +68,8 @@ def setup(tmp_path_factory):
     from memq.decompose import decompose_dataset
 
     statements = decompose_dataset(questions)
-    records = [MemoryRecord(s, tuple(d), "template") for s, d in zip(statements, describer.describe(statements), strict=True)]
+    records = [MemoryRecord(s, tuple(d), "template")
+               for s, d in zip(statements, describer.describe(statements), strict=True)]
     bank = MemoryBank.build(records, HashingEmbedder())
     pipe = Pipeline(Config(planner="given"), bank=bank, kg=kg, planner=None)
     describe = lambda s: describer.describe([s])[0][0]  # noqa: E731
@@ -117,7 +118,8 @@ def test_relaxing_a_check_is_traced(setup):
     assert a.trace.attempts[-1] == {"action": "relax-checks", "dropped_last": 1, "rows": 2}
 
     repairless = Pipeline(replace(pipe.config, repair=False), bank=pipe.bank, kg=kg)
-    assert repairless.answer(bieber.question, dict(bieber.parses[0].topic_entities), plan=Plan(steps=steps)).answers == []
+    assert repairless.answer(bieber.question, dict(bieber.parses[0].topic_entities),
+                             plan=Plan(steps=steps)).answers == []
 
 
 BAD_INPUTS = [

@@ -49,16 +49,16 @@ def _question(qid: str, sparql: str, topic: str, answers: list[str]) -> GoldQues
 
 
 QUESTIONS = [
-    _question("WebQTest-1", "SELECT DISTINCT ?x WHERE { FILTER (?x != ns:m.0a) ns:m.0a ns:location.country.capital ?x . }",
-              "m.0a", ["m.0b"]),
+    _question("WebQTest-1", "SELECT DISTINCT ?x WHERE { FILTER (?x != ns:m.0a) ns:m.0a ns:location.country.capital "
+              "?x . }", "m.0a", ["m.0b"]),
     # a CVT with a constraint triple: a sibling marriage (another type of union) leaves the answer alone
     _question("WebQTest-2", "SELECT DISTINCT ?x WHERE { FILTER (?x != ns:m.0p) ns:m.0p ns:people.person.spouse_s ?y . "
               "?y ns:people.marriage.spouse ?x . ?y ns:people.marriage.type_of_union ns:m.04ztj . }", "m.0p", ["m.0q"]),
     # the same without the constraint: a sibling marriage would add an answer, so it must go again
     _question("WebQTest-3", "SELECT DISTINCT ?x WHERE { FILTER (?x != ns:m.0r) ns:m.0r ns:people.person.spouse_s ?y . "
               "?y ns:people.marriage.spouse ?x . }", "m.0r", ["m.0s"]),
-    _question("WebQTest-4", "SELECT DISTINCT ?x WHERE { FILTER (?x != ns:m.0t) ns:m.0t ns:people.person.place_of_birth ?x . }",
-              "m.0t", ["m.0u"]),
+    _question("WebQTest-4", "SELECT DISTINCT ?x WHERE { FILTER (?x != ns:m.0t) ns:m.0t "
+              "ns:people.person.place_of_birth ?x . }", "m.0t", ["m.0u"]),
 ]
 
 

@@ -20,8 +20,8 @@ from memq.kg.check import check_gold, result_keys
 from memq.kg.cli import benchmark_inputs
 from memq.sparql import parse_query, to_standard
 
-HEAD = ("PREFIX rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#> PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#> "
-        "PREFIX : <http://rdf.freebase.com/ns/> \n")
+HEAD = ("PREFIX rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#> "
+        "PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#> PREFIX : <http://rdf.freebase.com/ns/> \n")
 INT = "<http://www.w3.org/2001/XMLSchema#integer>"
 
 
@@ -162,7 +162,8 @@ def test_reverse_adds_each_triple_read_the_other_way_as_freebase_holds_it(tmp_pa
 
     other_way = ("SELECT ?x WHERE { <http://rdf.freebase.com/ns/m.0arch> "
                  "<http://rdf.freebase.com/ns/architecture.architect.structures_designed> ?x . "
-                 "?x <http://rdf.freebase.com/ns/type.object.type> <http://rdf.freebase.com/ns/architecture.structure> }")
+                 "?x <http://rdf.freebase.com/ns/type.object.type> "
+                 "<http://rdf.freebase.com/ns/architecture.structure> }")
     results = {}
     for reverse in (False, True):
         build = build_graph(QUESTIONS, real_triples=False, fb15k237=False, density=False, reverse=reverse)

@@ -194,5 +194,6 @@ def test_constraint_triple_and_order_get_distractors():
     assert report["materialised"] == 3, report["failures"]
     assert report["constraint_pairs"] == report["constraint_pairs_changed"] == 3
     # the ordered gold answer's date falls in the year its name holds
-    dates = [o.value for (s, p, o) in build.graph.info if s.value.endswith("m.0ws2010") and p.local.endswith("end_date")]
+    dates = [o.value for (s, p, o) in build.graph.info
+             if s.value.endswith("m.0ws2010") and p.local.endswith("end_date")]
     assert dates and dates[0].startswith("2010-")

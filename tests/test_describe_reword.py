@@ -1,4 +1,5 @@
-"""The rule rewordings of template descriptions (the hidden-wording robustness set of benchmarks/describer_recall.py)."""
+"""The rule rewordings of template descriptions (the hidden-wording robustness set of
+benchmarks/describer_recall.py)."""
 
 from __future__ import annotations
 

@@ -166,7 +166,8 @@ def test_the_llamacpp_model_builds_its_drafter_on_load_and_says_from_what(tmp_pa
         raise PermissionError(13, "Permission denied")
     monkeypatch.setattr(NgramDrafter, "save", read_only)
     unsaved = loaded(lambda: ["Make sure ?x is y."])  # a cache it cannot write: drafts all the same
-    assert unsaved.drafter is not None and unsaved.drafts.startswith("plans (model not saved: Permission denied): 1 texts")
+    assert unsaved.drafter is not None and unsaved.drafts.startswith(
+        "plans (model not saved: Permission denied): 1 texts")
 
     def missing():
         raise MemQError("planner data file not found: somewhere")

@@ -256,14 +256,16 @@ def test_the_mention_prior_counts_training_questions_and_silences_a_generic_span
 def test_commonness_chooses_the_reading_a_span_named_in_training_and_never_lifts_a_span(index, tmp_path):
     # the training questions' "jamaica" named the less popular Jamaica twice, the country once
     counts = mention_counts(index, [("where is jamaica?", ["m.0nn1zzq"]), ("who sang jamaica?", ["m.0nn1zzq"]),
-                                    ("what is spoken in jamaica?", ["m.03_r3"]), ("who is justin bieber?", ["m.06w2sn5"])])
+                                    ("what is spoken in jamaica?", ["m.03_r3"]),
+                                    ("who is justin bieber?", ["m.06w2sn5"])])
     assert counts["jamaica"] == (3, 3) and counts.named["jamaica"] == {"m.0nn1zzq": 2, "m.03_r3": 1}
     # the longest span that finds an entity named it, not a part of it; keyphraseness counts the part as before
     assert counts.named["justin bieber"] == {"m.06w2sn5": 1} and "bieber" not in counts.named
     assert counts["bieber"] == (1, 1)
     index.mentions = counts
     try:
-        plain, common = Linker(index, LinkConfig(commonness_weight=0.0)), Linker(index, LinkConfig(commonness_weight=3.0))
+        plain, common = (Linker(index, LinkConfig(commonness_weight=0.0)),
+                         Linker(index, LinkConfig(commonness_weight=3.0)))
         assert common.commonness("jamaica", "m.0nn1zzq") == pytest.approx(2 / 4)
         assert common.commonness("jamaica", "m.03_r3") == pytest.approx(1 / 4)
         assert plain.link("where is jamaica?")[0].id == "m.03_r3"  # without it: the more popular one
@@ -326,7 +328,8 @@ def test_a_span_annotated_in_training_becomes_a_learnt_alias_of_its_entity(index
         assert Linker(index).link("where is jamaica?")[0].match == 1.0
         # memq link show and the answer's trace say which readings are learnt aliases
         from memq.link.mentions import learnt_alias
-        assert learnt_alias(Linker(index), "the isle", "m.03_r3") and not learnt_alias(Linker(index), "jamaica", "m.03_r3")
+        assert learnt_alias(Linker(index), "the isle", "m.03_r3")
+        assert not learnt_alias(Linker(index), "jamaica", "m.03_r3")
         assert not learnt_alias(Linker(index, LinkConfig(alias_match=0.0)), "the isle", "m.03_r3")
         trace = Trace()
         assert resolve(Linker(index, LinkConfig(max_entities=1)), "what is the isle famous for?", None, trace) \

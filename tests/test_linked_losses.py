@@ -23,7 +23,8 @@ def losses():
 
 
 def linking(linked=(), suggested=(), named=(), every=()) -> dict:
-    return {"linked": [{"id": m} for m in linked], "suggested": [{"id": m, "suggested": "constraint"} for m in suggested],
+    return {"linked": [{"id": m} for m in linked],
+            "suggested": [{"id": m, "suggested": "constraint"} for m in suggested],
             "gold_named": list(named), "gold_all": list(every)}
 
 

@@ -35,7 +35,8 @@ def test_make_llm_falls_back_to_transformers_and_says_why(monkeypatch):
 
     _no_llama(monkeypatch)
     llm, note = make_llm("llamacpp", "smollm2")
-    assert isinstance(llm, LocalLLM) and note == "backend llamacpp -> transformers: llama-cpp-python is not importable (test)"
+    assert isinstance(llm, LocalLLM) and note == (
+        "backend llamacpp -> transformers: llama-cpp-python is not importable (test)")
     llm, note = make_llm("transformers", "smollm2")
     assert isinstance(llm, LocalLLM) and note is None
     monkeypatch.undo()

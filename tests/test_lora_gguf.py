@@ -186,7 +186,8 @@ def test_the_adapter_merged_into_the_base_weights_once_cached_and_verified(tmp_p
     quantised = tmp_path / "q.gguf"  # a quantised base is refused by name
     w = gguf.GGUFWriter(str(quantised), "llama")
     for t, value in base_tensors.items():
-        w.add_tensor(t, gguf.quants.quantize(np.zeros((value.shape[0], 32), np.float32), gguf.GGMLQuantizationType.Q8_0),
+        w.add_tensor(t, gguf.quants.quantize(np.zeros((value.shape[0], 32), np.float32),
+                                             gguf.GGMLQuantizationType.Q8_0),
                      raw_shape=(value.shape[0], 34), raw_dtype=gguf.GGMLQuantizationType.Q8_0)
     w.write_header_to_file()
     w.write_kv_data_to_file()

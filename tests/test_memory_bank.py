@@ -75,7 +75,8 @@ def test_search_many_matches_search(bank):
 def test_counts(bank):
     c = bank.counts()
     assert c["statements"] == 4 and c["descriptions"] == 7
-    assert c["by_structure"] == {"1": 2, "2": 1, "3": 0, "filter": 1, "order": 0, "class": 0, "superlative": 0, "count": 0}
+    assert c["by_structure"] == {"1": 2, "2": 1, "3": 0, "filter": 1, "order": 0, "class": 0, "superlative": 0,
+                                 "count": 0}
     assert c["by_source"] == {"webqsp-train": 4}
 
 
@@ -248,7 +249,8 @@ def test_merging_adds_the_other_banks_statements_it_lacks_and_unites_sources():
     assert len(both) == 20 and both.index.ntotal == 20
     assert both.sources[7] == ("a", "b") and both.sources[2] == ("a",) and both.sources[-1] == ("b",)
     hit = both.search("the relation number 17 of", 1)[0]
-    assert hit[0].statement.id == "000000000017" and abs(hit[2] - theirs.search("the relation number 17 of", 1)[0][2]) < 1e-5
+    assert hit[0].statement.id == "000000000017"
+    assert abs(hit[2] - theirs.search("the relation number 17 of", 1)[0][2]) < 1e-5
     with pytest.raises(MemoryBankError, match="cannot merge"):
         ours.merged(MemoryBank(theirs.records, theirs.index, type("E", (), {"name": "other", "dim": 64})()))
 

@@ -73,7 +73,8 @@ def test_build_the_grailqa_schema_form_of_some_domains(tmp_path, capsys):
     schema = manifest["source"]["config"]["schema"]
     assert schema["domains"] == ["architecture", "religion"] and schema["classes"] and not schema["filters"]
     assert manifest["counts"]["by_structure"]["class"] > 10 and "filter=0" in capsys.readouterr().out
-    relations = {r for line in (out / "statements.jsonl").read_text().splitlines() for r in json.loads(line)["relations"]}
+    relations = {r for line in (out / "statements.jsonl").read_text().splitlines()
+                 for r in json.loads(line)["relations"]}
     assert relations and all(r.startswith(("architecture.", "religion.", "type.object.type")) for r in relations)
 
 

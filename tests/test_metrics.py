@@ -65,7 +65,8 @@ def test_ehr_reads_a_value_fixed_by_its_text_as_that_constant():
     assert ehr(named, gold) == 1.0
     assert ehr(parse_query(NS + 'SELECT ?x WHERE { ns:m.1 ns:x.team.roster ?y . ?y ns:x.roster.player ?x . '
                                 '?y ns:x.roster.number ?n . FILTER(str(?n) = "22" || EXISTS { ?n '
-                                'ns:type.object.name ?l FILTER(lcase(str(?l)) = "23") }) }'), gold) == pytest.approx(2 / 3)
+                                'ns:type.object.name ?l FILTER(lcase(str(?l)) = "23") }) }'),
+               gold) == pytest.approx(2 / 3)
 
 
 def test_ged_is_zero_for_the_same_shape_and_grows_with_edits():

@@ -28,7 +28,8 @@ def _triples() -> str:
     for mid, (name, floors) in BUILDINGS.items():
         out.append(f'<{NS}{mid}> <{NS}type.object.name> "{name}"@en .')
         out.append(f"<{NS}{mid}> <{NS}type.object.type> <{NS}architecture.building> .")
-        out.append(f'<{NS}{mid}> <{NS}architecture.building.floors> "{floors}"^^<http://www.w3.org/2001/XMLSchema#integer> .')
+        out.append(f'<{NS}{mid}> <{NS}architecture.building.floors> '
+                   f'"{floors}"^^<http://www.w3.org/2001/XMLSchema#integer> .')
     out.append(f'<{NS}m.0c1> <{NS}type.object.name> "Big Bridge"@en .')
     out.append(f"<{NS}m.0c1> <{NS}type.object.type> <{NS}transportation.bridge> .")
     return "\n".join(out) + "\n"
@@ -242,7 +243,8 @@ def test_a_superlative_sorts_a_number_or_a_date_only(bank):
     steps[1] = replace(steps[1], statement="floors")  # architecture.building.floors: type.int
     assert numeric_at(bank, steps, "?x1")
     assert not numeric_at(bank, steps, "?x9")  # no find assigned it
-    other = MemoryBank.build([MemoryRecord(Statement("named", "1", "?entity1 ns:architecture.building.architect ?entity2 .",
+    other = MemoryBank.build([MemoryRecord(Statement("named", "1",
+                                                     "?entity1 ns:architecture.building.architect ?entity2 .",
                                                      ("architecture.building.architect",)), ("d",), "template")],
                              HashingEmbedder())
     assert not numeric_at(other, [replace(steps[1], statement="named")], "?x1")

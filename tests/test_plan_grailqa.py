@@ -53,7 +53,8 @@ def test_a_count_step_splits_from_the_line_before():
 
 
 def test_a_question_without_a_topic_entity_starts_from_its_class():
-    plan = _plan(next(q.id for q in datasets.load("grailqa", "train") if q.question == "which building has less than 9 floors?"))
+    plan = _plan(next(q.id for q in datasets.load("grailqa", "train")
+                      if q.question == "which building has less than 9 floors?"))
     assert plan.text.splitlines() == [
         "Find every building, assign it to ?x0.",
         "Find the floors of the building ?x0, assign it to ?x1.",

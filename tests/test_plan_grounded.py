@@ -35,7 +35,8 @@ STATEMENTS = [  # (id, structure, sparql, primary description)
      "?entity2 is the official language of the country ?entity1"),
     ("currency", "1", "?entity1 ns:location.country.currency_used ?entity2 .",
      "?entity2 is the currency used of the country ?entity1"),
-    ("sibling", "2", "?entity1 ns:people.person.sibling_s ?cvt .\n?cvt ns:people.sibling_relationship.sibling ?entity2 .",
+    ("sibling", "2",
+     "?entity1 ns:people.person.sibling_s ?cvt .\n?cvt ns:people.sibling_relationship.sibling ?entity2 .",
      "?entity2 is the sibling of the siblings of the person ?entity1"),
     ("nosecond", "2", "?entity1 ns:people.person.sibling_s ?cvt .\n?cvt ns:people.sibling_relationship.pet ?entity2 .",
      "?entity2 is the pet of the siblings of the person ?entity1"),
@@ -304,7 +305,8 @@ def test_entity_coverage_costs_a_plan_that_names_no_step_of_a_topic_entity(kg, b
     assert off.raw == short and not [n for n in off.notes if "coverage" in n]  # the model prefers the short plan
     on = planner(kg, bank, short, BROTHER, coverage=20.0).plan(question, both)
     assert on.raw == BROTHER and unnamed(on.steps, ["Justin Bieber", "Male"]) == []
-    only = planner(kg, bank, short, coverage=20.0).plan(question, both)  # no plan the model likes names Male: the short one, costed
+    # no plan the model likes names Male: the short one, costed
+    only = planner(kg, bank, short, coverage=20.0).plan(question, both)
     assert only.raw == short and only.beam[0].score == pytest.approx(off.beam[0].score - 20.0)
     assert "entity coverage: the plan names no step of Male" in only.notes
     alone = planner(kg, bank, short, BROTHER, coverage=20.0).plan(question, BIEBER)  # nothing left out: nothing changes
@@ -653,7 +655,8 @@ def test_a_written_check_of_an_entity_the_kg_never_gives_there_is_refused(kg, ba
     off = planner(kg, bank, "", check_values=False)  # --no-check-values
     assert extend(h, start, written(p, "Make sure ?gender is Jamaica."), p.lm, "", names,
                   partial(off.allows, neigh=Neighbourhood(kg))) is not None
-    typed = ("typed", "1", "?entity1 ns:common.topic.notable_types ?entity2 .", "?entity2 is the notable types of ?entity1")
+    typed = ("typed", "1", "?entity1 ns:common.topic.notable_types ?entity2 .",
+             "?entity2 is the notable types of ?entity1")
     classes = planner(kg, bank_of(STATEMENTS + [typed]), "")
     h = Hyp(steps=[PlanStep("find", "", source="Justin Bieber", target="?x", statement="sibling"),
                    PlanStep("find", "", source="?x", target="?t", statement="typed")],
@@ -817,7 +820,8 @@ def test_the_planner_s_statement_is_kept_by_recall_and_survives_a_saved_run(kg, 
     gender = "Find the gender of the person Justin Bieber, assign it to ?x.\nFinally the answer is ?x."
     again, _ = saved_plan({**record, "plan_raw": gender}, BIEBER)
     assert again.raw == planned.beam[0].text and again.steps == planned.steps
-    sibling = "Find the sibling of the siblings of the person Justin Bieber, assign it to ?x.\nFinally the answer is ?x."
+    sibling = ("Find the sibling of the siblings of the person Justin Bieber, assign it to ?x.\n"
+               "Finally the answer is ?x.")
     odd = parse_plan(gender, ["Justin Bieber"])  # a plan that is not the first of the beam it carries
     odd.beam = [BeamPlan(sibling, -1.0, ()), BeamPlan(gender, -9.0, ())]
     chosen = pipe.answer("who are justin bieber's siblings?", BIEBER, plan=odd)
@@ -927,7 +931,8 @@ def test_a_bank_of_grailqa_s_form_brings_its_planner_and_search_unless_a_flag_sa
     if included:  # a bank that includes it, as banks include the schema's
         bank = tmp_path / "bank"
         bank.mkdir()
-        (bank / "manifest.json").write_text(json.dumps({"counts": {"by_structure": {"1": 3}}, "include": ["../classes"]}))
+        (bank / "manifest.json").write_text(json.dumps({"counts": {"by_structure": {"1": 3}},
+                                                        "include": ["../classes"]}))
     plain = tmp_path / "plain"
     plain.mkdir()
     (plain / "manifest.json").write_text(json.dumps({"counts": {"by_structure": {"1": 3, "2": 1}}, "include": ["."]}))

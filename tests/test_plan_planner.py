@@ -43,7 +43,8 @@ def test_table9_prompt_lists_entity_names_one_per_line():
     text = planner_prompt("who is justin bieber's brother?", [("m.06w2sn5", "Justin Bieber"), ("m.05zppz", "Male")])
     assert text.startswith("You are given a problem to solve step by step.")
     assert text.endswith("Question:\nwho is justin bieber's brother?\nTopic Entities:\nJustin Bieber\nMale")
-    assert planner_prompt("q?", {"m.1": "Justin Bieber", "m.2": "Male"}) == planner_prompt("q?", ["Justin Bieber", "Male"])
+    assert (planner_prompt("q?", {"m.1": "Justin Bieber", "m.2": "Male"})
+            == planner_prompt("q?", ["Justin Bieber", "Male"]))
     assert "{question}" in TABLE9 and "{topic_entities}" in TABLE9
     with pytest.raises(ValueError, match="question"):
         planner_prompt("  ", [])

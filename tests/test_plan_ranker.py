@@ -138,7 +138,8 @@ def test_statements_no_training_question_gave_are_offered_only_where_none_that_o
     # statement there) the unseen ones
     groups = step_groups(brother_plan(), GroundedPlanner(None, kg=kg, bank=mixed), Neighbourhood(kg))
     assert [[t for t, _ in g["candidates"]] for g in groups] == [
-        ["the pet of the siblings of the person Justin Bieber", "the sibling of the siblings of the person Justin Bieber"],
+        ["the pet of the siblings of the person Justin Bieber",
+         "the sibling of the siblings of the person Justin Bieber"],
         ["the gender of the person ?x"]]
     every = step_groups(brother_plan(), GroundedPlanner(None, kg=kg, bank=mixed, config=GroundedConfig(unseen_top=-1)),
                         Neighbourhood(kg))

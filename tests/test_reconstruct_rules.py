@@ -184,7 +184,8 @@ def test_a_constant_no_given_entity_carries_is_matched_by_name_at_the_steps_node
     kc = {"m.kc": "Keyshia Cole"}
     steps = "Find the parents of Keyshia Cole, assign it to ?x.\nFind the gender of ?x, assign it to ?gender.\n"
     got = pipe.answer("who is keyshia cole dad?", kc,
-                      plan=parse_plan(steps + "Make sure ?gender is male.\nFinally the answer is ?x.", ["Keyshia Cole"]))
+                      plan=parse_plan(steps + "Make sure ?gender is male.\nFinally the answer is ?x.",
+                                      ["Keyshia Cole"]))
     assert [m for m, _ in got.answers] == ["m.dad"]
     assert not [f for f in got.trace.fallbacks if "self-repair" in f]
     assert any("'male' is no given entity: ?gender is matched by its name" in f for f in got.trace.fallbacks)

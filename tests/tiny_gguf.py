@@ -1,4 +1,5 @@
-"""A tiny base GGUF and a peft-style LoRA adapter for it, written from numpy (tests of memq.llm.lora_gguf / llamacpp)."""
+"""A tiny base GGUF and a peft-style LoRA adapter for it, written from numpy (tests of memq.llm.lora_gguf /
+llamacpp)."""
 
 from __future__ import annotations
 

@@ -296,7 +296,8 @@ class Densifier:
                 keys.append((twin, p, o if o == anchor else self._other(o, p, cvt)))
             elif not self._is_cvt(s):
                 filler = synthetic("ent", DENSE, "sibling", cvt.value, p.local, s.value)
-                keys += [(filler, p, twin), (filler, Iri(NAME), self.name(filler, self.schema.domains.get(p.local) or ""))]
+                keys += [(filler, p, twin),
+                         (filler, Iri(NAME), self.name(filler, self.schema.domains.get(p.local) or ""))]
         if len(keys) > 1:
             self._commit(f"{DENSE}|{cvt.value}|sibling", keys, "sibling")
 

@@ -93,7 +93,8 @@ def gog_names() -> dict[str, str]:
         with gzip.open(path, "rt", encoding="utf-8") as fh:
             records = json.load(fh)
         for rec in records:
-            for mids, named in zip(rec.get("mid_crucial_triples") or (), rec.get("crucial_triples") or (), strict=False):
+            for mids, named in zip(rec.get("mid_crucial_triples") or (), rec.get("crucial_triples") or (),
+                                   strict=False):
                 for i in (0, 2):
                     mid, name = mids[i], named[i]
                     if _MID.match(mid) and name and name != mid and not _MID.match(name):

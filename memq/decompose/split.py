@@ -392,7 +392,8 @@ class Decomposer:
 
         from dataclasses import replace
 
-        shape = Query(where=Group(), order_by=tuple(replace(k, expr=substitute_expr(k.expr, canon)) for k in query.order_by),
+        shape = Query(where=Group(),
+                      order_by=tuple(replace(k, expr=substitute_expr(k.expr, canon)) for k in query.order_by),
                       limit=query.limit, offset=query.offset)
         sparql = " ".join(READABLE.modifier_lines(shape))
         return Bound(Statement(statement_id("order", sparql), "order", sparql, ()), binding)

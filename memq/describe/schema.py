@@ -194,8 +194,9 @@ def _commons(type_id: str) -> bool:
 
 
 def _type_id(t: str) -> bool:
-    """Whether ``t`` reads as a type's id (the schema files' ranges hold some relation ids: ``film.content_rating.film``):
-    two segments in the commons (``film.producer``), as many as :data:`NOT_COMMONS` says elsewhere."""
+    """Whether ``t`` reads as a type's id (the schema files' ranges hold some relation ids:
+    ``film.content_rating.film``): two segments in the commons (``film.producer``), as many as :data:`NOT_COMMONS`
+    says elsewhere."""
     if not t or t in LITERAL_TYPES or t.startswith("type."):
         return False
     segments = t.count(".") + 1

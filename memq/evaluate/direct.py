@@ -5,8 +5,9 @@ step budget as the planner it is compared with; only the prompt and the
 target change. The target is the gold query of the parse the plan was derived
 from, in the readable ``ns:`` form without its PREFIX header and without the
 boilerplate every gold query carries (the language filter on the answer and
-``?x != topic``); both are added back before execution (:func:`add_boilerplate`). The prompt is Table 9 asking for a SPARQL query, with
-the topic entities as ``Name (m.xxx)`` so the model can copy ids.
+``?x != topic``); both are added back before execution
+(:func:`add_boilerplate`). The prompt is Table 9 asking for a SPARQL query,
+with the topic entities as ``Name (m.xxx)`` so the model can copy ids.
 
 At answer time the output is cut to its first query (code fences and trailing
 text dropped), parsed with :func:`memq.sparql.parse_query`, executed on the

@@ -302,8 +302,8 @@ class Linker:
         cfg, index = self.config, self.index
         found = []
         for i, j, key, matches in self.spans(question):
-            content = sum(1 for t in key.split() if t not in STOP_WORDS)
-            bonus = cfg.length_weight * min(content, 3) / 3 + cfg.mention_weight * min(0.0, self.keyphraseness(key) - 0.5)
+            content = min(sum(1 for t in key.split() if t not in STOP_WORDS), 3)
+            bonus = cfg.length_weight * content / 3 + cfg.mention_weight * min(0.0, self.keyphraseness(key) - 0.5)
             # the entity the span named most often in training keeps its score, the others lose by how much less
             # often: it chooses among a span's readings, and never lifts a span above another
             common = {mid: self.commonness(key, mid) for mid, _ in matches} if cfg.commonness_weight else {}
@@ -334,7 +334,7 @@ class Linker:
                 todo += [c[3] for c in cands[:cfg.fit_candidates]]
         try:
             fits = self.fit.scores(question, dict.fromkeys(todo), recall=cfg.fit_recall) if todo else {}
-        except (MemQError, OSError, ImportError) as exc:  # the KG or the memory bank could not be loaded or read: link without the fit
+        except (MemQError, OSError, ImportError) as exc:  # the KG or the bank could not be read: link without the fit
             log.warning("entity linking goes on without the fit through the memory: %s", exc)
             self.fit = None
             return found

@@ -275,7 +275,8 @@ def merged_gguf(base_gguf: Path, base_sha256: str, adapter_gguf_path: Path, name
     BF16; a quantised base is refused). Every other tensor and all metadata are copied. Cached under
     ``$MEMQ_CACHE/gguf/merged/`` with a manifest of both sources' sha256 and its own; a file that does not match
     its manifest is rebuilt (a warning says why), never used. llama.cpp then runs no adapter: 5 to 16% less a pass
-    of 8 tokens or more on the 2-core CPU measured (docs/backends.md), with weights rounded once more than at runtime."""
+    of 8 tokens or more on the 2-core CPU measured (docs/backends.md), with weights rounded once more than at
+    runtime."""
     adapter_sha = memo_sha256(Path(adapter_gguf_path))  # the adapter's own check has just hashed it too
     key = hashlib.sha256(f"{FORMAT}\0{base_sha256}\0{adapter_sha}".encode()).hexdigest()[:16]
     target = cache_root() / "gguf" / "merged" / f"{Path(base_gguf).stem}+{name}-{key}.gguf"

@@ -24,7 +24,8 @@ Entities = Sequence[str] | Sequence[tuple[str, str]] | Mapping[str, str]
 
 BACKENDS = ("llamacpp", "transformers")
 DEFAULT_BACKEND = "llamacpp"  # answering; training runs on transformers
-# the trace's line before a hybrid rescue's notes (memq.pipeline): a saved record's planner notes after it are the rescue's
+# the trace's line before a hybrid rescue's notes (memq.pipeline): a saved record's planner notes after it
+# are the rescue's
 RESCUED = "hybrid: free generation's plan found nothing (self-repair included); the grounded planner planned again"
 
 

@@ -39,7 +39,8 @@ def calibrated(lines: list[Line], prefix: list[int], lm, weight: float, cost=Non
     heads = [statement_tokens(line, lm) for line in lines]
     null = null_logprobs(heads, prefix, lm, cost)
     low = min(null.values())
-    return [replace(line, rank=line.rank - weight * (null[head] - low)) for line, head in zip(lines, heads, strict=True)]
+    return [replace(line, rank=line.rank - weight * (null[head] - low))
+            for line, head in zip(lines, heads, strict=True)]
 
 
 def null_logprobs(heads, prefix: list[int], lm, cost=None) -> dict[tuple[int, ...], float]:

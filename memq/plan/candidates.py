@@ -107,8 +107,9 @@ class CandidateLines(LineRules):
                 group = probe_rec.find(probe, st)
             except (DerivationError, ReconstructionError):
                 continue
-            if self.found_again(found, st.id, probe.source) or probe.relation in found or self.own_name(st, probe.source, question) \
-                    or self.walks_again(h, st, probe) or not neigh.binds(h.draft, group, Var("memq_t")):
+            if self.found_again(found, st.id, probe.source) or probe.relation in found \
+                    or self.own_name(st, probe.source, question) or self.walks_again(h, st, probe) \
+                    or not neigh.binds(h.draft, group, Var("memq_t")):
                 continue
             if waiting and not self._checkable(h, probe_rec, group, st.id, waiting, question, neigh):
                 continue
@@ -250,11 +251,11 @@ class CandidateLines(LineRules):
 
     def key_targets(self, statement_id: str, used: set[str]) -> list[str]:
         """The names the train plans give a date or number that a plan may sort or compare (:data:`KEY_NAME`: the
-        first unused ``?skN``, and ``?num`` unless used), for a statement that assigns one (every type :func:`assigned_types`
-        gives is in :data:`ORDERED_TYPES`); none for the others. Offered beside ``?x``, ``?y`` and the relation's
-        name, as the model was trained to write "Find the start date of the event ?x, assign it to ?sk0." before
-        "Sort ?sk0 ...", and without them it seldom sorted at all. None in a search planned again without them
-        (``keys_offered`` False: no plan that ends sorted or checked its key)."""
+        first unused ``?skN``, and ``?num`` unless used), for a statement that assigns one (every type
+        :func:`assigned_types` gives is in :data:`ORDERED_TYPES`); none for the others. Offered beside ``?x``, ``?y``
+        and the relation's name, as the model was trained to write "Find the start date of the event ?x, assign it to
+        ?sk0." before "Sort ?sk0 ...", and without them it seldom sorted at all. None in a search planned again without
+        them (``keys_offered`` False: no plan that ends sorted or checked its key)."""
         types = self._assigned(statement_id)[1]
         if not self.keys_offered or not types or not types <= ORDERED_TYPES:
             return []

@@ -31,8 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     data = psub.add_parser("data", help="derive (and write) the planner's training data from gold queries")
     data.add_argument("--dataset", choices=DATASETS + ("grailqa-synthetic",), required=True,
-                      help="grailqa: train is every train question, dev the tuning part of GrailQA dev, test its report "
-                           "part; grailqa-synthetic: the synthetic programs (train only)")
+                      help="grailqa: train is every train question, dev the tuning part of GrailQA dev, test its "
+                           "report part; grailqa-synthetic: the synthetic programs (train only)")
     data.add_argument("--split", choices=("train", "dev", "test"), required=True)
     data.add_argument("--out", help="write JSONL here (default: only derive and validate)")
     data.add_argument("--exclude-webqsp-test", action="store_true",
@@ -147,7 +147,8 @@ def _ranker_data(args) -> int:
     bank = MemoryBank.load(args.memory or f"memory_bank/{args.dataset}")
     top = args.unseen_top if args.unseen_top is not None else (
         GRAILQA_SEARCH["unseen_top"] if args.dataset == "grailqa" else GroundedConfig().unseen_top)
-    planner = GroundedPlanner(None, kg=open_kg(args.kg or Config().kg), bank=bank, config=GroundedConfig(unseen_top=top))
+    planner = GroundedPlanner(None, kg=open_kg(args.kg or Config().kg), bank=bank,
+                              config=GroundedConfig(unseen_top=top))
     out = write_groups(plans, planner, args.out, progress=_progress(args, desc="replaying gold plans", unit="q"))
     groups = [g for g in read_groups(out) if g.get("step") is not None]
     summary = {"out": str(out), "questions": len(plans), "steps": len(groups),
@@ -255,7 +256,8 @@ def _train(args) -> int:
     result = train(plans, out, cfg, data_info=info, resume=args.resume, progress=bar, stop_at=stop_at(args))
     summary: dict = {"out": str(out), **result_summary(result)}
     if not result.finished:
-        summary["stopped"] = f"--stop-after: checkpoint at step {result.steps} in {out / 'checkpoint'}; --resume goes on"
+        summary["stopped"] = (f"--stop-after: checkpoint at step {result.steps} in {out / 'checkpoint'}; "
+                              "--resume goes on")
         print(json.dumps(summary, indent=2) if args.json else summary["stopped"])
         return 0
     if args.eval_limit:
@@ -310,7 +312,8 @@ def _eval(args) -> int:
         from .finetune import update_manifest
 
         if args.fewshot or args.split != "dev":
-            raise MemQError("--record stores dev metrics of a fine-tuned adapter: use it with --split dev, no --fewshot")
+            raise MemQError("--record stores dev metrics of a fine-tuned adapter: use it with --split dev, "
+                            "no --fewshot")
         update_manifest(planner.adapter, dev_metrics={**metrics, "limit": args.limit})
     if args.json:
         print(json.dumps(metrics, indent=2))

@@ -15,7 +15,8 @@ import re
 
 __all__ = ["COMPARE", "compare_ops"]
 
-DOWN = r"less|fewer|smaller|lower|under|below|before|earlier|sooner|shorter|younger|lighter|at most|up to|until|prior to"
+DOWN = (r"less|fewer|smaller|lower|under|below|before|earlier|sooner|shorter|younger|lighter|at most|up to|until"
+        r"|prior to")
 UP = r"more|greater|larger|bigger|higher|over|above|after|later|longer|older|heavier|at least|exceed\w*|since|beyond"
 _WORD = re.compile(rf"\b(?:(no|not)\s+)?(?:({DOWN})|({UP}))\b", re.I)
 COMPARE = ("<", "<=", ">", ">=")

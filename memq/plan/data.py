@@ -86,8 +86,8 @@ def _questions(dataset: str, split: str) -> list:
 def grailqa_synthetic(skipped: list[tuple[str, str]] | None = None) -> list:
     """FlexKBQA's 6,184 synthetic GrailQA programs (``data/grailqa/flexkbqa_synthetic_programs.json.gz``) as
     questions of dataset ``grailqa``, split ``synthetic``: each s-expression turned into GrailQA's SPARQL form
-    (:func:`memq.decompose.sexpr.to_sparql`), its mids the topic entities (names from :func:`memq.datasets.mid_names`), no
-    answers (an empty tuple). A program naming a mid without a name, or one that does not convert, is skipped:
+    (:func:`memq.decompose.sexpr.to_sparql`), its mids the topic entities (names from :func:`memq.datasets.mid_names`),
+    no answers (an empty tuple). A program naming a mid without a name, or one that does not convert, is skipped:
     ``(qid, reason)`` is appended to ``skipped`` (reasons ``mid-without-name: m.x``, ``bad-s-expression: ...``)
     and the counts are logged."""
     import gzip
@@ -255,7 +255,8 @@ def default_data_path(dataset: str, split: str, exclude_webqsp_test: bool = Fals
     return cache_root() / "plan_data" / f"{dataset}-{split}{suffix}-v{DERIVE_VERSION}.jsonl"
 
 
-def load_split(dataset: str, split: str, *, exclude_webqsp_test: bool = False, rebuild: bool = False) -> list[DerivedPlan]:
+def load_split(dataset: str, split: str, *, exclude_webqsp_test: bool = False,
+               rebuild: bool = False) -> list[DerivedPlan]:
     """Derived plans for a split, from the cache file (derived and written on first use)."""
     path = default_data_path(dataset, split, exclude_webqsp_test)
     if path.exists() and not rebuild:

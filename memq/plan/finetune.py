@@ -160,7 +160,8 @@ def shared_prefix_loss(model, ids, mask, labels):
     import torch
 
     has = labels != -100
-    first = torch.where(has.any(dim=1), has.long().argmax(dim=1), torch.full_like(has[:, 0], ids.shape[1], dtype=torch.long))
+    first = torch.where(has.any(dim=1), has.long().argmax(dim=1),
+                        torch.full_like(has[:, 0], ids.shape[1], dtype=torch.long))
     common = int((ids == ids[:1]).all(dim=0).long().cumprod(0).sum())
     prefix = min(common, int(first.min())) - 1  # the last prefix position must still be a prompt token
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
@@ -233,7 +234,8 @@ def train(plans: Sequence[DerivedPlan], out_dir: str | Path, cfg: TrainConfig = 
             logger.warning("resuming with %d total steps (checkpoint was planned for %s)", total, state.get("total"))
         logger.info("resumed %s at step %d", out_dir, step)
         if log_path.exists():  # forget logged steps the checkpoint does not hold
-            kept = [line for line in log_path.read_text().splitlines() if line.strip() and json.loads(line)["step"] <= step]
+            kept = [line for line in log_path.read_text().splitlines()
+                    if line.strip() and json.loads(line)["step"] <= step]
             log_path.write_text("".join(line + "\n" for line in kept))
     else:
         if parent:

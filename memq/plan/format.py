@@ -84,10 +84,10 @@ _FIND = re.compile(r"^find\s+(?P<phrase>.+?)\s*,?\s*(?:and\s+)?assign(?:\s+it)?\
 _CHECK = re.compile(r"^make\s+sure\s+(?:that\s+)?(?P<body>.+?)\s*[.;]?\s*$", re.I)
 _CLASS = re.compile(r"^(?P<target>\?[A-Za-z_]\w*)\s+(?:is|should\s+be)\s+an?\s+(?P<cls>[a-z0-9].*?)\s*[.;]?\s*$")
 _EVERY = re.compile(r"^(?:every|all)\s+(?P<cls>\S.*)$", re.I)
-_COUNT = re.compile(r"^count\s+(?:the\s+number\s+of\s+)?(?P<source>\?[A-Za-z_]\w*)\s*(?:,?\s*(?:and\s+)?assign(?:\s+it)?"
-                    r"\s+(?:to|as)\s*(?P<target>\??[A-Za-z_]\w*))?\s*[.;]?\s*$", re.I)
-_ANSWER = re.compile(r"^(?:finally,?\s+)?(?:so\s+)?the\s+(?:final\s+)?answer\s+is(?:\s*(?=\?)|\s+)(?P<target>\??[A-Za-z_]\w*)"
-                     r"\s*[.;]?\s*$", re.I)
+_COUNT = re.compile(r"^count\s+(?:the\s+number\s+of\s+)?(?P<source>\?[A-Za-z_]\w*)\s*(?:,?\s*(?:and\s+)?"
+                    r"assign(?:\s+it)?\s+(?:to|as)\s*(?P<target>\??[A-Za-z_]\w*))?\s*[.;]?\s*$", re.I)
+_ANSWER = re.compile(r"^(?:finally,?\s+)?(?:so\s+)?the\s+(?:final\s+)?answer\s+is(?:\s*(?=\?)|\s+)"
+                     r"(?P<target>\??[A-Za-z_]\w*)\s*[.;]?\s*$", re.I)
 
 # comparison markers, longest first within each alternative position
 _CMP = [

@@ -230,7 +230,8 @@ def grail_targets(used: set[str]) -> list[str]:
 
 
 def shape_lines(classes: ClassStatements, h: Hyp, neigh, sims: dict[str, float], question: str = "",
-                names: list[str] = (), asked_class: float = 0.0, shortened: bool = False, viable=None) -> list[ShapeLine]:
+                names: list[str] = (), asked_class: float = 0.0, shortened: bool = False,
+                viable=None) -> list[ShapeLine]:
     """GrailQA's lines after the partial plan ``h``: a class to start from (before any step, when the question names no
     entity: ``names`` is empty), or class checks of the ``?variables`` not checked yet, checks of the last one
     against the ``question``'s values (:func:`question_values`) and the topic entity ``names`` no step names

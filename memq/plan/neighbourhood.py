@@ -14,8 +14,8 @@ from memq.schema import Schema, freebase_schema
 from memq.sparql import to_standard
 from memq.sparql.model import Group, Iri, Projection, Query, Triple, Var
 
-__all__ = ["Edge", "Neighbourhood", "any_of", "assigned_types", "assigns_cvt", "bank_edges", "first_edges", "path_options",
-           "statement_edges"]
+__all__ = ["Edge", "Neighbourhood", "any_of", "assigned_types", "assigns_cvt", "bank_edges", "first_edges",
+           "path_options", "statement_edges"]
 
 Edge = tuple[str, str]  # (relation id, "out" | "in") seen from a node
 EDGES_FORMAT = 1  # of bank_edges' cache

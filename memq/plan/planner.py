@@ -180,7 +180,8 @@ def default_lora(adapter: str | Path, weights: str | None = None) -> str:
 
 
 def default_adapter(dataset: str = "webqsp") -> Path:
-    """``memory_bank/<dataset>/planner`` when it holds an adapter, else ``$MEMQ_CACHE/planners/qwen2.5-coder-0.5b-<dataset>``."""
+    """``memory_bank/<dataset>/planner`` when it holds an adapter, else
+    ``$MEMQ_CACHE/planners/qwen2.5-coder-0.5b-<dataset>``."""
     from memq.llm import cache_root
 
     repo = Path(str(REPO_ADAPTER).format(dataset=dataset))

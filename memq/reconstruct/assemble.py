@@ -47,7 +47,8 @@ def build_query(choices: list[StepChoice], rec: Reconstructor, answer: Var, trac
     counted = draft.count[0] if draft.count is not None and draft.count[1] == answer else None
     if draft.count is not None and counted is None:
         if trace is not None:
-            trace.fallbacks.append(f"count of {draft.count[0]} dropped: the plan answers {answer}, not {draft.count[1]}")
+            trace.fallbacks.append(f"count of {draft.count[0]} dropped: the plan answers {answer}, "
+                                   f"not {draft.count[1]}")
         draft.count = None
     node = counted or answer  # what the boilerplate is about: the answer, or what a count counts
     starts = rec.answer_starts([c.step for c in choices], node, draft.all_triples())

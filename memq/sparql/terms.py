@@ -41,7 +41,8 @@ class TermReader:
     def error(self, message: str, tok: Token | None = None) -> SparqlParseError:
         tok = tok or self.peek()
         line, col = line_col(self.text, tok.pos)
-        found = "end of query" if tok.kind == "eof" else repr(tok.text if len(tok.text) <= 60 else tok.text[:60] + "...")
+        found = ("end of query" if tok.kind == "eof"
+                 else repr(tok.text if len(tok.text) <= 60 else tok.text[:60] + "..."))
         return SparqlParseError(f"{message}, found {found}", query=self.text, line=line, column=col)
 
     def is_word(self, *words: str, ahead: int = 0) -> bool:
