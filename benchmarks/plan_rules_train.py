@@ -25,7 +25,8 @@ on first use), each with its dataset's memory bank for the statements' relations
   that answer with a ?variable whose notable type they do not check (the planner refuses such an ending,
   ``classed_answers``);
 - for GrailQA, how each plan's answer is classed: ``answers_class_lined`` (a class line names it or a count counts
-  it, :func:`memq.plan.rules.class_lined`), ``answers_values`` (numbers, dates and other literals) and
+  it, :func:`memq.plan.rules.class_lined`), ``answers_values`` (numbers, dates and other literals; the planner
+  refuses such an ending unless the question asks how many, ``LineRules.answers_values``) and
   ``answers_without_class``, with those plans' questions (the planner refuses an ending at a ?variable no class line
   names where a class check is offered, ``classed_answers``);
 - for WebQSP, whose train facts the benchmark KG holds, ``entity_checks``: the ``Make sure ?v is X`` steps with X an

@@ -118,7 +118,9 @@ KEY_RULES = {"endings_before_the_key_is_used": "sort keys: no plan that ends sor
              "answers_sorted_not_asked_when": "sorted answer: no plan that ends answers with other than what it sorts "
              "(the question asks for no time); planned again without the rule",
              "answers_unclassed": "class checked: no plan that ends answers with a ?variable whose class (notable "
-             "type) it checks; planned again without the rule"}
+             "type) it checks; planned again without the rule",
+             "literal_answers_refused": "literal answer: every plan that ends answers with dates, numbers or text, "
+             "not entities (GrailQA's lines); planned again without the rule"}
 # a search's stages for the class a question asks for: as it is, wider (asked_beam), with Find lines directed to
 # it (asked_directed), given up
 STAGES = ("first", "wide", "directed", "off")

@@ -21,7 +21,7 @@ from memq.sparql.model import Iri
 from memq.types import PlanStep
 
 from .format import VAR, classed, unjoined
-from .lines import Hyp
+from .lines import HOW_MANY, Hyp
 from .neighbourhood import Neighbourhood, assigned_types, assigns_cvt
 
 __all__ = ["LITERAL_TYPES", "NAME_ASKED", "TIME_ASKED", "LineRules", "class_lined", "edge_text", "held_to_values",
@@ -256,6 +256,27 @@ class LineRules:
             return False
         self._refused("answers_unclassed")
         return True
+
+    def answers_values(self, h: Hyp, var: str, question: str) -> bool:
+        """Whether ``h`` may not answer with ``var`` (``classed_answers``, GrailQA's lines): every Find step of ``h``
+        that assigns ``var`` assigns literals (:meth:`literal_only`: dates, numbers, text), and the question does not
+        ask "how many" (:data:`~memq.plan.lines.HOW_MANY`, where :func:`~memq.plan.lines.may_end` lets a number
+        found answer). Each of GrailQA's 1,000 real train questions but one ("what are the odi stumps for devon
+        thomas?") is answered with entities or a count, and so is each of the 208 of its dev tuning part: "the latest
+        released date of the musical release that has engineers including mathieu soucy is what?" asks for the
+        release. Its synthetic programs, which the planner was trained on too, answer 101 of 1,298 with literals.
+        A search may turn it off (``keys_offered``, as for the sort keys)."""
+        if self.classes is None or not self.config.classed_answers or not self.keys_offered \
+                or var in class_lined(h.steps) or HOW_MANY.search(question) or not self.literal_only(h, var):
+            return False
+        self._refused("literal_answers_refused")
+        return True
+
+    def literal_only(self, h: Hyp, var: str) -> bool:
+        """Whether some Find step of ``h`` assigns ``var`` and each assigns literals only, by the schema
+        (:data:`LITERAL_TYPES`)."""
+        types = [self._assigned(st.statement)[1] for st in self._finds(h, var)]
+        return bool(types) and all(t and t <= LITERAL_TYPES for t in types)
 
     def _refused(self, what: str) -> bool:
         """Counts a line a rule refused, for the plan's cost (the planner resets ``refused`` for each plan); False."""

@@ -87,7 +87,8 @@ class GroundedConfig:
     # a plan that checks the notable type of a ?variable answers with one whose notable type it checks: so do all
     # 2,480 WebQSP and CWQ train plans that check one (LineRules.answers_unclassed); with GrailQA's lines, one a
     # class line names wherever a class check is offered, as 999 of its 1,000 train plans (the other answers with
-    # numbers); a search with no plan that ends then is planned again without it, as for the sort keys
+    # numbers), and unless the question asks how many, none of dates or numbers alone (LineRules.answers_values);
+    # a search with no plan that ends then is planned again without it, as for the sort keys
     classed_answers: bool = True
 
     def __post_init__(self) -> None:
