@@ -5,7 +5,7 @@
 
 ``--build`` builds the index of the default KG afresh (into a temporary folder) and times it; otherwise the cached
 index (``memq.link.resolve.cached_index``) is loaded, and that load is timed. ``--set`` changes a
-:class:`memq.link.linker.LinkConfig` field (e.g. ``--set same_span_margin=0.2 --set max_entities=3``) for a
+:class:`memq.link.settings.LinkConfig` field (e.g. ``--set same_span_margin=0.2 --set max_entities=3``) for a
 second row beside the defaults. Recall is of the gold topic entities the question names; precision of the linked
 entities among all gold topic entities (memq.link.evaluate).
 
@@ -48,9 +48,10 @@ def main() -> int:
     from memq.link.evaluate import link_record, summarise_links
     from memq.link.fit import MemoryFit
     from memq.link.index import EntityIndex, build_index, kg_source
-    from memq.link.linker import LinkConfig, Linker, with_settings
+    from memq.link.linker import Linker
     from memq.link.mentions import MENTION_DATASETS, add_training_mentions, training_mentions
     from memq.link.resolve import cached_index
+    from memq.link.settings import LinkConfig, with_settings
     from memq.memory.bank import MemoryBank
     from memq.pipeline import Config, open_kg
     from memq.plan.data import split_of

@@ -19,7 +19,7 @@ Both pipelines answer with the configuration ``memq evaluate`` takes for the dat
 default bank, WebQSP's, for CWQ too. ``BASE.jsonl`` is the per-question file of a linked run (``memq evaluate
 --dataset webqsp --split dev --planner grounded --entities linked --per-question BASE.jsonl``). For each of its
 questions the variant pipeline (that configuration with the ``--link`` settings of
-:class:`memq.link.linker.LinkConfig`) links the question, and so does the base pipeline: when both inputs make
+:class:`memq.link.settings.LinkConfig`) links the question, and so does the base pipeline: when both inputs make
 the same plan (:func:`memq.link.evaluate.same_input`: the same entities, optional ones and second readings its
 prompt leaves out) the base record stands, as the pipeline is
 deterministic; otherwise the question is answered again as ``memq.answer(question)`` answers it. Records are
@@ -44,8 +44,8 @@ def main() -> int:
     from memq.evaluate.run import evaluate_question, questions_for
     from memq.evaluate.saved import load_records
     from memq.link.evaluate import same_input
-    from memq.link.linker import with_settings
     from memq.link.mentions import own_mentions
+    from memq.link.settings import with_settings
     from memq.pipeline import Pipeline
     from memq.types import Trace
 

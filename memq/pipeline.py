@@ -26,8 +26,8 @@ from .errors import KnowledgeGraphError, LinkingError, MemQError, Reconstruction
 from .files import ROOT, shown_path
 from .kg import open_kg
 from .link.constraints import known_optional, linked_entities
-from .link.linker import LinkConfig
 from .link.resolve import check_names, check_question, known_entities, needs_linking, validate
+from .link.settings import LinkConfig
 from .plan.base import BACKENDS, DEFAULT_BACKEND, RESCUED
 from .plan.format import needs_entity
 from .plan.grounded import GroundedConfig

@@ -17,9 +17,10 @@ from memq.errors import EntityIndexError, LinkingError
 from memq.kg.oxigraph import OxigraphStore
 from memq.link.demonyms import countries, demonyms, plural, plurals
 from memq.link.index import ENTITIES, MANIFEST, EntityIndex, build_index, normalize
-from memq.link.linker import Link, LinkConfig, Linker, quoted
+from memq.link.linker import Link, Linker, quoted
 from memq.link.mentions import link_entries, mention_counts
 from memq.link.resolve import resolve
+from memq.link.settings import LinkConfig
 from memq.pipeline import Config, Pipeline
 from memq.types import Plan, Trace
 
@@ -802,7 +803,7 @@ def test_linked_entities_after_the_prompted_ones_are_left_out_of_the_prompt(pipe
 
 
 def test_linker_settings_from_the_command_line_are_typed_and_checked():
-    from memq.link.linker import with_settings
+    from memq.link.settings import with_settings
 
     config = with_settings(LinkConfig(), ["required=1", "threshold=1.1"])
     assert config.required == 1 and config.threshold == 1.1 and config.max_entities == LinkConfig().max_entities

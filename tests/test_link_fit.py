@@ -12,8 +12,9 @@ from memq.errors import MemoryBankError
 from memq.kg.oxigraph import OxigraphStore
 from memq.link.fit import MemoryFit
 from memq.link.index import build_index
-from memq.link.linker import LinkConfig, Linker
+from memq.link.linker import Linker
 from memq.link.resolve import open_linker, resolve
+from memq.link.settings import LinkConfig
 from memq.memory.bank import MemoryBank
 from memq.memory.embed import HashingEmbedder
 from memq.types import MemoryRecord, Statement, Trace

@@ -62,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     help="linked: link each question's entities (memq.link) and report linking precision/recall "
                          "over the whole split, and F1 with linked beside gold entities over --limit questions")
     ev.add_argument("--link", action="append", default=[], metavar="KEY=VALUE",
-                    help="with --entities linked: a linker setting (memq.link.linker.LinkConfig), e.g. required=1")
+                    help="with --entities linked: a linker setting (memq.link.settings.LinkConfig), e.g. required=1")
     ev.set_defaults(handler=_evaluate)
 
     rep = sub.add_parser("report", help="an HTML report of evaluation results")
@@ -140,7 +140,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         if args.record or args.ablation or args.part or args.questions:
             raise MemQError("--entities linked runs alone: without --record, --ablation, --part or --questions")
         from ..link.evaluate import run_linked
-        from ..link.linker import with_settings
+        from ..link.settings import with_settings
 
         try:
             config = replace(config, link=with_settings(config.link, args.link))

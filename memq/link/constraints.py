@@ -23,9 +23,9 @@ training questions, how often a question with a word (or a pair of adjacent word
     share(e | w) = training questions with the word w and the constraint e / training questions with w
 
 and suggests ``e`` for a question with ``w`` when that share is at least ``cue_share`` over at least
-``cue_count`` questions (:class:`~memq.link.linker.LinkConfig`; 0.6 and 3 by default). Its support is the larger of the
-two. A suggested entity is *optional*: the planner may name it but is not pushed to (the grounded planner's entity
-coverage does not count it), and ``Trace.links`` lists it with its support and the neighbours that voted.
+``cue_count`` questions (:class:`~memq.link.settings.LinkConfig`; 0.6 and 3 by default). Its support is the larger
+of the two. A suggested entity is *optional*: the planner may name it but is not pushed to (the grounded planner's
+entity coverage does not count it), and ``Trace.links`` lists it with its support and the neighbours that voted.
 
 :func:`linked_entities` gathers what the pipeline gives the planner for a question asked without ids: the
 entities, the optional ones (second readings, linked entities after the ``required`` best, suggestions) and the
@@ -42,7 +42,8 @@ from dataclasses import dataclass
 
 from ..types import Trace
 from .gold import gold_entities, prior_entities
-from .linker import LinkConfig, Linker
+from .linker import Linker
+from .settings import LinkConfig
 
 
 @dataclass(frozen=True)

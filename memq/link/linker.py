@@ -29,6 +29,7 @@ from ..errors import MemQError
 from .context import nested, of_parts, placed, quoted
 from .demonyms import countries
 from .index import EntityIndex, normalize
+from .settings import LinkConfig
 
 log = logging.getLogger(__name__)
 
@@ -46,132 +47,6 @@ mean means called call name named kind type sort year years first last new old d
 # (LinkConfig.title_match). "st" of a place ("st paul") is part of its name, which matches exactly, and better
 TITLES = frozenset("st saint dr doctor mr mrs ms miss sir dame lord lady king queen prince princess pope "
                    "captain general".split())
-
-
-@dataclass(frozen=True)
-class LinkConfig:
-    """The linker's settings. The defaults were chosen on WebQSP dev (carved from train) with the mention counts
-    of the rest of train and a memory without the statements only dev questions gave: recall 0.938 of the named
-    topic entities at 1.38 entities a question, precision 0.73 (one reading a span: 0.928, 1.19, 0.84; without the
-    fit: 0.903, 1.20, 0.80). A span's second reading is an *alternative*: the planner may name it (optional)."""
-
-    max_tokens: int = 6
-    quote_tokens: int = 30  # a longer span in double quotes, up to this many tokens, is looked up whole (0: off)
-    fuzzy_cutoff: float = 85.0
-    candidates: int = 5  # entities considered per name (the most popular ones)
-    partial_match: float = 0.7  # match of a span that is part of a name: this + the rest x the share covered
-    fuzzy_match: float = 0.95  # a fuzzy match's ratio / 100 is scaled by this
-    base_match: float = 0.85  # the match of a name an adjective is formed from ("egyptian": Egypt; 0: off)
-    demonym_match: float = 0.85  # the country a demonym names ("italians", "greek people": memq.link.demonyms; 0: off)
-    title_match: float = 0.9  # x the match of the rest of a span that starts with a title ("st augustine"; 0: off)
-    # a learnt alias (memq.link.mentions.learnt_aliases: "the us", "king tut"): a reading at this match (0: off); of a
-    # span that is an exact name in the index, only with alias_floor training questions for it (1: with any)
-    alias_match: float = 0.9
-    alias_floor: int = 2
-    popularity_weight: float = 0.8
-    mention_weight: float = 2.0  # x min(0, keyphraseness - 0.5): spans that seldom named a gold entity in training
-    # x (commonness - the best commonness of the span's entities): of the training questions where the span named a
-    # gold entity, the share that named this one ("sony": Sony Corporation, not Sony BMG; Linker.commonness). 0.5
-    # chosen on WebQSP dev (end to end 18 of 321 changed, 4 up, 1 down; 1.0 tied; 0: off)
-    commonness_weight: float = 0.5
-    length_weight: float = 1.0
-    threshold: float = 0.9
-    second_threshold: float = 1.4
-    max_entities: int = 3
-    # a second entity for a chosen span within this score of the first (<0: off: all of WebQSP dev gave 1 up, 0 down
-    # of 26 plans changed, at linking precision 0.890 against 0.831 with 0.2; docs/linking.md)
-    same_span_margin: float = -1.0
-    # the best reading of every span is chosen before any second reading, so that second readings do not fill
-    # max_entities before another span's entity (False: in score order, as before)
-    alternatives_last: bool = True
-    # fit with the question through the memory (a Linker given a MemoryFit): + fit_weight x the best similarity of
-    # the fit_recall statements recalled for the question that binds at the candidate; for the fit_candidates best
-    # candidates of each span that can still reach the threshold (0: off)
-    fit_weight: float = 0.6
-    fit_recall: int = 40
-    fit_candidates: int = 4
-    # coherence (a Linker given a MemoryFit): once the first entity is chosen, + coherence_weight to a candidate of
-    # another span that one CVT joins with it ("saruman" and "lord of the rings": a performance), among the
-    # coherence_entities best entities that could reach the second threshold so (0: off)
-    coherence_weight: float = 0.3
-    coherence_entities: int = 6
-    # a span that is part of more names than this is a class word ("language" of Italian Language, "team"): its
-    # candidates get no coherence (the answer of "what language did jewish people speak?" is joined with the people)
-    coherence_max_names: int = 100
-    # memq.link.context: + place_weight for a place inside the region the next span names ("fresno texas"), among a
-    # span's place_candidates best readings; - nested_weight for a reading not its span's exact name inside a longer
-    # span that is one ("america" of "latin america"), - nested_exact_weight for one that is ("africa"). 0: off
-    place_weight: float = 0.5
-    place_candidates: int = 4
-    place_readings: int = 1  # of them with the span's exact name, at least (2: two places of one name only)
-    nested_weight: float = 0.3
-    nested_exact_weight: float = 0.5
-    of_parts: bool = True  # the place and the title of a chosen "title of place" as second readings (context.of_parts)
-    # how many linked entities (best first, second readings aside) a plan must name (the grounded planner's entity
-    # coverage); the others are optional: named in the prompt, and a plan may name them. -1: all of them; 0: none
-    # (a plan still starts from one). 0 chosen on WebQSP dev (first 100, end to end: F1 0.642 with -1, 0.669
-    # with 1, 0.708 with 0; docs/linking.md)
-    required: int = 0
-    # a constraint entity suggested by the nearest training questions (memq.link.constraints) with at least this
-    # support is one the plan must name too; the others are optional. 0: all are optional
-    required_support: float = 0.0
-    # constraint entities suggested by the question's words too (memq.link.constraints.CueWords): a cue's share of
-    # the training questions with it that used the entity, and how many did (cue_share 0: off). On WebQSP dev 0.6 / 3
-    # raised the suggestions' recall of the unnamed gold entities 0.379 -> 0.447 (precision 0.684 -> 0.697); end to
-    # end it changed 7 of the first 194 questions, 1 up, 1 down, and was left off; with a later session's planner
-    # 9 of all 321, 3 up, 0 down (docs/linking.md): on
-    cue_share: float = 0.6
-    cue_count: int = 3
-    # how many linked entities (best first, second readings aside) the planner's prompt names; the optional ones
-    # after them are left out of it, as second readings are (a grounded plan may still start there). -1: all
-    prompted: int = -1
-
-    def __post_init__(self) -> None:
-        if self.max_tokens < 1 or self.candidates < 1 or self.max_entities < 1 or self.fit_candidates < 1 \
-                or self.fit_recall < 1 or self.alias_floor < 1:
-            raise ValueError(f"max_tokens, candidates, max_entities, fit_candidates, fit_recall and alias_floor must "
-                             f"be >= 1, got {self.max_tokens}, {self.candidates}, {self.max_entities}, "
-                             f"{self.fit_candidates}, {self.fit_recall}, {self.alias_floor}")
-        if not 0 <= self.cue_share <= 1 or self.cue_count < 1:
-            raise ValueError(f"cue_share must be in [0, 1] and cue_count >= 1, got {self.cue_share}, {self.cue_count}")
-        if not 0 <= self.required_support <= 1:
-            raise ValueError(f"required_support is a share of the vote in [0, 1] (0: off), got {self.required_support}")
-        if self.required < -1 or self.prompted < -1:
-            raise ValueError(f"required and prompted must be >= 0, or -1 for every linked entity, got "
-                             f"{self.required}, {self.prompted}")
-        if self.fit_weight < 0 or self.commonness_weight < 0:
-            raise ValueError(f"fit_weight and commonness_weight must be >= 0, got {self.fit_weight}, "
-                             f"{self.commonness_weight}")
-        if min(self.place_weight, self.nested_weight, self.nested_exact_weight) < 0 or self.place_candidates < 2 \
-                or self.place_readings < 1:
-            raise ValueError(f"place_weight, nested_weight and nested_exact_weight must be >= 0, place_candidates >= 2 "
-                             f"and place_readings >= 1, got {self.place_weight}, {self.nested_weight}, "
-                             f"{self.nested_exact_weight}, {self.place_candidates}, {self.place_readings}")
-        if self.coherence_weight < 0 or self.coherence_entities < 2 or self.coherence_max_names < 0:
-            raise ValueError(f"coherence_weight and coherence_max_names must be >= 0 and coherence_entities >= 2, "
-                             f"got {self.coherence_weight}, {self.coherence_max_names}, {self.coherence_entities}")
-        if not 0 <= self.fuzzy_cutoff <= 100 or not 0 <= self.alias_match <= 1 or not 0 <= self.demonym_match <= 1:
-            raise ValueError(f"fuzzy_cutoff is a rapidfuzz ratio in 0-100, alias_match and demonym_match matches in "
-                             f"0-1, got {self.fuzzy_cutoff}, {self.alias_match}, {self.demonym_match}")
-
-
-def with_settings(config: LinkConfig, settings: list[str]) -> LinkConfig:
-    """``config`` with ``KEY=VALUE`` settings of its fields (``memq evaluate --link``); ValueError names a bad one."""
-    from dataclasses import fields, replace
-
-    types = {f.name: type(getattr(config, f.name)) for f in fields(config)}
-    changes = {}
-    for item in settings:
-        key, sep, value = item.partition("=")
-        if not sep or key not in types:
-            raise ValueError(f"a linker setting is KEY=VALUE with KEY one of {', '.join(types)}; got {item!r}")
-        try:
-            if types[key] is bool and value.lower() not in ("true", "false", "1", "0"):
-                raise ValueError(value)
-            changes[key] = value.lower() in ("true", "1") if types[key] is bool else types[key](value)
-        except ValueError:
-            raise ValueError(f"linker setting {key} takes a {types[key].__name__}, got {value!r}") from None
-    return replace(config, **changes)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,8 @@ from dataclasses import replace
 
 from .demonyms import country_ids
 from .index import EntityIndex, MentionCounts, normalize
-from .linker import LinkConfig, Linker
+from .linker import Linker
+from .settings import LinkConfig
 
 
 def mention_counts(index: EntityIndex, questions: Iterable[tuple], config: LinkConfig | None = None
