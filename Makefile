@@ -73,7 +73,7 @@ memory-schema-all: install
 		--out memory_bank/webqsp+schema+base
 
 lint: install
-	$(BIN)/ruff check memq tests benchmarks
+	$(BIN)/ruff check memq tests benchmarks scripts
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
