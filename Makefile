@@ -64,8 +64,8 @@ memory-schema-full: install
 # GrailQA: train statements and the schema of GrailQA's ontology in GrailQA's form (classes, CVT classes, both
 # directions; 41,290 schema statements)
 memory-grailqa-schema: install
-	$(BIN)/memq memory build --source grailqa-train --source schema --schema-form grailqa --schema-domains grailqa \
-		--include-base --out memory_bank/grailqa+schema
+	$(BIN)/memq memory build --source grailqa-train --source grailqa-synthetic --source schema --schema-form grailqa \
+		--schema-domains grailqa --include-base --out memory_bank/grailqa+schema
 
 # the same with the base./user./freebase. domains too (96,689 statements, 371 MB index; ~20 min on 2 cores)
 memory-schema-all: install

@@ -158,6 +158,19 @@ def test_grailqa_schema_statements_share_ids_with_grailqa_train_statements():
     assert sum(by["2"]) / len(by["2"]) > 0.8  # 41 of 49; 15 without both directions
 
 
+def test_the_grailqa_synthetic_programs_are_a_gold_source_of_their_own():
+    """The synthetic programs the GrailQA planner learnt from give statements with their own question ids, so that
+    their questions vote in the question prior (memq.plan.prior) beside the train questions'."""
+    from memq.memory.build import gold_questions
+
+    questions = gold_questions("grailqa-synthetic")
+    statements = source_statements("grailqa-synthetic")
+    ids = {i for st in statements for i in st.question_ids}
+    assert len(questions) == 1299 and len(statements) > 1500  # 1,861 statements, when this was written
+    assert ids <= {q.id for q in questions} and len(ids) > 1200
+    assert not ids & {q.id for q in gold_questions("grailqa-train")}
+
+
 def test_build_resumes_without_describing_finished_statements(webqsp_statements, tmp_path):
     statements = webqsp_statements[:40]
     out = tmp_path / "m"

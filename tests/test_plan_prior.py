@@ -139,6 +139,26 @@ def test_dev_questions_never_vote_and_the_texts_come_from_the_dataset():
     assert QuestionPrior.from_bank(schema_only, cache=False) is None
 
 
+def test_every_grailqa_train_question_and_synthetic_program_votes_as_its_dev_questions_are_a_file_of_their_own():
+    from memq.memory.build import gold_questions
+    from memq.plan.data import split_of
+
+    grail = gold_questions("grailqa-train")
+    carved = [q for q in grail if split_of(q.id) == "dev"][:2]  # the side WebQSP's and CWQ's dev is carved from
+    synthetic = next(q for q in gold_questions("grailqa-synthetic") if split_of(q.id) == "dev")
+    assert len(carved) == 2
+    fake = FakeBank([_Rec("g1", [carved[0].id]), _Rec("g2", [carved[1].id, grail[0].id, synthetic.id])],
+                    HashingEmbedder())
+    fake.sources = [("grailqa-train",), ("grailqa-synthetic", "grailqa-train", "schema")]
+    ids, texts, uses = source_questions(fake)
+    assert set(ids) == {carved[0].id, carved[1].id, grail[0].id, synthetic.id} and uses[carved[1].id] == ("g2",)
+    assert texts[ids.index(synthetic.id)] == synthetic.question
+    train, dev = _split_ids()  # beside it, WebQSP's dev side still keeps out
+    fake = FakeBank([_Rec("g1", [carved[0].id]), _Rec("w1", [train[0].id, dev[0].id])], HashingEmbedder())
+    fake.sources = [("grailqa-train",), ("webqsp-train",)]
+    assert source_questions(fake)[0] == sorted([carved[0].id, train[0].id])
+
+
 def test_the_training_questions_vectors_are_cached_and_a_bad_cache_file_is_rebuilt(tmp_path, monkeypatch):
     monkeypatch.setenv("MEMQ_CACHE", str(tmp_path))
     train, _ = _split_ids()

@@ -39,7 +39,9 @@ from .schema_source import SchemaSourceConfig, schema_statements
 
 logger = logging.getLogger(__name__)
 
-GOLD_SOURCES = ("webqsp-train", "cwq-train", "grailqa-train")  # sources made of training questions' gold queries
+# sources made of training questions' gold queries (grailqa-synthetic: the synthetic programs the GrailQA planner
+# learnt from too, memq.plan.data.grailqa_synthetic)
+GOLD_SOURCES = ("webqsp-train", "cwq-train", "grailqa-train", "grailqa-synthetic")
 SOURCES = (*GOLD_SOURCES, "schema")
 CACHE = "describe.cache.jsonl"
 
@@ -78,6 +80,10 @@ def gold_questions(name: str, config: SourceConfig = SourceConfig()):
             questions = [q for q in questions if not q.id.startswith("WebQTest-")]
     elif name == "grailqa-train":
         questions = load("grailqa", "train")  # the 1,000 real train questions; never the dev ones
+    elif name == "grailqa-synthetic":
+        from memq.plan.data import grailqa_synthetic
+
+        questions = grailqa_synthetic()  # those whose mids all have a name, in GrailQA's SPARQL form
     else:
         raise ValueError(f"unknown gold source {name!r}; expected one of {', '.join(GOLD_SOURCES)}")
     assert_no_test_queries((q.id for q in questions), name)

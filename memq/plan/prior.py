@@ -22,7 +22,9 @@ sure* and *Sort* lines get no bonus.
 **Dev questions are held out.** Only training questions on the train side of
 :func:`memq.plan.data.split_of` vote, the same questions the planner adapter
 was trained on, so that dev figures are not flattered by a dev question voting
-for itself.
+for itself. GrailQA's dev questions are a file of their own
+(:func:`memq.plan.data.grailqa_part`), and its adapter learnt from all its train
+questions and synthetic programs, so all of them vote (``WHOLE_TRAIN``).
 
 The training questions' vectors are computed once per memory bank and cached
 under ``$MEMQ_CACHE/prior/`` (WebQSP: 2,500 questions, about 8 s on the 2-core
@@ -41,11 +43,13 @@ import numpy as np
 
 from memq.errors import MemQError
 
-__all__ = ["FORMAT", "QuestionPrior", "bonuses", "source_questions", "trained_first", "unseen_steps"]
+__all__ = ["FORMAT", "QuestionPrior", "WHOLE_TRAIN", "bonuses", "source_questions", "trained_first", "unseen_steps"]
 
 logger = logging.getLogger(__name__)
 
 FORMAT = 1
+# gold sources whose dev questions are not carved from their train questions: every question of them votes
+WHOLE_TRAIN = ("grailqa-train", "grailqa-synthetic")
 
 
 def source_questions(bank) -> tuple[list[str], list[str], dict[str, tuple[str, ...]]]:
@@ -58,15 +62,15 @@ def source_questions(bank) -> tuple[list[str], list[str], dict[str, tuple[str, .
 
     from .data import split_of
 
+    named = sorted({s for sources in bank.sources for s in sources if s in GOLD_SOURCES})
+    whole = {q.id for source in named if source in WHOLE_TRAIN for q in gold_questions(source)}
     uses: dict[str, list[str]] = {}
-    named: set[str] = set()
-    for record, sources in zip(bank.records, bank.sources, strict=True):
-        named.update(s for s in sources if s in GOLD_SOURCES)
+    for record in bank.records:
         for qid in record.statement.question_ids:
-            if split_of(qid) == "train":
+            if qid in whole or split_of(qid) == "train":
                 uses.setdefault(qid, []).append(record.statement.id)
     texts: dict[str, str] = {}
-    for source in sorted(named):
+    for source in named:
         texts.update((q.id, q.question) for q in gold_questions(source) if q.id in uses)
     ids = sorted(i for i in uses if i in texts)
     return ids, [texts[i] for i in ids], {i: tuple(uses[i]) for i in ids}
