@@ -1,6 +1,7 @@
 """The linker's settings (:class:`LinkConfig`), and ``KEY=VALUE`` changes of them (:func:`with_settings`).
 
-:class:`memq.link.linker.Linker` reads them; each field's comment says what it weighs and where it was chosen.
+:class:`memq.link.linker.Linker` reads them; the comments beside the fields say what most of them weigh and where
+they were chosen.
 """
 
 from __future__ import annotations

@@ -63,7 +63,8 @@ def source_questions(bank) -> tuple[list[str], list[str], dict[str, tuple[str, .
     from .data import split_of
 
     named = sorted({s for sources in bank.sources for s in sources if s in GOLD_SOURCES})
-    whole = {q.id for source in named if source in WHOLE_TRAIN for q in gold_questions(source)}
+    questions = {source: gold_questions(source) for source in named}
+    whole = {q.id for source in named if source in WHOLE_TRAIN for q in questions[source]}
     uses: dict[str, list[str]] = {}
     for record in bank.records:
         for qid in record.statement.question_ids:
@@ -71,7 +72,7 @@ def source_questions(bank) -> tuple[list[str], list[str], dict[str, tuple[str, .
                 uses.setdefault(qid, []).append(record.statement.id)
     texts: dict[str, str] = {}
     for source in named:
-        texts.update((q.id, q.question) for q in gold_questions(source) if q.id in uses)
+        texts.update((q.id, q.question) for q in questions[source] if q.id in uses)
     ids = sorted(i for i in uses if i in texts)
     return ids, [texts[i] for i in ids], {i: tuple(uses[i]) for i in ids}
 
