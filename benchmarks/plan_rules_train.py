@@ -116,12 +116,11 @@ def values(steps, get, var: str) -> bool:
     """Whether every Find step that assigns ``var`` assigns literals only, by the schema: values that no class line
     can name."""
     from memq.plan.neighbourhood import assigned_types
-    from memq.plan.rules import LITERAL_TYPES
+    from memq.plan.rules import assigns_literals
     from memq.schema import freebase_schema
 
     records = [get(s.statement) for s in steps if s.kind == "find" and s.target == var and s.statement]
-    types = [assigned_types(r.statement, freebase_schema()) for r in records if r is not None]
-    return bool(types) and all(t and t <= LITERAL_TYPES for t in types)
+    return assigns_literals(assigned_types(r.statement, freebase_schema()) for r in records if r is not None)
 
 
 def entity_checks(plans, get, neigh, classes_only: bool = False) -> dict:

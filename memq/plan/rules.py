@@ -24,8 +24,8 @@ from .format import VAR, classed, unjoined
 from .lines import HOW_MANY, Hyp
 from .neighbourhood import Neighbourhood, assigned_types, assigns_cvt
 
-__all__ = ["LITERAL_TYPES", "NAME_ASKED", "TIME_ASKED", "LineRules", "class_lined", "edge_text", "held_to_values",
-           "unread_dropped", "walks_back"]
+__all__ = ["LITERAL_TYPES", "NAME_ASKED", "TIME_ASKED", "LineRules", "assigns_literals", "class_lined", "edge_text",
+           "held_to_values", "unread_dropped", "walks_back"]
 
 # Freebase's value types: a relation with one of these ranges holds literals (type.type, type.object and the
 # other type.* ranges hold nodes)
@@ -50,6 +50,14 @@ def class_lined(steps) -> set[str]:
     """The ?variables a GrailQA class line of ``steps`` names ("Find every wine, assign it to ?x0.", "Make sure ?x0
     is a wine.") or a count counts."""
     return {st.target for st in steps if st.kind in ("class", "count") and st.target}
+
+
+def assigns_literals(types) -> bool:
+    """Whether ``types`` (what each Find step that assigns a ?variable assigns, by the schema:
+    :func:`~memq.plan.neighbourhood.assigned_types`) holds one at least, and each is literals only
+    (:data:`LITERAL_TYPES`)."""
+    types = list(types)
+    return bool(types) and all(t and t <= LITERAL_TYPES for t in types)
 
 
 def walks_back(steps, records, step: PlanStep, along) -> str | None:
@@ -274,9 +282,8 @@ class LineRules:
 
     def literal_only(self, h: Hyp, var: str) -> bool:
         """Whether some Find step of ``h`` assigns ``var`` and each assigns literals only, by the schema
-        (:data:`LITERAL_TYPES`)."""
-        types = [self._assigned(st.statement)[1] for st in self._finds(h, var)]
-        return bool(types) and all(t and t <= LITERAL_TYPES for t in types)
+        (:func:`assigns_literals`)."""
+        return assigns_literals(self._assigned(st.statement)[1] for st in self._finds(h, var))
 
     def _refused(self, what: str) -> bool:
         """Counts a line a rule refused, for the plan's cost (the planner resets ``refused`` for each plan); False."""
