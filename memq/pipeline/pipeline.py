@@ -1,110 +1,28 @@
-"""The answering pipeline: one question, from :meth:`Pipeline.answer` to the KG and back.
-
-:meth:`Pipeline.answer` reads top to bottom, one stage a module:
-
-1. validate the question and topic entities (:func:`validate`; linked when none are given, :mod:`memq.link`);
-2. plan: question -> steps (:mod:`memq.plan`), unless a plan is given;
-3. step choice and grounding: recall each step's statements and keep those that bind in the KG
-   (:mod:`memq.reconstruct.ground`, on :mod:`memq.recall`);
-4. answer assembly: the chosen statements -> one query (:mod:`memq.reconstruct.assemble`), executed on the KG;
-5. self-repair when it finds nothing (:mod:`memq.reconstruct.repair`), then, for the hybrid planner, the grounded
-   planner's plans (:mod:`memq.plan.hybrid`);
-6. the answer terms named and ordered (:func:`memq.reconstruct.assemble.named_answers`).
-
-Every fallback that fires is appended to ``Answer.trace.fallbacks`` and every self-repair attempt to
-``Answer.trace.attempts``; nothing happens silently.
-"""
+"""The :class:`Pipeline`: one question, from :meth:`Pipeline.answer` to the KG and back (its stages: the
+package's docstring, :mod:`memq.pipeline`)."""
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import KnowledgeGraphError, LinkingError, MemQError, ReconstructionError
-from .files import ROOT, shown_path
-from .kg import open_kg
-from .link.constraints import known_optional, linked_entities
-from .link.resolve import check_names, check_question, known_entities, needs_linking, validate
-from .link.settings import LinkConfig
-from .plan.base import BACKENDS, DEFAULT_BACKEND, RESCUED
-from .plan.format import needs_entity
-from .plan.grounded import GroundedConfig
-from .recall import RecallConfig
-from .reconstruct import Reconstructor
-from .reconstruct.assemble import answer_variable, build_query, distinct_values, named_answers
-from .reconstruct.ground import ground, recall_steps
-from .reconstruct.repair import repair
-from .sparql import to_standard
-from .sparql.model import Query, Var
-from .types import Answer, Plan, Trace
-
-__all__ = ["ROOT", "Config", "Pipeline", "check_question", "open_kg", "shown_path", "validate"]
+from ..errors import KnowledgeGraphError, LinkingError, MemQError, ReconstructionError
+from ..kg import open_kg
+from ..link.constraints import known_optional, linked_entities
+from ..link.resolve import check_names, check_question, known_entities, needs_linking, validate
+from ..plan.base import RESCUED
+from ..plan.format import needs_entity
+from ..reconstruct import Reconstructor
+from ..reconstruct.assemble import answer_variable, build_query, distinct_values, named_answers
+from ..reconstruct.ground import ground, recall_steps
+from ..reconstruct.repair import repair
+from ..sparql import to_standard
+from ..sparql.model import Query, Var
+from ..types import Answer, Plan, Trace
+from .config import BANK_ALONE, FREE_PLANNERS, GROUNDED_BY_DEFAULT, HYBRID_BY_DEFAULT, Config
 
 log = logging.getLogger(__name__)
-PLANNERS = ("auto", "fewshot", "finetuned", "grounded", "hybrid", "given")
-# datasets whose ``auto`` planner is the grounded one: it won on their dev split (WebQSP dev, first 150: F1
-# 0.804 against 0.727 for free generation and 0.792 for the hybrid planner, docs/planner.md; GrailQA's tuning part,
-# first 40: 0.448 against 0.361, docs/results.md)
-GROUNDED_BY_DEFAULT = ("webqsp", "grailqa")
-# datasets whose ``auto`` planner is the hybrid one. CWQ dev has no gold answers to decide on; the hybrid planner's
-# answers differ from free generation's only where free generation found none, so its F1 cannot be lower
-HYBRID_BY_DEFAULT = ("cwq",)
-# planners that read a bank without the banks it includes (the schema), as on held-out dev it lowered free plans
-# (WebQSP F1 0.710 -> 0.687, CWQ EHR 0.554 -> 0.541), and pairs with no dev run with it (CWQ grounded; docs/memory.md)
-FREE_PLANNERS = ("fewshot", "finetuned", "hybrid")
-BANK_ALONE = {("grounded", "cwq")}
-
-
-@dataclass(frozen=True)
-class Config:
-    """Where the memory and the KG are, which planner, and how to recall.
-
-    Defaults work on a fresh clone: the committed WebQSP memory bank and the
-    bundled benchmark KG in an embedded Oxigraph store.
-    """
-
-    memory: str = str(ROOT / "memory_bank" / "webqsp")
-    kg: str = str(ROOT / "data" / "kg" / "benchmark.nq.gz")
-    endpoint: str | None = None
-    planner: str = "auto"
-    planner_model: str = "qwen2.5-coder-0.5b"
-    adapter: str | None = None
-    # whose few-shot examples, default adapter and ``auto`` choice the planner takes; None: the dataset the memory
-    # bank's own planner (``<memory>/planner``) was trained on, else WebQSP (memq evaluate names it)
-    planner_dataset: str | None = None
-    planner_batch_size: int = 8  # prompts per generate call (batched evaluation)
-    backend: str = DEFAULT_BACKEND  # the planner's LLM: "llamacpp", or "transformers" (also the traced fallback)
-    recall: RecallConfig = field(default_factory=RecallConfig)
-    search: GroundedConfig = field(default_factory=GroundedConfig)  # the grounded planner's search
-    # the grounded planner's statement ranker: "auto" (memory_bank/<dataset>/ranker, else memory_bank/ranker, if
-    # committed), "none", or a directory
-    ranker: str = "auto"
-    grounded: bool = True
-    repair: bool = True
-    # every node of a query differs from every other (GrailQA's gold queries; memq.datasets.DISTINCT_NODES)
-    distinct_nodes: bool = False
-    max_repairs: int = 4
-    timeout: float = 20.0
-    # entity linking (questions asked without ids): an index directory (``memq link build``); None: the index of
-    # the embedded KG file, built once in the memq cache
-    entity_index: str | None = None
-    link: LinkConfig = field(default_factory=LinkConfig)
-    # constraint entities suggested for a linked question at this support (memq.link.constraints; 0: off)
-    constraints: float = 0.3
-
-    def __post_init__(self) -> None:
-        if self.planner not in PLANNERS:
-            raise ValueError(f"unknown planner {self.planner!r}; expected one of {', '.join(PLANNERS)}")
-        if self.backend not in BACKENDS:
-            raise ValueError(f"unknown backend {self.backend!r}; expected one of {', '.join(BACKENDS)}")
-        if self.planner_batch_size < 1:
-            raise ValueError(f"planner_batch_size must be >= 1, got {self.planner_batch_size}")
-        if self.max_repairs < 0:
-            raise ValueError(f"max_repairs must be >= 0, got {self.max_repairs}")
-        if not 0 <= self.constraints <= 1:
-            raise ValueError(f"constraints must be in [0, 1], got {self.constraints!r}")
 
 
 class Pipeline:
@@ -120,7 +38,7 @@ class Pipeline:
     @property
     def bank(self):
         if self._bank is None:
-            from .memory.bank import MemoryBank
+            from ..memory.bank import MemoryBank
 
             self._bank = MemoryBank.load(self.config.memory, include=not self.bank_alone)
         return self._bank
@@ -141,7 +59,7 @@ class Pipeline:
         """The entity linker (:mod:`memq.link`), loaded on the first question asked without ids (``memq serve``
         too: its warm-up does not load it)."""
         if self._linker is None:
-            from .link.resolve import open_linker
+            from ..link.resolve import open_linker
 
             shared = not self.bank_alone  # the fit reads a bank with what it includes
             self._linker = open_linker(self.config, kg=lambda: self.kg, bank=(lambda: self.bank) if shared else None)
@@ -150,7 +68,7 @@ class Pipeline:
     def suggest(self, question: str, given) -> list:
         """Constraint entities suggested for a linked question, best first (:mod:`memq.link.constraints`)."""
         if self._suggester is False:
-            from .link.constraints import ConstraintSuggester
+            from ..link.constraints import ConstraintSuggester
 
             self._suggester = self.config.constraints and ConstraintSuggester.from_bank(
                 self.bank, min_support=self.config.constraints, link=self.config.link)
@@ -159,8 +77,8 @@ class Pipeline:
     @property
     def planner(self):
         if self._planner is None:
-            from .plan.planner import make_planner
-            from .plan.ranker import ranker_choice
+            from ..plan.planner import make_planner
+            from ..plan.ranker import ranker_choice
 
             if self.config.planner == "given":
                 raise ReconstructionError("this pipeline takes plans from the caller (planner='given'); pass plan=")
@@ -193,8 +111,8 @@ class Pipeline:
         planner was trained on, so CWQ questions in the CWQ bank are planned as ``memq evaluate --dataset cwq``
         plans them; a bank without one gives WebQSP's."""
         if self._planner_source is None:
-            from .datasets import DATASETS
-            from .plan.planner import default_adapter, read_manifest
+            from ..datasets import DATASETS
+            from ..plan.planner import default_adapter, read_manifest
 
             config, dataset, adapter = self.config, self.config.planner_dataset, None
             if dataset is None:
@@ -340,7 +258,7 @@ class Pipeline:
     def _choose(self, plan: Plan, entities: dict[str, str], trace: Trace):
         """Execution-guided choice among ``plan.beam``: the first plan whose query returns rows (no self-repair),
         else the first plan with self-repair. Each plan tried is listed in ``trace.plans``."""
-        from .plan.format import parse_plan
+        from ..plan.format import parse_plan
 
         names = list(entities.values())
         for i, (text, score, steps) in enumerate(plan.beam):
