@@ -22,8 +22,12 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["ASKED_COPULA", "ASKED_END", "ASKED_OF", "END_WORDS", "IRREGULAR_PAST", "asked_class", "asked_patterns",
-           "ends_before", "fits", "names_class", "narrower", "reaches", "shortens", "verb_ending"]
+__all__ = ["ASKED_COPULA", "ASKED_END", "ASKED_OF", "END_WORDS", "IRREGULAR_PAST", "STAGES", "asked_class",
+           "asked_patterns", "ends_before", "fits", "names_class", "narrower", "reaches", "shortens", "verb_ending"]
+
+# a search's stages for the class a question asks for: as it is, wider (asked_beam), with Find lines directed to
+# it (asked_directed), given up
+STAGES = ("first", "wide", "directed", "off")
 
 # "what is the name of the <class> ...", "which is a <class> ...": a copula and an article may come between
 ASKED_COPULA = r"(?:(?:'s|\s+is|\s+are|\s+was|\s+were)\s+(?:the|a|an)(?:\s+names?\s+of\s+(?:the|a|an))?)?"

@@ -94,7 +94,7 @@ from memq.errors import KnowledgeGraphError, MemQError
 from memq.llm.threads import note_threads
 from memq.types import BeamPlan, Plan
 
-from .asked import names_class
+from .asked import STAGES, names_class
 from .base import Entities
 from .candidates import CandidateLines
 from .format import parse_plan
@@ -103,27 +103,12 @@ from .linesearch import SearchCost, best_lines
 from .neighbourhood import Edge, Neighbourhood, statement_edges
 from .prior import QuestionPrior, bonuses, unseen_steps
 from .prompt import entity_names
-from .rules import unread_dropped
+from .rules import KEY_RULES, unread_dropped
 from .search import NORMS, GroundedConfig
 
 __all__ = ["GroundedConfig", "GroundedPlanner", "NORMS", "Neighbourhood"]
 
 logger = logging.getLogger(__name__)
-
-# the rules a search with no plan that ends drops (keys=False), each with its note
-KEY_RULES = {"endings_before_the_key_is_used": "sort keys: no plan that ends sorts or checks the date or number it "
-             "found as ?skN or ?num; planned again without those names",
-             "endings_before_the_superlative": "superlative: no plan that ends sorts what the question's superlative "
-             "word asks for; planned again without the rule",
-             "answers_sorted_not_asked_when": "sorted answer: no plan that ends answers with other than what it sorts "
-             "(the question asks for no time); planned again without the rule",
-             "answers_unclassed": "class checked: no plan that ends answers with a ?variable whose class (notable "
-             "type) it checks; planned again without the rule",
-             "literal_answers_refused": "literal answer: every plan that ends answers with dates, numbers or text, "
-             "not entities (GrailQA's lines); planned again without the rule"}
-# a search's stages for the class a question asks for: as it is, wider (asked_beam), with Find lines directed to
-# it (asked_directed), given up
-STAGES = ("first", "wide", "directed", "off")
 
 
 class GroundedPlanner(CandidateLines):

@@ -24,8 +24,21 @@ from .format import VAR, classed, unjoined
 from .lines import HOW_MANY, Hyp
 from .neighbourhood import Neighbourhood, assigned_types, assigns_cvt
 
-__all__ = ["LITERAL_TYPES", "NAME_ASKED", "TIME_ASKED", "LineRules", "assigns_literals", "class_lined", "edge_text",
-           "held_to_values", "unread_dropped", "walks_back"]
+__all__ = ["KEY_RULES", "LITERAL_TYPES", "NAME_ASKED", "TIME_ASKED", "LineRules", "assigns_literals", "class_lined",
+           "edge_text", "held_to_values", "unread_dropped", "walks_back"]
+
+# the refusals (keys of the plan's ``refused`` cost) that a grounded search with no plan that ends drops, planning
+# again with keys=False (memq.plan.grounded), each with its note
+KEY_RULES = {"endings_before_the_key_is_used": "sort keys: no plan that ends sorts or checks the date or number it "
+             "found as ?skN or ?num; planned again without those names",
+             "endings_before_the_superlative": "superlative: no plan that ends sorts what the question's superlative "
+             "word asks for; planned again without the rule",
+             "answers_sorted_not_asked_when": "sorted answer: no plan that ends answers with other than what it sorts "
+             "(the question asks for no time); planned again without the rule",
+             "answers_unclassed": "class checked: no plan that ends answers with a ?variable whose class (notable "
+             "type) it checks; planned again without the rule",
+             "literal_answers_refused": "literal answer: every plan that ends answers with dates, numbers or text, "
+             "not entities (GrailQA's lines); planned again without the rule"}
 
 # Freebase's value types: a relation with one of these ranges holds literals (type.type, type.object and the
 # other type.* ranges hold nodes)
