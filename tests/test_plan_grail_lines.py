@@ -250,6 +250,24 @@ def test_a_superlative_sorts_a_number_or_a_date_only(bank):
     assert not numeric_at(other, [replace(steps[1], statement="named")], "?x1")
 
 
+def test_a_superlative_does_not_sort_what_a_step_walking_a_numeric_relation_backwards_finds():
+    """"the building whose floors is ?x0" finds buildings: the ?variable is the relation's subject, so a superlative
+    would sort nodes by their ids. The relation's range (type.int) says nothing of it; its domain does."""
+    from memq.plan.lines import numeric_at
+
+    back = MemoryBank.build([MemoryRecord(Statement("floored", "1", "?entity2 ns:architecture.building.floors "
+                                                    "?entity1 .", ("architecture.building.floors",)),
+                                          ("?entity2 is the building whose floors is ?entity1",), "template")],
+                            HashingEmbedder())
+    [step] = parse_plan("Find the building whose floors is 40, assign it to ?x0.", []).steps
+    assert not numeric_at(back, [replace(step, statement="floored")], "?x0")
+    forward = MemoryBank.build([MemoryRecord(Statement("floors", "1", "?entity1 ns:architecture.building.floors "
+                                                       "?entity2 .", ("architecture.building.floors",)),
+                                             ("?entity2 is the floors of the building ?entity1",), "template")],
+                               HashingEmbedder())
+    assert numeric_at(forward, [replace(step, statement="floors")], "?x0")
+
+
 def test_a_class_start_is_replayed_so_the_ranker_trains_on_the_find_after_it(kg, bank):
     """The ranker's data (memq.plan.rank_train.step_groups) replays a class start as the planner's class line does:
     its members are the node the next Find starts from, so that Find's group has the planner's own candidates."""

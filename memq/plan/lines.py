@@ -56,6 +56,7 @@ from memq.types import PlanStep
 from .asked import asked_class, asked_patterns, shortens
 from .compare import COMPARE, compare_ops
 from .format import VAR, parse_step, render_step
+from .neighbourhood import assigned_types
 
 __all__ = ["ClassStatements", "Hyp", "Line", "ShapeLine", "check_lines", "closed", "count_lines", "extend",
            "grail_targets", "has_classes", "may_end", "numeric_at", "question_values", "related_classes",
@@ -297,14 +298,15 @@ NUMERIC = ("type.int", "type.float", "type.datetime")
 
 
 def numeric_at(bank, steps, var: str) -> bool:
-    """Whether the find step that assigned ``var`` reads a statement with a number or a date at its end (the
-    schema's range), which a superlative can sort; unknown statements count as numeric."""
+    """Whether the find that assigned ``var`` finds numbers or dates (unknown statements do): the ?variable's side of
+    its statement (``assigned_types``; "the court whose founded is ?x0" finds courts), else any relation's range."""
     from memq.describe.schema import schema
 
     for st in steps:
         if st.kind == "find" and st.target == var:
             record = bank.get(st.statement) if st.statement and bank is not None else None
-            return record is None or any(schema().range(r) in NUMERIC for r in record.statement.relations)
+            types = assigned_types(record.statement) if record is not None else {"type.int"}
+            return any(t in NUMERIC for t in types or {schema().range(r) for r in record.statement.relations})
     return False
 
 
