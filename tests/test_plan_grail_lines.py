@@ -272,7 +272,7 @@ def test_a_class_start_is_replayed_so_the_ranker_trains_on_the_find_after_it(kg,
     """The ranker's data (memq.plan.rank_train.step_groups) replays a class start as the planner's class line does:
     its members are the node the next Find starts from, so that Find's group has the planner's own candidates."""
     from memq.plan.derive import DerivedPlan
-    from memq.plan.rank_train import step_groups
+    from memq.plan.rank_data import step_groups
 
     text = ("Find every building, assign it to ?x0.\nFind the floors of the building ?x0, assign it to ?x1.\n"
             "Make sure ?x1 is less than 9.\nFinally the answer is ?x0.")

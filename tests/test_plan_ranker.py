@@ -18,7 +18,8 @@ from memq.plan.format import parse_plan
 from memq.plan.grounded import GroundedConfig, GroundedPlanner, Neighbourhood
 from memq.plan.hybrid import HybridPlanner
 from memq.plan.lines import Hyp
-from memq.plan.rank_train import evaluate, read_groups, step_groups, train, training_groups, write_groups
+from memq.plan.rank_data import read_groups, step_groups, training_groups, write_groups
+from memq.plan.rank_train import evaluate, train
 from memq.plan.ranker import StatementRanker, candidate_text, query_text, rank_candidates
 from memq.reconstruct import Draft, Reconstructor
 
@@ -197,7 +198,7 @@ def test_a_gzipped_group_file_reads_and_hashes_as_the_file_it_was_made_from(kg, 
     import gzip
     import shutil
 
-    from memq.plan.rank_train import groups_hash
+    from memq.plan.rank_data import groups_hash
 
     out = tmp_path / "groups.jsonl"
     write_groups([brother_plan()], GroundedPlanner(None, kg=kg, bank=bank), out)

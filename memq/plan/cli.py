@@ -135,7 +135,7 @@ def _ranker_data(args) -> int:
 
     from .data import load_split
     from .grounded import GroundedConfig, GroundedPlanner
-    from .rank_train import read_groups, write_groups
+    from .rank_data import read_groups, write_groups
     from .search import GRAILQA_SEARCH
 
     plans = load_split(args.dataset, args.split)
@@ -179,7 +179,8 @@ def _ranker_train(args) -> int:
 
 
 def _ranker_eval(args) -> int:
-    from .rank_train import evaluate, read_groups, record_dev
+    from .rank_data import read_groups
+    from .rank_train import evaluate, record_dev
     from .ranker import default_ranker, load_ranker
 
     ranker = None

@@ -1,14 +1,6 @@
-"""Training data, training and dev metrics for the statement ranker (:mod:`memq.plan.ranker`).
+"""Training and dev metrics for the statement ranker (:mod:`memq.plan.ranker`).
 
-**The data** (:func:`step_groups`). Each training question's gold plan (:mod:`memq.plan.data`) is replayed step by
-step on the KG, as the grounded planner would have built it (GrailQA's class steps narrow the draft as the planner's
-class lines do, so a class start's members are the node the next Find starts from): at each Find step the candidates
-are exactly the ones the planner ranks (:meth:`memq.plan.grounded.GroundedPlanner.options`: the memory's path
-statements whose edges exist at a known node; with ``unseen_top`` >= 0, those a training question gave when there
-are any), the positive is the gold statement read from the gold step's node, and every other candidate is a
-negative: a relation that binds at the same node. One *group* per Find step: the ranker's query, the positive's text
-and the candidates' texts with their MiniLM similarity to the question. Written as JSONL, one group a line, appended
-and flushed, so a stopped run goes on where it stopped.
+**The data**: :mod:`memq.plan.rank_data` (one group of candidates per Find step of a gold plan).
 
 **The training** (:func:`train`): listwise, one softmax over a group's positive and ``negatives`` negatives (the
 ``hard`` most similar to the question by MiniLM, then random ones), cross-entropy on the positive. After the first
@@ -22,13 +14,11 @@ MiniLM order the planner used before.
 
 from __future__ import annotations
 
-import gzip
-import hashlib
 import json
 import logging
 import random
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -36,154 +26,12 @@ import numpy as np
 from memq.errors import MemQError
 from memq.files import sha256_file, write_atomic
 
-from .ranker import FORMAT, MAX_LENGTH, StatementRanker, base_model, candidate_text, encode_pairs, query_text
+from .rank_data import groups_hash, read_groups, training_groups
+from .ranker import FORMAT, MAX_LENGTH, StatementRanker, base_model, encode_pairs
 
-__all__ = ["evaluate", "step_groups", "train", "write_groups"]
+__all__ = ["evaluate", "record_dev", "train"]
 
 logger = logging.getLogger(__name__)
-
-
-# --------------------------------------------------------------------------- data
-
-def step_groups(plan, planner, neigh) -> list[dict]:
-    """One group per Find step of a derived ``plan`` (see the module docstring); ``planner`` is a
-    :class:`~memq.plan.grounded.GroundedPlanner` over the KG and the memory bank, ``neigh`` its
-    :class:`~memq.plan.neighbourhood.Neighbourhood`. A step whose gold statement is not in the bank gives a
-    group with ``positive`` None (it counts as a miss in recall, and is not trained on)."""
-    from memq.reconstruct import Draft, Reconstructor
-    from memq.sparql.model import Group
-
-    from .prior import trained_first
-
-    bank = planner.bank
-    entities = {mid: name for mid, name in plan.entities}
-    sims = {rec.statement.id: float(s) for rec, _, s in bank.search(plan.question, k=len(bank))}
-    rec, draft = Reconstructor(entities), Draft()
-    assigned: list[str] = []
-    lines: list[str] = []
-    groups = []
-    for i, (step, sid) in enumerate(zip(plan.steps, plan.statement_ids, strict=True)):
-        if step.kind == "find":
-            record = bank.get(sid) if sid else None
-            texts: dict[str, float] = {}
-            trained, unseen = trained_first(planner.options(entities, assigned, draft, neigh), planner.splits_unseen)
-            for opt, mentions in trained or unseen:  # the ones the planner ranks first
-                try:
-                    text = candidate_text(opt, mentions)
-                except MemQError:
-                    continue
-                texts[text] = max(texts.get(text, -1.0), sims.get(opt.statement.id, -1.0))
-            positive = None
-            if record is not None:
-                gold = {"?entity1": step.source}
-                if record.statement.structure == "3" and step.value:
-                    gold["?entity2"] = step.value
-                try:
-                    positive = candidate_text(record, gold)
-                except MemQError:
-                    positive = None
-            groups.append({"id": plan.question_id, "step": i, "query": query_text(plan.question, lines),
-                           "statement": sid, "positive": positive, "in_candidates": positive in texts,
-                           "positive_sim": sims.get(sid, -1.0) if sid else None,
-                           "candidates": sorted(texts.items(), key=lambda kv: -kv[1])})
-            if record is None:
-                break  # the rest of the plan cannot be replayed without this step's statement
-            try:
-                group = rec.find(step, record.statement)
-            except MemQError:
-                break
-            draft.add_alternatives([group])
-            assigned.append(step.target)
-        elif step.kind == "class":  # GrailQA: a class start or check narrows the draft as the planner's does
-            record = bank.get(sid) if sid else None
-            if record is None:
-                break
-            try:
-                triple = rec.class_triple(step, record.statement)
-            except MemQError:
-                break
-            draft.add_alternatives([Group(triples=(triple,))])
-            if step.op == "find":  # a class start: its members are the node the next Find starts from
-                assigned.append(step.target)
-        lines.append(step.text)
-    return groups
-
-
-def write_groups(plans: Sequence, planner, out: str | Path, *, timeout: float | None = 20.0,
-                 progress: Callable[[Iterable], Iterable] | None = None) -> Path:
-    """Append the groups of every plan not yet in ``out`` (JSONL, flushed per question: a stopped run resumes)."""
-    from .neighbourhood import Neighbourhood
-
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    done = {g["id"] for g in read_groups(out)} if out.exists() else set()
-    todo = [p for p in plans if p.question_id not in done]
-    with open(out, "a", encoding="utf-8") as fh:
-        for plan in (progress(todo) if progress else todo):
-            try:
-                groups = step_groups(plan, planner, Neighbourhood(planner.kg, timeout))
-            except (MemQError, ValueError) as exc:  # ValueError: a topic "entity" that is not an entity id
-                logger.warning("%s: no groups (%s)", plan.question_id, exc)
-                groups = []
-            if not groups:  # marks the question done
-                groups = [{"id": plan.question_id, "step": None, "positive": None, "candidates": []}]
-            for g in groups:
-                fh.write(json.dumps(g, ensure_ascii=False) + "\n")
-            fh.flush()
-    return out
-
-
-def read_groups(path: str | Path, *, usable: bool = False) -> list[dict]:
-    """The groups of a data file (JSONL, or JSONL gzipped when the name ends in .gz); ``usable``: only those with a
-    positive among two or more candidates."""
-    out = []
-    if not Path(path).is_file():
-        raise MemQError(f"ranker data file not found: {path} (write one with `memq planner ranker data`)")
-    with _open_text(path) as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                g = json.loads(line)
-            except ValueError as exc:
-                raise MemQError(f"{path}:{n}: not JSON ({exc})") from exc
-            if usable and (g.get("step") is None or not g.get("positive")):
-                continue
-            out.append(g)
-    return out
-
-
-def _open_text(path: str | Path):
-    return gzip.open(path, "rt", encoding="utf-8") if str(path).endswith(".gz") else open(path, encoding="utf-8")
-
-
-def groups_hash(paths: Sequence[str | Path]) -> str:
-    """The data's hash: the sha256 of each file's text (a gzipped file hashes as the file it was made from)."""
-    h = hashlib.sha256()
-    for p in paths:
-        if str(p).endswith(".gz"):
-            inner = hashlib.sha256()
-            with gzip.open(p, "rb") as fh:
-                for block in iter(lambda: fh.read(1 << 20), b""):
-                    inner.update(block)
-            h.update(inner.hexdigest().encode())
-        else:
-            h.update(sha256_file(Path(p)).encode())
-    return h.hexdigest()[:16]
-
-
-def training_groups(data: Sequence, bound_only: bool = False) -> list[dict]:
-    """The usable groups of ``data``: each item a path, or ``(path, n)`` for its first ``n`` questions (of those with
-    a usable group). ``bound_only``: only steps whose gold statement is among the KG's candidates."""
-    out = []
-    for item in data:
-        path, limit = (item, None) if isinstance(item, (str, Path)) else item
-        groups = [g for g in read_groups(path, usable=True) if not bound_only or g.get("in_candidates")]
-        if limit is not None:
-            keep = set(list(dict.fromkeys(g["id"] for g in groups))[:limit])
-            groups = [g for g in groups if g["id"] in keep]
-        out.extend(groups)
-    return out
 
 
 def record_dev(path: str | Path, figures: dict) -> None:
