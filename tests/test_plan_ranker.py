@@ -194,6 +194,29 @@ def test_group_files_resume_and_a_missing_statement_counts_as_a_miss(kg, bank, t
     assert len(training_groups([(out, 1)])) == 2 and len(training_groups([out], bound_only=True)) == 2
 
 
+def test_where_the_kg_lacks_the_entity_the_schema_gives_the_statements_its_class_starts(kg, bank):  # noqa: F811
+    """GrailQA's synthetic programs name entities the benchmark KG lacks: no statement binds there, so with the
+    schema index a step's candidates are the statements that start from the gold statement's class."""
+    from memq.plan.rank_data import schema_index
+
+    ghost = DerivedPlan("syn-1", "what currency does ghostland use?", "grailqa-synthetic", "syn-1",
+                        (("m.0ghost", "Ghostland"),),
+                        tuple(parse_plan("Find the currency used of the country Ghostland, assign it to ?x.\n"
+                                         "Finally the answer is ?x.", ["Ghostland"]).steps), ("currency", None))
+    p = GroundedPlanner(None, kg=kg, bank=bank)
+    [bare] = step_groups(ghost, p, Neighbourhood(kg))
+    assert bare["candidates"] == [] and not bare["in_candidates"] and "from_schema" not in bare
+    [group] = step_groups(ghost, p, Neighbourhood(kg), schema_index(bank))
+    assert group["from_schema"] and group["in_candidates"]
+    assert group["positive"] == "the currency used of the country Ghostland"
+    assert sorted(t for t, _ in group["candidates"]) == ["the currency used of the country Ghostland",
+                                                         "the languages spoken of the country Ghostland",
+                                                         "the official language of the country Ghostland"]
+    for limit in (1, 2):  # the statements most similar to the question, the gold one always among them
+        [cut] = step_groups(ghost, p, Neighbourhood(kg), schema_index(bank), limit=limit)
+        assert len(cut["candidates"]) == limit and cut["in_candidates"]
+
+
 def test_a_gzipped_group_file_reads_and_hashes_as_the_file_it_was_made_from(kg, bank, tmp_path):  # noqa: F811
     import gzip
     import shutil

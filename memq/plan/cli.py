@@ -10,6 +10,7 @@ from pathlib import Path
 from memq.errors import MemQError
 
 from .base import BACKENDS, DEFAULT_BACKEND
+from .data import GRAILQA_SYNTHETIC
 from .ranker import RUNTIMES
 from .train_flags import (
     add_training_args,
@@ -74,11 +75,15 @@ def _register_ranker(psub) -> None:
     ranker = psub.add_parser("ranker", help="the grounded planner's statement ranker: data, training, dev recall")
     rsub = ranker.add_subparsers(dest="ranker_command", required=True)
     data = rsub.add_parser("data", help="replay gold plans on the KG: each Find step's candidates and gold statement")
-    data.add_argument("--dataset", choices=DATASETS, required=True)
+    data.add_argument("--dataset", choices=DATASETS + (GRAILQA_SYNTHETIC,), required=True,
+                      help=f"{GRAILQA_SYNTHETIC}: GrailQA's synthetic programs (train only)")
     data.add_argument("--split", choices=("train", "dev"), required=True)
     data.add_argument("--out", required=True, help="JSONL of step groups (appended: a stopped run resumes)")
     data.add_argument("--memory", help="memory bank (default memory_bank/<dataset>)")
-    data.add_argument("--kg", help="KG file (default: the bundled benchmark KG)")
+    data.add_argument("--kg", help="KG file (default: the bundled benchmark KG of the dataset's questions)")
+    data.add_argument("--schema-candidates", action="store_true",
+                      help="where the KG gives a step no candidate, the statements that start from the gold "
+                           "statement's class (memq.plan.rank_data.schema_index)")
     data.add_argument("--id-prefix", help="only questions whose id starts so (CWQ: WebQTrn-, whose facts the "
                                           "benchmark KG holds)")
     data.add_argument("--sample", type=int, help="a random sample of N questions (seeded by --seed)")
@@ -131,11 +136,11 @@ def _ranker_data(args) -> int:
     import random
 
     from memq.memory.bank import MemoryBank
-    from memq.pipeline import Config, open_kg
+    from memq.pipeline import ROOT, Config, open_kg
 
     from .data import load_split
     from .grounded import GroundedConfig, GroundedPlanner
-    from .rank_data import read_groups, write_groups
+    from .rank_data import read_groups, schema_index, write_groups
     from .search import GRAILQA_SEARCH
 
     plans = load_split(args.dataset, args.split)
@@ -144,18 +149,22 @@ def _ranker_data(args) -> int:
     if args.sample:
         random.Random(args.seed).shuffle(plans)
         plans = plans[:args.sample]
-    bank = MemoryBank.load(args.memory or f"memory_bank/{args.dataset}")
+    grail = args.dataset in ("grailqa", GRAILQA_SYNTHETIC)
+    bank = MemoryBank.load(args.memory or f"memory_bank/{'grailqa' if grail else args.dataset}")
     top = args.unseen_top if args.unseen_top is not None else (
-        GRAILQA_SEARCH["unseen_top"] if args.dataset == "grailqa" else GroundedConfig().unseen_top)
-    planner = GroundedPlanner(None, kg=open_kg(args.kg or Config().kg), bank=bank,
-                              config=GroundedConfig(unseen_top=top))
-    out = write_groups(plans, planner, args.out, progress=_progress(args, desc="replaying gold plans", unit="q"))
+        GRAILQA_SEARCH["unseen_top"] if grail else GroundedConfig().unseen_top)
+    kg = args.kg or (str(ROOT / "data" / "kg" / "grailqa.nq.gz") if grail else Config().kg)
+    planner = GroundedPlanner(None, kg=open_kg(kg), bank=bank, config=GroundedConfig(unseen_top=top))
+    out = write_groups(plans, planner, args.out, progress=_progress(args, desc="replaying gold plans", unit="q"),
+                       schema=schema_index(bank) if args.schema_candidates else None)
     groups = [g for g in read_groups(out) if g.get("step") is not None]
     summary = {"out": str(out), "questions": len(plans), "steps": len(groups),
-               "gold_in_candidates": round(sum(bool(g["in_candidates"]) for g in groups) / max(1, len(groups)), 4)}
+               "gold_in_candidates": round(sum(bool(g["in_candidates"]) for g in groups) / max(1, len(groups)), 4),
+               "from_schema": sum(bool(g.get("from_schema")) for g in groups)}
     print(json.dumps(summary, indent=2) if args.json else
           f"{summary['steps']} Find steps of {summary['questions']} questions -> {out} "
-          f"(gold statement among the candidates: {summary['gold_in_candidates']:.3f})")
+          f"(gold statement among the candidates: {summary['gold_in_candidates']:.3f}; from the schema: "
+          f"{summary['from_schema']})")
     return 0
 
 

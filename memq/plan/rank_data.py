@@ -26,16 +26,39 @@ from memq.files import sha256_file
 
 from .ranker import candidate_text, query_text
 
-__all__ = ["groups_hash", "read_groups", "step_groups", "training_groups", "write_groups"]
+__all__ = ["groups_hash", "read_groups", "schema_index", "step_groups", "training_groups", "write_groups"]
 
 logger = logging.getLogger(__name__)
 
 
-def step_groups(plan, planner, neigh) -> list[dict]:
+def schema_index(bank) -> dict[str, list]:
+    """The bank's path statements by the class of the node they start from (``?entity1``): the schema's domain of
+    an edge out of it, the range of one into it."""
+    from memq.describe.schema import schema
+
+    from .neighbourhood import bank_edges
+
+    edges, out = bank_edges(bank.records), {}
+    for record in bank.records:
+        for cls in _classes(edges.get(record.statement.id, (set(), set()))[0], schema()):
+            out.setdefault(cls, []).append(record)
+    return out
+
+
+def _classes(edges, roles) -> set[str]:
+    return {c for rel, way in edges if (c := roles.domain(rel) if way == "out" else roles.range(rel))}
+
+
+def step_groups(plan, planner, neigh, schema: dict | None = None, limit: int = 160) -> list[dict]:
     """One group per Find step of a derived ``plan`` (see the module docstring); ``planner`` is a
     :class:`~memq.plan.grounded.GroundedPlanner` over the KG and the memory bank, ``neigh`` its
     :class:`~memq.plan.neighbourhood.Neighbourhood`. A step whose gold statement is not in the bank gives a
-    group with ``positive`` None (it counts as a miss in recall, and is not trained on)."""
+    group with ``positive`` None (it counts as a miss in recall, and is not trained on).
+
+    ``schema`` (:func:`schema_index`): where the KG gives a step no candidate (GrailQA's synthetic programs, whose
+    facts the benchmark KG lacks), its candidates are the ``limit`` statements most similar to the question among
+    those that start from the class the gold statement starts from, read from the schema (``from_schema`` in the
+    group). Such a set is narrower than the KG's: a node has other classes' relations too."""
     from memq.reconstruct import Draft, Reconstructor
     from memq.sparql.model import Group
 
@@ -59,19 +82,22 @@ def step_groups(plan, planner, neigh) -> list[dict]:
                 except MemQError:
                     continue
                 texts[text] = max(texts.get(text, -1.0), sims.get(opt.statement.id, -1.0))
-            positive = None
+            positive, gold = None, {"?entity1": step.source}
             if record is not None:
-                gold = {"?entity1": step.source}
                 if record.statement.structure == "3" and step.value:
                     gold["?entity2"] = step.value
                 try:
                     positive = candidate_text(record, gold)
                 except MemQError:
                     positive = None
+            from_schema = not texts and schema is not None and positive is not None
+            if from_schema:
+                _schema_texts(texts, record, gold, schema, sims, limit)
             groups.append({"id": plan.question_id, "step": i, "query": query_text(plan.question, lines),
                            "statement": sid, "positive": positive, "in_candidates": positive in texts,
                            "positive_sim": sims.get(sid, -1.0) if sid else None,
-                           "candidates": sorted(texts.items(), key=lambda kv: -kv[1])})
+                           "candidates": sorted(texts.items(), key=lambda kv: -kv[1])[:limit if from_schema else None],
+                           **({"from_schema": True} if from_schema else {})})
             if record is None:
                 break  # the rest of the plan cannot be replayed without this step's statement
             try:
@@ -95,9 +121,30 @@ def step_groups(plan, planner, neigh) -> list[dict]:
     return groups
 
 
+def _schema_texts(texts: dict, record, mentions: dict, schema: dict, sims: dict, limit: int) -> None:
+    """``texts`` filled with the ``limit`` statements of ``schema`` most similar to the question that start from a
+    class ``record`` starts from, the gold statement among them, each rendered with ``mentions``."""
+    from memq.describe.schema import schema as roles
+
+    from .neighbourhood import statement_edges
+
+    found = {r.statement.id: r for c in _classes(statement_edges(record.statement), roles()) for r in schema.get(c, ())}
+    found[record.statement.id] = record
+    keep = sorted(found, key=lambda k: -sims.get(k, -1.0))[:limit]
+    if record.statement.id not in keep:  # the gold statement binds wherever the KG holds the plan's facts
+        keep[-1] = record.statement.id
+    for sid in keep:
+        try:
+            text = candidate_text(found[sid], mentions)
+        except MemQError:
+            continue
+        texts[text] = max(texts.get(text, -1.0), sims.get(sid, -1.0))
+
+
 def write_groups(plans: Sequence, planner, out: str | Path, *, timeout: float | None = 20.0,
-                 progress: Callable[[Iterable], Iterable] | None = None) -> Path:
-    """Append the groups of every plan not yet in ``out`` (JSONL, flushed per question: a stopped run resumes)."""
+                 progress: Callable[[Iterable], Iterable] | None = None, schema: dict | None = None) -> Path:
+    """Append the groups of every plan not yet in ``out`` (JSONL, flushed per question: a stopped run resumes);
+    ``schema``: as :func:`step_groups` reads it."""
     from .neighbourhood import Neighbourhood
 
     out = Path(out)
@@ -107,7 +154,7 @@ def write_groups(plans: Sequence, planner, out: str | Path, *, timeout: float | 
     with open(out, "a", encoding="utf-8") as fh:
         for plan in (progress(todo) if progress else todo):
             try:
-                groups = step_groups(plan, planner, Neighbourhood(planner.kg, timeout))
+                groups = step_groups(plan, planner, Neighbourhood(planner.kg, timeout), schema)
             except (MemQError, ValueError) as exc:  # ValueError: a topic "entity" that is not an entity id
                 logger.warning("%s: no groups (%s)", plan.question_id, exc)
                 groups = []
