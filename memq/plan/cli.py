@@ -79,7 +79,8 @@ def _register_ranker(psub) -> None:
                       help=f"{GRAILQA_SYNTHETIC}: GrailQA's synthetic programs (train only)")
     data.add_argument("--split", choices=("train", "dev"), required=True)
     data.add_argument("--out", required=True, help="JSONL of step groups (appended: a stopped run resumes)")
-    data.add_argument("--memory", help="memory bank (default memory_bank/<dataset>)")
+    data.add_argument("--memory", help="memory bank (default memory_bank/<dataset>; the synthetic programs': "
+                                       "memory_bank/grailqa)")
     data.add_argument("--kg", help="KG file (default: the bundled benchmark KG of the dataset's questions)")
     data.add_argument("--schema-candidates", action="store_true",
                       help="where the KG gives a step no candidate, the statements that start from the gold "

@@ -96,7 +96,7 @@ def step_groups(plan, planner, neigh, schema: dict | None = None, limit: int = 1
             groups.append({"id": plan.question_id, "step": i, "query": query_text(plan.question, lines),
                            "statement": sid, "positive": positive, "in_candidates": positive in texts,
                            "positive_sim": sims.get(sid, -1.0) if sid else None,
-                           "candidates": sorted(texts.items(), key=lambda kv: -kv[1])[:limit if from_schema else None],
+                           "candidates": sorted(texts.items(), key=lambda kv: -kv[1]),
                            **({"from_schema": True} if from_schema else {})})
             if record is None:
                 break  # the rest of the plan cannot be replayed without this step's statement
