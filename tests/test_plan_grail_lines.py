@@ -266,6 +266,13 @@ def test_a_superlative_does_not_sort_what_a_step_walking_a_numeric_relation_back
                                              ("?entity2 is the floors of the building ?entity1",), "template")],
                                HashingEmbedder())
     assert numeric_at(forward, [replace(step, statement="floors")], "?x0")
+    # the describers' schema (memq.describe.schema) knows ranges the bundled one leaves out: this one is type.float
+    seating = MemoryBank.build([MemoryRecord(Statement("seating", "1", "?entity1 ns:automotive.body_style."
+                                                       "maximum_seating ?entity2 .",
+                                                       ("automotive.body_style.maximum_seating",)),
+                                             ("?entity2 is the maximum seating of the body style ?entity1",),
+                                             "template")], HashingEmbedder())
+    assert numeric_at(seating, [replace(step, statement="seating")], "?x0")
 
 
 def test_a_class_start_is_replayed_so_the_ranker_trains_on_the_find_after_it(kg, bank):

@@ -305,7 +305,7 @@ def numeric_at(bank, steps, var: str) -> bool:
     for st in steps:
         if st.kind == "find" and st.target == var:
             record = bank.get(st.statement) if st.statement and bank is not None else None
-            types = assigned_types(record.statement) if record is not None else {"type.int"}
+            types = assigned_types(record.statement, schema()) if record is not None else {"type.int"}
             return any(t in NUMERIC for t in types or {schema().range(r) for r in record.statement.relations})
     return False
 
