@@ -92,14 +92,14 @@ def evaluation_config(args: argparse.Namespace):
     import logging
 
     from ..ask import config_from
-    from ..pipeline import ROOT
+    from ..pipeline import GRAILQA_KG, ROOT
     from ..plan.search import GRAILQA_SEARCH
 
     config = config_from(args, by_bank=False)
     memory = ROOT / "memory_bank" / args.dataset
     if args.dataset == "grailqa":
         if not (args.kg or args.endpoint):
-            config = replace(config, kg=str(ROOT / "data" / "kg" / "grailqa.nq.gz"))
+            config = replace(config, kg=GRAILQA_KG)
         schema = ROOT / "memory_bank" / "grailqa+schema"
         if (schema / "manifest.json").is_file():
             memory = schema

@@ -22,6 +22,8 @@ HYBRID_BY_DEFAULT = ("cwq",)
 # (WebQSP F1 0.710 -> 0.687, CWQ EHR 0.554 -> 0.541), and pairs with no dev run with it (CWQ grounded; docs/memory.md)
 FREE_PLANNERS = ("fewshot", "finetuned", "hybrid")
 BANK_ALONE = {("grounded", "cwq")}
+# GrailQA's own benchmark KG, which its questions are answered on unless a KG or an endpoint is named
+GRAILQA_KG = str(ROOT / "data" / "kg" / "grailqa.nq.gz")
 
 
 @dataclass(frozen=True)
