@@ -13,7 +13,9 @@ compares it with the first line of the plan derived from the gold query (variabl
 
 ``--records`` is resumable (questions already in it are skipped) and may be gzipped once complete. Prints, for
 each weight, the questions whose first line is the gold one (of those that offer it), by level when the dataset
-has levels, and the questions that go up or down against 0.
+has levels, and the questions that go up or down against 0. Records that keep each line's ranker bonus (``rank``,
+collected since the ranker was continued on the synthetic programs) also give a grid: the gold first lines with the
+ranker's bonus scaled (``RANKER_SCALES``; 1 is the planner's ``rank_weight``) at each weight.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0)
+# the ranker's part of the first lines' bonuses scaled by these (1: as the planner weighs it, ``rank_weight``)
+RANKER_SCALES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0)
 TARGET = re.compile(r", assign it to \?\w+\.\s*$")
 
 
@@ -78,6 +82,13 @@ def collect(args, out: Path) -> None:
         chain, _ = lm.expand(prefix + ids, len(prefix), ())
         return float(sum(chain)), float(sum(chain[:head]))
 
+    bonuses = planner._bonuses
+
+    def ranks(h, lines, *a, **kw):  # each line's ranker bonus (``calibrate`` is 0 here), for the weights' grid
+        captured["rank"] = [float(line.rank) for line in lines]
+        return bonuses(h, lines, *a, **kw)
+
+    planner._bonuses = ranks
     real = grounded.best_lines
     grounded.best_lines = capture
     try:
@@ -102,7 +113,7 @@ def collect(args, out: Path) -> None:
                 rows = [[None] * 4 if opened else [*scores(lm, prefix, c, h), *scores(lm, null, c, h)]
                         for c, h, opened in zip(captured["candidates"], heads, captured["open"], strict=True)]
                 record = {"id": q.id, "question": q.question, "level": q.level, "gold": gold[str(q.id)],
-                          "lines": texts, "bonus": captured["bonus"],
+                          "lines": texts, "bonus": captured["bonus"], "rank": captured.get("rank"),
                           **{key: [r[i] for r in rows] for i, key in enumerate(("lq", "lqh", "ln", "lnh"))},
                           "s": round(time.perf_counter() - start, 2)}
                 record["adapter"] = shown_path(getattr(planner.free, "adapter", None))
@@ -112,19 +123,22 @@ def collect(args, out: Path) -> None:
                 print(q.id, len(texts), record["s"], flush=True)
     finally:
         grounded.best_lines = real
+        planner._bonuses = bonuses
 
 
-def chosen(record: dict, weight: float) -> int | None:
+def chosen(record: dict, weight: float, ranker: float = 1.0) -> int | None:
     """The line the search takes first: the highest log-probability plus bonus, with ``weight`` times each Find
-    line's statement log-probability after the question-less prompt taken off, from the least likely one's."""
+    line's statement log-probability after the question-less prompt taken off, from the least likely one's, and the
+    ranker's part of each bonus times ``ranker`` (records that kept it, ``rank``)."""
     finds = [i for i, t in enumerate(record["lines"])
              if t.startswith("Find ") and not t.startswith("Find every ") and record["lnh"][i] is not None]
     low = min((record["lnh"][i] for i in finds), default=0.0)
+    rank = record.get("rank") or [0.0] * len(record["lines"])
     best, index = None, None
     for i, lq in enumerate(record["lq"]):
         if lq is None:
             continue
-        score = lq + record["bonus"][i]
+        score = lq + record["bonus"][i] + (ranker - 1.0) * rank[i]
         if i in finds and len(finds) > 1:
             score -= weight * (record["lnh"][i] - low)
         if best is None or score > best:
@@ -135,8 +149,8 @@ def chosen(record: dict, weight: float) -> int | None:
 def analyse(records: list[dict]) -> dict:
     offered = [r for r in records if statement_part(r["gold"][0]) in map(statement_part, r["lines"])]
 
-    def right(r: dict, weight: float) -> bool:
-        i = chosen(r, weight)
+    def right(r: dict, weight: float, ranker: float = 1.0) -> bool:
+        i = chosen(r, weight, ranker)
         return i is not None and statement_part(r["lines"][i]) == statement_part(r["gold"][0])
 
     levels = sorted({r["level"] for r in offered if r.get("level")})
@@ -148,7 +162,11 @@ def analyse(records: list[dict]) -> dict:
         row["by_level"] = {lv: [sum(right(r, w) for r in offered if r["level"] == lv),
                                 sum(r["level"] == lv for r in offered)] for lv in levels}
         rows.append(row)
-    return {"questions": len(records), "gold_first_line_offered": len(offered), "weights": rows}
+    summary = {"questions": len(records), "gold_first_line_offered": len(offered), "weights": rows}
+    if offered and all(r.get("rank") is not None for r in offered):  # the ranker's bonus scaled too
+        summary["ranker_grid"] = {f"{m:g}": {f"{w:g}": sum(right(r, w, m) for r in offered) for w in WEIGHTS}
+                                  for m in RANKER_SCALES}
+    return summary
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -172,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
         levels = "  ".join(f"{lv} {a}/{b}" for lv, (a, b) in row["by_level"].items())
         print(f"calibrate {row['weight']:.1f}: gold first line {row['gold_first']}  up {len(row['up'])}"
               f"  down {len(row['down'])}  {levels}")
+    for scale, row in summary.get("ranker_grid", {}).items():
+        print(f"ranker x{scale}: " + "  ".join(f"{w}: {n}" for w, n in row.items()))
     if args.json:
         args.json.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     return 0
