@@ -34,6 +34,8 @@ FLOAT_TYPES = {XSD_FLOAT, XSD_DOUBLE, XSD_DECIMAL}
 INT_RE = re.compile(r"^[+-]?\d+$")
 FLOAT_RE = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 _DATE_RE = re.compile(r"^(-?\d{4,})-(\d{2})-(\d{2})$")
+# an xsd:date may carry a time zone ("2007-01-19-08:00", as every date of GrailQA's queries does); it is read without it
+_DATE_TZ_RE = re.compile(r"^(-?\d{4,})-(\d{2})-(\d{2})(Z|[+-]\d{2}:\d{2})?$")
 _DATETIME_RE = re.compile(r"^(-?\d{4,})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(Z|[+-]\d{2}:\d{2})?$")
 _DATEISH = re.compile(r"^(\d{4})(?:-(\d{2}))?(?:-(\d{2}))?(?:T(\d{2}:\d{2}:\d{2})(?:\.\d+)?)?(Z|[+-]\d{2}:\d{2})?$")
 
@@ -68,7 +70,7 @@ def to_python(term: Iri | Literal | None):
         if dtp == XSD_DATETIME:
             return ("dateTime", _parse_datetime(v))
         if dtp == XSD_DATE:
-            m = _DATE_RE.match(v)
+            m = _DATE_TZ_RE.match(v)
             if not m:
                 raise EvalError(f"bad date {v!r}")
             return ("date", dt.datetime(int(m[1]), int(m[2]), int(m[3])))
