@@ -107,6 +107,9 @@ def add_search_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--classed-answers", action=argparse.BooleanOptionalAction,
                         help=f"{g} a plan that checks the notable type of a ?variable answers with one whose notable "
                              "type it checks; with GrailQA's lines, one a class line names (default: on)")
+    parser.add_argument("--distinct-steps", action=argparse.BooleanOptionalAction,
+                        help=f"{g} the lines a partial plan takes are distinct steps: a Find line that differs from a "
+                             "better one only in the ?variable it assigns, or in its statement, does not count")
 
 
 def parse_entities(items: list[str]) -> dict[str, str] | list[str] | None:
@@ -266,7 +269,7 @@ def config_from(args: argparse.Namespace, by_bank: bool = True):
                                              "asked_directed", "check_passes", "check_values", "rank_top",
                                              "rank_pool", "rank_weight", "unseen_top", "calibrate", "backtrack",
                                              "value_finds", "start_lookahead", "superlative_ends",
-                                             "rescue_hops", "sorted_answers", "classed_answers")
+                                             "rescue_hops", "sorted_answers", "classed_answers", "distinct_steps")
               if getattr(args, k, None) is not None}
     # GrailQA's form of the schema: its planner and search
     if by_bank and class_bank(changes.get("memory", config.memory)):

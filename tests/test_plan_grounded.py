@@ -192,6 +192,24 @@ def test_the_plan_follows_the_model_among_grounded_lines_and_reports_its_cost(kg
     assert not plan.notes
 
 
+@pytest.mark.parametrize("distinct", [False, True])
+def test_with_distinct_steps_a_find_line_to_another_variable_does_not_take_a_place_in_the_beam(kg, bank, distinct):
+    """The model's second line is its first one assigned to ?y. With ``distinct_steps`` that copy is scored and
+    traced as the same step, and the beam's second place goes to the next step, the languages spoken."""
+    target = "Find the official language of the country Jamaica, assign it to ?x.\nFinally the answer is ?x."
+    p = planner(kg, bank, target, beam=3, lines=2, prune=1e9, distinct_steps=distinct)
+    plan = p.plan("what is the official language of jamaica?", JAMAICA)
+    assert plan.raw == target
+    first = [(t["line"].rpartition(" ")[2], t.get("same_step", False)) for t in p.searched[0]["taken"]]
+    starts = {b.text.splitlines()[0].rpartition(",")[0] for b in plan.beam}
+    if distinct:
+        assert first[:3] == [("?x.", False), ("?y.", True), ("?official_language.", True)]
+        assert "spoken" in p.searched[0]["taken"][3]["line"]
+        assert len(starts) == 2 and len(plan.beam) == 2
+    else:
+        assert first == [("?x.", False), ("?y.", False)] and len(starts) == 1
+
+
 @pytest.mark.parametrize("question", ["which male sibling does justin bieber have?", "who is justin bieber's brother?"])
 def test_a_spent_pass_budget_narrows_the_beam_and_says_so(kg, bank, question):
     """Past its budget of forward passes the search goes on with one partial plan; before it, nothing changes.
@@ -867,6 +885,22 @@ def test_line_search_finds_the_exact_k_best_lines(seed):
     assert [s.logprob for s in found] == pytest.approx([s for s, _ in brute[:4]])
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_with_same_the_k_best_lines_are_k_distinct_steps_and_the_copies_between_are_returned(seed):
+    """``same``: lines of one key are one step; the search goes on to the k best keys, and returns every line it
+    found on the way, in score order (the caller keeps each key's best)."""
+    rng = np.random.default_rng(200 + seed)
+    cands = sorted({tuple(int(t) for t in rng.integers(2, 5, size=rng.integers(1, 6))) for _ in range(30)})
+    key = {i: int(rng.integers(0, 4)) for i in range(len(cands))}
+    lm = TableLM(seed)
+    brute = sorted(((sum(lm.expand([9] + list(c), 1, [])[0]), i) for i, c in enumerate(cands)), reverse=True)
+    found = best_lines(lm, [9], [list(c) for c in cands], 2, prune=1e9, max_passes=10_000, same=key.get)
+    keys = [key[i] for _, i in brute]
+    second = next(j for j, k in enumerate(keys) if k != keys[0])
+    assert [s.index for s in found] == [i for _, i in brute[:second + 1]]
+    assert len({key[s.index] for s in found}) == 2
+
+
 def test_max_passes_bounds_each_search_not_the_sum_of_searches():
     cost = SearchCost(passes=1000)  # spent by earlier searches of the same question
     found = best_lines(TableLM(0), [9], [[2, 3], [2, 4]], 1, max_passes=5, cost=cost)
@@ -967,4 +1001,5 @@ def test_search_flags_reach_the_config():
     assert config.search.rescue_hops and not config_from(parser.parse_args(["--no-rescue-hops"])).search.rescue_hops
     assert not config_from(parser.parse_args(["--no-sorted-answers"])).search.sorted_answers
     assert not config_from(parser.parse_args(["--no-classed-answers"])).search.classed_answers
+    assert config_from(parser.parse_args(["--distinct-steps"])).search.distinct_steps
     assert config.search.lines == GroundedConfig().lines

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Hashable
 from dataclasses import replace
 from functools import cached_property
 from types import SimpleNamespace
@@ -70,6 +71,19 @@ class CandidateLines(LineRules):
         """The bank's path statements whose edges exist at the known nodes (:func:`path_options`)."""
         return path_options(self.bank.records, entities, assigned, draft, neigh, self._statement_edges,
                             self._first_edges)
+
+    @staticmethod
+    def _same_step(h: Hyp, lines: list, i: int) -> Hashable:
+        """What makes line ``i`` the step it is after ``h`` (``distinct_steps``): a Find line's text up to the
+        ?variable it assigns, unless that one is already bound, so that "Find the variants of the computer processor
+        Zilog Z80, assign it to ?x0." and its copies to ?x1 or ?variants, or from the statement of the reverse
+        relation, are one step; any other line's text."""
+        line = lines[i]
+        if line.kind != "find" or line.step is None:
+            return line.text
+        bound = {v for st in h.steps for v in (st.source, st.target) if v}
+        target = line.step.target
+        return line.text.rpartition(", assign it to ")[0], target if target in bound else None
 
     @cached_property
     def splits_unseen(self) -> bool:  # unseen_top >= 0, and some statement was given by a training question

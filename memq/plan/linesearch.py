@@ -36,7 +36,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -91,8 +91,8 @@ def best_lines(model: LineModel, prefix: list[int], candidates: Sequence[Sequenc
                open_ends: Sequence[bool] = (), bonus: Sequence[float] = (), prune: float = 8.0,
                max_passes: int = 64, max_new_tokens: int = 48, cost: SearchCost | None = None,
                usable: Callable[[Scored], bool] | None = None,
-               deferred: Sequence[tuple[Sequence[int], Callable[[], list[tuple[Sequence[int], float]]]]] = ()
-               ) -> list[Scored]:
+               deferred: Sequence[tuple[Sequence[int], Callable[[], list[tuple[Sequence[int], float]]]]] = (),
+               same: Callable[[int], Hashable] | None = None) -> list[Scored]:
     """The ``k`` candidate lines with the highest score (summed log-probability plus bonus) after ``prefix``,
     best first.
 
@@ -109,7 +109,10 @@ def best_lines(model: LineModel, prefix: list[int], candidates: Sequence[Sequenc
 
     ``open_ends[i]``: candidate ``i`` is a line start the model completes greedily (its score then includes
     the greedy tokens). ``bonus[i]`` (<= 0, default 0) is added to candidate ``i``'s score. Candidates must be
-    non-empty; duplicates count once.
+    non-empty; two equal candidates are two lines.
+
+    ``same(i)``: candidate ``i``'s step (any hashable). A usable line whose step a line found before it has counts
+    no more, so the search goes on to ``k`` distinct steps; it is still returned (the caller keeps each step's first).
     """
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
@@ -168,6 +171,7 @@ def best_lines(model: LineModel, prefix: list[int], candidates: Sequence[Sequenc
     best = None
     passes_before = cost.passes  # ``cost`` may add up several searches; ``max_passes`` is for this one
     counted = 0  # the usable lines found
+    counted_same: set = set()  # their ``same`` keys
     while heap and counted < k and cost.passes - passes_before < max_passes:
         neg, _, item = heapq.heappop(heap)
         if best is not None and -neg < best - prune:
@@ -175,6 +179,9 @@ def best_lines(model: LineModel, prefix: list[int], candidates: Sequence[Sequenc
         if isinstance(item, Scored):  # complete, and no entry left scores higher: it is the next best line
             found.append(item)
             ok = usable is None or bool(usable(item))
+            if ok and same is not None:  # a line the same as one counted before does not count again
+                ok = (kept := same(item.index)) not in counted_same
+                counted_same.add(kept)
             counted += ok
             if best is None and (ok or not opens[item.index]):  # an open line sets the bound once found usable
                 best = item.score

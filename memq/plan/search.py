@@ -90,6 +90,10 @@ class GroundedConfig:
     # numbers), and unless the question asks how many, none of dates or numbers alone (LineRules.answers_values);
     # a search with no plan that ends then is planned again without it, as for the sort keys
     classed_answers: bool = True
+    # the lines each partial plan takes (``lines``) are distinct steps: a Find line that differs from a better one
+    # only in the name of the ?variable it assigns, or comes from another statement with the same text (a relation
+    # and its reverse), is scored but neither counts nor grows the beam (CandidateLines._same_step)
+    distinct_steps: bool = False
 
     def __post_init__(self) -> None:
         for name in ("beam", "lines", "max_candidates", "max_steps", "max_passes", "neighbours", "rank_top",
@@ -132,6 +136,11 @@ class GroundedConfig:
 # only ones it can change, weights 2 / 3 / 5 / 10 took 1 / 2 / 3 / 3 up ("what measures 1.0 in teus?" from the tv
 # episodes to the units of cargo capacity), 0 down, and changed no other plan. Eight ranked candidates a step
 # (rank_top 8, WebQSP's 5 before): two sessions' runs of the whole tuning part each took 1 up ("anselm feuerbach
-# illustrated the series sacred band of stepsons in what book edition?" 0 -> 0.8), 0 down, at 8% more forward passes
+# illustrated the series sacred band of stepsons in what book edition?" 0 -> 0.8), 0 down, at 8% more forward passes.
+# The wider search for the class asked for takes distinct steps (distinct_steps): of the 7 tuning questions that reach
+# it, the only ones it can change, 1 went up ("which comic book penciler is apart of a religion that uses makkah?"
+# 0 -> 1), 0 down, at 8% fewer forward passes; on held-out WebQSP dev, with WebQSP's beam, 0 up and 5 down (there a
+# line's ?y says another step leads to the answer ?x), so WebQSP and CWQ keep it off
 GRAILQA_SEARCH = {"beam": 1, "lines": 1, "coverage": 25.0, "asked_class": 25.0, "asked_beam": 3, "unseen_top": -1,
-                  "calibrate": 0.5, "value_finds": True, "backtrack": 2, "start_lookahead": 5.0, "rank_top": 8}
+                  "calibrate": 0.5, "value_finds": True, "backtrack": 2, "start_lookahead": 5.0, "rank_top": 8,
+                  "distinct_steps": True}
