@@ -137,10 +137,11 @@ class GroundedConfig:
 # episodes to the units of cargo capacity), 0 down, and changed no other plan. Eight ranked candidates a step
 # (rank_top 8, WebQSP's 5 before): two sessions' runs of the whole tuning part each took 1 up ("anselm feuerbach
 # illustrated the series sacred band of stepsons in what book edition?" 0 -> 0.8), 0 down, at 8% more forward passes.
-# The wider search for the class asked for takes distinct steps (distinct_steps): of the 7 tuning questions that reach
-# it, the only ones it can change, 1 went up ("which comic book penciler is apart of a religion that uses makkah?"
-# 0 -> 1), 0 down, at 8% fewer forward passes; on held-out WebQSP dev, with WebQSP's beam, 0 up and 5 down (there a
-# line's ?y says another step leads to the answer ?x), so WebQSP and CWQ keep it off
+# The wider search for the class asked for takes distinct steps (distinct_steps): of the 19 tuning questions that
+# reach it, the only ones it can change, 1 went up ("which comic book penciler is apart of a religion that uses
+# makkah?" 0 -> 1) and 1 down ("what unit profile is the si base unit of joules?"), F1 the same, at 5% fewer forward
+# passes; on held-out WebQSP dev, with WebQSP's beam, 0 up and 5 down (there a line's ?y says another step leads to
+# the answer ?x), so WebQSP and CWQ keep it off
 GRAILQA_SEARCH = {"beam": 1, "lines": 1, "coverage": 25.0, "asked_class": 25.0, "asked_beam": 3, "unseen_top": -1,
                   "calibrate": 0.5, "value_finds": True, "backtrack": 2, "start_lookahead": 5.0, "rank_top": 8,
                   "distinct_steps": True}
