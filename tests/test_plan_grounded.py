@@ -308,6 +308,7 @@ def test_when_coverage_leaves_no_plan_to_end_the_question_is_planned_again_witho
     assert plan.raw == short and not plan.cost.get("free_generation")
     assert plan.notes == ["entity coverage: no plan that ends names every topic entity; planned again without it"]
     assert plan.beam[0].score > -1000.0  # scored without coverage
+    assert plan.cost["searches"] == "first > off, no coverage"  # the searches run, in order
 
 
 def test_entity_coverage_costs_a_plan_that_names_no_step_of_a_topic_entity(kg, bank):

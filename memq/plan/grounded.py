@@ -248,6 +248,9 @@ class GroundedPlanner(CandidateLines):
             passes, tokens = (after[0] - before[0], after[1] - before[1]) if after else (cost.passes, cost.tokens)
             plan.cost.update(forward_passes=passes, tokens_scored=tokens, kg_queries=neigh.queries,
                              kg_seconds=round(neigh.seconds, 4), llm_calls=self._lm_calls - calls, **self.refused)
+            # the searches run, in order ("first", then "wide", "off", ... where one ended no plan): which questions
+            # a setting of a later search can change
+            plan.cost["searches"] = " > ".join(dict.fromkeys(s["search"] for s in self.searched))
             note_threads(plan, lm, threads_before)
             plan.searched = self.searched
         plan.cost["seconds"] = round(time.perf_counter() - t0, 4)
