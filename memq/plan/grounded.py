@@ -355,10 +355,13 @@ class GroundedPlanner(CandidateLines):
                                    max_passes=cfg.max_passes, cost=cost, usable=usable,
                                    deferred=[(find_ids, make)] if later else (),
                                    same=partial(self._same_step, h, lines) if cfg.distinct_steps else None)
-                kept = {}  # the best usable line of each step, with distinct_steps
+                copies, steps = set(), set()  # usable lines found after a better one of the same step
                 for sc in found if cfg.distinct_steps else ():
                     if made.get(sc.index) is not None:
-                        kept.setdefault(self._same_step(h, lines, sc.index), sc.index)
+                        step_of = self._same_step(h, lines, sc.index)
+                        if step_of in steps:
+                            copies.add(sc.index)
+                        steps.add(step_of)
                 offered += len(lines)
                 self._lm_calls += 1
                 self.searched.append({
@@ -367,16 +370,15 @@ class GroundedPlanner(CandidateLines):
                     "after": h.lines[-1] if h.lines else None, "score": round(h.score(cfg.norm), 4),
                     "taken": [{"line": lines[sc.index].text, "llm": round(sc.logprob, 4),
                                "bonus": round(sc.bonus, 4), "usable": made.get(sc.index) is not None}
-                              | ({"same_step": True} if kept and made.get(sc.index) is not None
-                                 and sc.index not in kept.values() else {})
+                              | ({"same_step": True} if sc.index in copies else {})
                               for sc in found]})
                 llm = {sc.index: sc.logprob for sc in found}
                 for entry in ranked[entries:]:  # the ranker's candidates of this search, each with the model's score
                     for c in entry["candidates"]:
                         i = c.pop("index")
                         c["llm"] = round(llm[i], 4) if i in llm else None
-                grown.extend(new for scored in found if (new := made[scored.index]) is not None
-                             and (not kept or scored.index in kept.values()))
+                grown.extend(new for scored in found
+                             if (new := made[scored.index]) is not None and scored.index not in copies)
             if first:
                 taken = {h.lines[0] for h in grown}
             first = False

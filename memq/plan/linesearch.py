@@ -180,8 +180,8 @@ def best_lines(model: LineModel, prefix: list[int], candidates: Sequence[Sequenc
             found.append(item)
             ok = usable is None or bool(usable(item))
             if ok and same is not None:  # a line the same as one counted before does not count again
-                ok = (kept := same(item.index)) not in counted_same
-                counted_same.add(kept)
+                ok = (step := same(item.index)) not in counted_same
+                counted_same.add(step)
             counted += ok
             if best is None and (ok or not opens[item.index]):  # an open line sets the bound once found usable
                 best = item.score
