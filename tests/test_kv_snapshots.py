@@ -172,3 +172,18 @@ def test_the_calibration_evaluates_a_head_s_shared_start_once_and_sums_the_same(
     # it, and the shared part's last token again for the row after it: 5, then 10 14 15, then 8 12 13; a pass of
     # its own would evaluate the prompt's last token and the whole head (6 + 7 + 5)
     assert shared.decoded == len(prompt) + 5 + 3 + 3 and cost.passes == 3 and cost.tokens == 5 + 2 + 2
+
+
+def test_one_row_normalised_once_gives_the_log_probabilities_of_the_row_repeated_bit_for_bit():
+    """The grounded planner's children of a node are scored from one row of logits; normalising it once must give
+    exactly what normalising one copy per child gave, so that no plan moves."""
+    from memq.llm.kv_state import log_softmax_at, log_softmax_row
+
+    rng = np.random.default_rng(7)
+    for size in (16, 151_936):  # a toy vocabulary and Qwen2.5's
+        row = (rng.standard_normal(size) * 6).astype(np.float32)
+        ids = [int(t) for t in rng.integers(0, size, 37)] + [int(np.argmax(row))]
+        once = log_softmax_row(row, ids)
+        assert once.dtype == np.float64 and once.shape == (len(ids),)
+        assert np.array_equal(once, log_softmax_at(row[None, :].repeat(len(ids), axis=0), ids))
+    assert log_softmax_row(row, []).shape == (0,)

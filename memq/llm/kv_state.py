@@ -286,3 +286,13 @@ def log_softmax_at(rows: np.ndarray, ids: list[int]) -> np.ndarray:
     top = rows.max(axis=1, keepdims=True)
     logz = (top + np.log(np.exp(rows - top).sum(axis=1, keepdims=True)))[:, 0]
     return np.array([rows[i, t] - logz[i] for i, t in enumerate(ids)])
+
+
+def log_softmax_row(row: np.ndarray, ids) -> np.ndarray:
+    """log softmax of the one row of logits ``row`` at each token of ``ids``: bit for bit :func:`log_softmax_at` of
+    the row repeated once per token, with the vocabulary normalised once instead of once per token (a node of the
+    grounded planner's prefix tree can have dozens of children)."""
+    row = row.astype(np.float64)
+    top = row.max()
+    logz = top + np.log(np.exp(row - top).sum())
+    return row[np.asarray(ids, dtype=np.int64)] - logz

@@ -43,7 +43,7 @@ from .base import LLMError, cache_root, chat_text, check_generate_args, cut_at_s
 from .chat_tokenizer import open_tokenizer
 from .draft import MAX_TEXTS, NgramDrafter
 from .gguf_weights import WEIGHTS, bf16_gguf, f16_gguf, no_repacking, q8_gguf, weights_from_env
-from .kv_state import Runner, log_softmax_at, state_dir
+from .kv_state import Runner, log_softmax_at, log_softmax_row, state_dir
 from .lora_gguf import LORA_MODES, adapter_gguf, lora_from_env, merged_gguf
 from .parallel import check_parallel, close_decoders, close_when_free, generate_texts
 from .threads import ThreadGovernor, default_threads, env_threads
@@ -381,7 +381,7 @@ class LlamaCppLLM:
         with runner.lock:
             rows = runner.logits(ids, first)
         chain = log_softmax_at(rows[:-1], ids[first:]) if len(rows) > 1 else np.zeros(0)
-        nxt = log_softmax_at(rows[-1:].repeat(len(children), axis=0), list(children)) if children else np.zeros(0)
+        nxt = log_softmax_row(rows[-1], children) if len(children) else np.zeros(0)
         self.calls += 1
         return chain, nxt
 
