@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from memq.llm.base import LLMError
-from memq.llm.kv_state import Runner, snapshots_from_env
+from memq.llm.kv_state import Runner, log_softmax_at, log_softmax_row, snapshots_from_env
 
 VOCAB = 16
 
@@ -175,10 +175,8 @@ def test_the_calibration_evaluates_a_head_s_shared_start_once_and_sums_the_same(
 
 
 def test_one_row_normalised_once_gives_the_log_probabilities_of_the_row_repeated_bit_for_bit():
-    """The grounded planner's children of a node are scored from one row of logits; normalising it once must give
-    exactly what normalising one copy per child gave, so that no plan moves."""
-    from memq.llm.kv_state import log_softmax_at, log_softmax_row
-
+    """The children of a node of the grounded planner's prefix tree are scored from one row of logits; normalising
+    it once must give exactly what normalising one copy per child gave, so that no plan moves."""
     rng = np.random.default_rng(7)
     for size in (16, 151_936):  # a toy vocabulary and Qwen2.5's
         row = (rng.standard_normal(size) * 6).astype(np.float32)
