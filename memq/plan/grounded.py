@@ -355,13 +355,7 @@ class GroundedPlanner(CandidateLines):
                                    max_passes=cfg.max_passes, cost=cost, usable=usable,
                                    deferred=[(find_ids, make)] if later else (),
                                    same=partial(self._same_step, h, lines) if cfg.distinct_steps else None)
-                copies, steps = set(), set()  # usable lines found after a better one of the same step
-                for sc in found if cfg.distinct_steps else ():
-                    if made.get(sc.index) is not None:
-                        step_of = self._same_step(h, lines, sc.index)
-                        if step_of in steps:
-                            copies.add(sc.index)
-                        steps.add(step_of)
+                copies = {sc.index for sc in found if sc.same_step}  # usable lines of a step found before
                 offered += len(lines)
                 self._lm_calls += 1
                 self.searched.append({

@@ -37,7 +37,7 @@ import heapq
 import itertools
 import math
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 import numpy as np
@@ -64,12 +64,13 @@ class _Node:
 @dataclass(frozen=True)
 class Scored:
     """One candidate line as found: its index, the tokens of the whole line, the log-probability of each,
-    and the candidate's bonus."""
+    the candidate's bonus, and whether it is a usable line of a step found before (:func:`best_lines`' ``same``)."""
 
     index: int
     ids: tuple[int, ...]
     logprobs: tuple[float, ...]
     bonus: float = 0.0
+    same_step: bool = False
 
     @property
     def logprob(self) -> float:
@@ -112,7 +113,8 @@ def best_lines(model: LineModel, prefix: list[int], candidates: Sequence[Sequenc
     non-empty; two equal candidates are two lines.
 
     ``same(i)``: candidate ``i``'s step (any hashable). A usable line whose step a line found before it has counts
-    no more, so the search goes on to ``k`` distinct steps; it is still returned (the caller keeps each step's first).
+    no more, so the search goes on to ``k`` distinct steps; it is still returned, marked ``same_step`` (the caller
+    keeps each step's first).
     """
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
@@ -177,11 +179,13 @@ def best_lines(model: LineModel, prefix: list[int], candidates: Sequence[Sequenc
         if best is not None and -neg < best - prune:
             break
         if isinstance(item, Scored):  # complete, and no entry left scores higher: it is the next best line
-            found.append(item)
             ok = usable is None or bool(usable(item))
-            if ok and same is not None:  # a line the same as one counted before does not count again
-                ok = (step := same(item.index)) not in counted_same
+            if ok and same is not None:  # a line the same as one counted before is marked and does not count again
+                step = same(item.index)
+                if step in counted_same:
+                    ok, item = False, replace(item, same_step=True)
                 counted_same.add(step)
+            found.append(item)
             counted += ok
             if best is None and (ok or not opens[item.index]):  # an open line sets the bound once found usable
                 best = item.score
