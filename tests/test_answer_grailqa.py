@@ -153,6 +153,45 @@ def test_no_entity_is_a_clear_error_where_the_plan_or_planner_needs_one(setup):
     assert webqsp._planner is None  # and before the planner loaded
 
 
+class ClassPlanner:
+    """A planner that, as the grounded one on a bank with class statements, may plan a question with no entity."""
+
+    plans_without_entities = True
+
+    def __init__(self, plan: Plan) -> None:
+        self.given, self.entities = plan, None
+
+    def plan(self, question, entities):
+        self.entities = dict(entities)
+        return self.given
+
+
+def test_a_question_that_links_nothing_is_planned_from_a_class_where_the_planner_can(setup):
+    """``memq.answer("which video game is released in 1990-05-09?")`` on GrailQA's memory: the question names no
+    entity, so linking finds none, and the grounded planner can start from a class. It is answered without topic
+    entities, traced; a caller's names that are not found, and a planner that plans from entities, still stop."""
+    from memq.errors import LinkingError
+    from memq.link.index import EntityIndex
+    from memq.link.linker import Linker
+
+    pipe, kg, describe = setup
+    nothing = Linker(EntityIndex([], [], [], []))
+    planner = ClassPlanner(_oracle(QUESTIONS[0], describe))
+    grail = Pipeline(pipe.config, bank=pipe.bank, kg=kg, planner=planner, linker=nothing)
+    answer = grail.answer(QUESTIONS[0].question)
+    assert [name for _, name in answer.answers] == ["Low House", "Mid Tower"] and planner.entities == {}
+    assert any(f.startswith("entity linking: no topic entity found in the question") and
+               f.endswith("answered without topic entities (a plan that starts from a class needs none)")
+               for f in answer.trace.fallbacks)
+    with pytest.raises(LinkingError, match="no entity of the index is named 'Nowhere'"):
+        grail.answer(QUESTIONS[0].question, ["Nowhere"])  # the caller's names are all required
+    webqsp = Pipeline(Config(memory=str(pipe.config.memory), planner="fewshot"), bank=pipe.bank, kg=kg,
+                      linker=nothing)
+    with pytest.raises(LinkingError, match="no topic entity found in the question"):
+        webqsp.answer("who is nixon's wife?")
+    assert webqsp._planner is None  # refused before the planner loaded
+
+
 @pytest.mark.parametrize("question", QUESTIONS[1:], ids=["quotation", "double-quote"])
 def test_gold_entity_names_the_public_api_refuses_are_answered_by_id(setup, question):
     pipe, kg, describe = setup

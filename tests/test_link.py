@@ -236,6 +236,36 @@ def test_a_quotation_longer_than_a_span_is_looked_up_whole():
     assert typo[0].id == "m.0sun" and typo[0].match < 1.0
 
 
+def test_a_written_number_is_one_span_and_no_piece_of_it_is_looked_up():
+    """GrailQA writes decimals and dates ("thrust 787920.0", "on 1943-05-25"): the linker read "0" of "787920.0" as
+    an entity named "0" and "1943" of the date as a part of "1943 Atlantic hurricane season". A piece of one written
+    number is no span now (``number_pieces`` True: as before); the whole number, and a number written alone, are."""
+    from memq.link.context import numbers
+
+    def pieces(question):
+        tokens = normalize(question).split()
+        return [tokens[a:b] for a, b in numbers(question)]
+
+    assert pieces("which rocket engines can thrust 787920.0 or 1.9e+06?") == [["787920", "0"], ["1", "9e", "06"]]
+    assert pieces("on 1943-05-25, 07/18/2011 and 3:2, which?") == [["1943", "05", "25"], ["07", "18", "2011"],
+                                                                  ["3", "2"]]
+    assert pieces("who won the 2010 world series, in 7 games?") == [] and pieces("jan. the 17th, 2011") == []
+    assert pieces("a 95.25kg weight") == [["95", "25kg"]]
+    rows = [("m.0zero", 50, "0"), ("m.0storm", 40, "1943 Atlantic hurricane season"), ("m.0year", 30, "1600"),
+            ("m.0ratio", 10, "3:2")]
+    index = EntityIndex([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [() for _ in rows])
+
+    def linked(question, **settings):
+        return {link.id for link in Linker(index, LinkConfig(**settings)).link(question)}
+
+    assert linked("which engines can thrust 787920.0?") == set()
+    assert linked("which engines can thrust 787920.0?", number_pieces=True) == {"m.0zero"}
+    assert "m.0storm" not in linked("which radio program was first broadcast on 1943-05-25?")
+    assert "m.0storm" in linked("which radio program was first broadcast on 1943-05-25?", number_pieces=True)
+    assert linked("which lake has 1600 islands?") == {"m.0year"}  # a number alone is a span
+    assert linked("which cameras have a 3:2 image ratio?") == {"m.0ratio"}  # the whole number is a span
+
+
 def test_the_longer_exact_name_wins_over_a_part_of_it(index):
     links = Linker(index).link("who are justin bieber's siblings?")
     assert links[0].id == "m.06w2sn5" and links[0].mention == "justin bieber" and links[0].match == 1.0
@@ -389,14 +419,17 @@ def test_the_mention_prior_counts_every_training_set_and_can_hold_dev_out(index,
         "webqsp": [question("TestQ-0", "where is jamaica?", "webqsp", ["m.03_r3"])],
         "cwq": [question("TestQ-7_c1", "is male a gender in jamaica?", "cwq", ["m.03_r3"]),
                 question("TestQ-1_c2", "what male is from jamaica?", "cwq", ["m.03_r3"])],
+        # GrailQA's dev set is a file of its own: its train questions all count, TestQ-7 too
+        "grailqa": [question("TestQ-7", "which male is a singer?", "grailqa", [])],
     }
     monkeypatch.setattr(datasets, "load", lambda dataset, split: bundled[dataset])
     counts, source = training_mentions(index)
-    assert counts["jamaica"] == (3, 3) and counts["male"] == (2, 0)
-    assert source.startswith("webqsp train (1 questions), cwq train (2 questions); named as")
+    assert counts["jamaica"] == (3, 3) and counts["male"] == (3, 0)
+    assert source.startswith("webqsp train (1 questions), cwq train (2 questions), grailqa train (1 questions); named")
     held, source = training_mentions(index, hold_out_dev=True)
-    assert held["jamaica"] == (2, 2) and held["male"] == (1, 0)
-    assert source.startswith("webqsp train less dev (1 questions), cwq train less dev (1 questions);")
+    assert held["jamaica"] == (2, 2) and held["male"] == (2, 0)
+    assert source.startswith("webqsp train less dev (1 questions), cwq train less dev (1 questions), grailqa train "
+                             "(1 questions);")
     webqsp_only = training_mentions(index, ["webqsp"])[0]
     assert webqsp_only["jamaica"] == (1, 1) and "male" not in webqsp_only
 
@@ -412,7 +445,7 @@ def test_a_dev_evaluation_counts_its_linkers_mention_prior_without_the_dev_quest
 
     bundled = {"webqsp": [question("TestQ-0", "where is jamaica?", ["m.03_r3"]),
                           question("TestQ-7", "is jamaica big?", ["m.03_r3"])],  # TestQ-7: dev
-               "cwq": []}
+               "cwq": [], "grailqa": []}
     monkeypatch.setattr(datasets, "load", lambda dataset, split: bundled[dataset])
     shared = copy.copy(index)
     shared.mentions, shared.info = {"jamaica": (9, 9)}, {**index.info, "mentions_from": "webqsp train (9 questions)"}
@@ -735,6 +768,20 @@ def test_a_linked_run_gives_the_gold_entity_answers_their_saved_plans(pipe, tmp_
     losses = summary["losses"]  # where the linked answers lose against the gold entities', by class
     assert abs(losses["gap"] - (summary["f1_gold_entities"] - summary["f1"])) <= 1e-4  # the two F1s are rounded
     assert set(losses["classes"]) == {"missed", "constraint", "extra", "same"}
+
+
+def test_a_linked_run_on_a_grailqa_part_links_that_part_and_counts_its_prior_on_every_training_question(pipe):
+    """``memq evaluate --dataset grailqa --part tune --entities linked``: the part's questions, and GrailQA's dev set
+    is its own file, so the mention prior is not counted again without a dev carved from train."""
+    from memq.evaluate.run import questions_for
+    from memq.link.evaluate import run_linked
+
+    counted = pipe.linker.index
+    summary = run_linked("grailqa", "dev", "fewshot", pipeline=pipe, limit=0, part="tune", progress=False)
+    assert summary["linking"]["questions"] == len(questions_for("grailqa", "dev", "tune")) == 208
+    assert summary["part"]["name"] == "tune" and pipe.linker.index is counted
+    with pytest.raises(ValueError, match="part 'tune'"):
+        run_linked("webqsp", "test", "fewshot", pipeline=pipe, limit=0, part="tune", progress=False)
 
 
 class TwoLinks:

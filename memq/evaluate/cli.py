@@ -137,8 +137,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     if args.link and args.entities != "linked":
         raise MemQError("--link sets the linker of --entities linked")
     if args.entities == "linked":
-        if args.record or args.ablation or args.part or args.questions:
-            raise MemQError("--entities linked runs alone: without --record, --ablation, --part or --questions")
+        if args.record or args.ablation or args.questions:
+            raise MemQError("--entities linked runs alone: without --record, --ablation or --questions")
         from ..link.evaluate import run_linked
         from ..link.settings import with_settings
 
@@ -149,7 +149,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
         summary = run_linked(args.dataset, args.split, args.planner, config=config, limit=args.limit,
                              per_question=args.per_question, progress=not args.no_progress, plans_from=args.plans,
-                             shard=args.shard)
+                             shard=args.shard, part=args.part)
     else:
         summary = run(args.dataset, args.split, args.planner, config=config, limit=args.limit,
                   per_question=args.per_question, progress=not args.no_progress,

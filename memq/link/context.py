@@ -43,7 +43,7 @@ import re
 
 from memq.errors import MemQError
 
-from .index import normalize
+from .index import fold, normalize
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +121,33 @@ def placed(linker, found: list) -> list:
 
 
 QUOTED = re.compile(r'["\u201c\u201d]([^"\u201c\u201d]+)["\u201c\u201d]')
+
+
+# tokens of one written number: digits (or digits then letters: "95.25kg", "1.9e+06") joined by one of these marks
+NUMBER_MARKS = frozenset(".,:/-+")
+_TOKEN = re.compile(r"[0-9a-z]+")
+
+
+def numbers(question: str) -> list[tuple[int, int]]:
+    """The (start, end) token spans of ``normalize(question).split()`` that one written number of two tokens or more
+    takes: a decimal ("787920.0", "95.25kg"), a date ("1990-05-09", "07/18/2011"), a time, "1.9e+06". The linker
+    looks up no span inside one but the whole (``LinkConfig.number_pieces`` off): "0" of
+    "787920.0" is no mention of an entity named "0", nor "1943" of "1943-05-25" a part of "1943 Atlantic hurricane
+    season". A number written alone ("1600", "the 2010 world series") is not one."""
+    folded = fold(question)
+    found = list(_TOKEN.finditer(folded))
+    out, start = [], None
+    for k, token in enumerate(found):
+        joined = (k > 0 and token.group()[0].isdigit() and found[k - 1].group()[0].isdigit()
+                  and token.start() - found[k - 1].end() == 1 and folded[token.start() - 1] in NUMBER_MARKS)
+        if joined and start is None:
+            start = k - 1
+        elif not joined and start is not None:
+            out.append((start, k))
+            start = None
+    if start is not None:
+        out.append((start, len(found)))
+    return out
 
 
 def quoted(question: str, tokens: list[str], shorter: int, longest: int) -> list[tuple[int, int]]:

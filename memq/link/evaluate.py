@@ -166,7 +166,8 @@ def hold_out_dev(linker) -> None:
 
 
 def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: int | None = None,
-               per_question=None, progress: bool = True, pipeline=None, plans_from=None, shard=None) -> dict:
+               per_question=None, progress: bool = True, pipeline=None, plans_from=None, shard=None,
+               part: str | None = None) -> dict:
     """``memq evaluate --entities linked``: linking over the whole split, and end to end over the first ``limit``
     questions, each answered twice in the same run, with the gold topic entities and with the linked ones.
 
@@ -178,6 +179,7 @@ def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: in
     gives the gold-entity answers their saved plans: only the linked ones are planned. ``shard=(k, n)``: every n-th
     of the first ``limit`` questions from the k-th, so that n processes share them; the shards' per-question files
     put together in one file give the whole summary on a run without ``shard`` (nothing is answered again).
+    ``part``: GrailQA dev's ``tune`` or ``report`` part (:func:`memq.evaluate.run.questions_for`).
     """
     from dataclasses import asdict
     from dataclasses import replace as dc_replace
@@ -194,9 +196,9 @@ def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: in
         raise ValueError("--entities linked needs an LLM planner: the oracle plans from the gold query's entities")
     config = dc_replace(config or Config(), planner_dataset=dataset, planner=planner)
     pipeline = pipeline or Pipeline(config)
-    if split == "dev":
+    if split == "dev" and dataset != "grailqa":  # GrailQA's dev set is a file of its own, not carved from train
         hold_out_dev(pipeline.linker)
-    questions = questions_for(dataset, split)
+    questions = questions_for(dataset, split, part)
     links = [link_record(pipeline.linker, q) for q in questions]
     block = summarise_links(links)
     for q, link in zip(questions, links, strict=True):
@@ -267,4 +269,6 @@ def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: in
         "link_settings": asdict(pipeline.config.link),
         **({"shard": {"index": shard[0], "of": shard[1], "note": "end to end: every n-th question from the k-th "
                       "of the first --limit, a part of them"}} if shard is not None else {}),
+        **({"part": {"name": part, "note": "GrailQA dev split by logical form (memq.plan.data.grailqa_part)"}}
+           if part is not None else {}),
     }

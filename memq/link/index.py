@@ -57,19 +57,24 @@ STOP_PARTS = frozenset("a an and at by de for from in is la le of on or the to w
 ADJECTIVE_ENDINGS = ("an", "ese", "ic", "ish", "i")
 
 
+def fold(text: str) -> str:
+    """Lower case, accents and a possessive ``'s`` dropped: :func:`normalize` before it keeps letters and digits
+    alone, so that the runs of ``[0-9a-z]`` in it are ``normalize(text).split()``, with what stood between them."""
+    if text.isascii():  # most names: nothing to fold
+        folded = text.lower()
+    else:
+        folded = unicodedata.normalize("NFKD", text)
+        folded = "".join(ch for ch in folded if not unicodedata.combining(ch)).lower()
+    return _APOSTROPHE_S.sub("", folded)
+
+
 def normalize(text: str) -> str:
     """Lower case, accents and a possessive ``'s`` dropped, anything but letters and digits a single space.
 
     >>> normalize("Côte d'Ivoire's  capital")
     'cote d ivoire capital'
     """
-    if text.isascii():  # most names: nothing to fold
-        folded = text.lower()
-    else:
-        folded = unicodedata.normalize("NFKD", text)
-        folded = "".join(ch for ch in folded if not unicodedata.combining(ch)).lower()
-    folded = _APOSTROPHE_S.sub("", folded)
-    return _NON_WORD.sub(" ", folded).strip()
+    return _NON_WORD.sub(" ", fold(text)).strip()
 
 
 def _clean(name: str) -> str:

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..errors import MemQError
-from .context import nested, of_parts, placed, quoted
+from .context import nested, numbers, of_parts, placed, quoted
 from .demonyms import countries
 from .index import EntityIndex, normalize
 from .settings import LinkConfig
@@ -113,11 +113,14 @@ class Linker:
                 self._add_fuzzy(key, matches)
             if matches:
                 yield i, j, key, list(matches.items())
+        inside = {} if cfg.number_pieces else {k: (a, b) for a, b in numbers(question) for k in range(a, b)}
         for i in range(len(tokens)):
             for j in range(i + 1, min(len(tokens), i + cfg.max_tokens) + 1):
                 span = tokens[i:j]
                 if all(t in STOP_WORDS for t in span):
                     continue
+                if i in inside and j - 1 in inside and inside[i] == inside[j - 1] != (i, j):
+                    continue  # a piece of one written number ("0" of "787920.0")
                 key = " ".join(span)
                 matches = self._names(key)
                 named = any(m == 1.0 for m in matches.values())  # some entity has the span's exact name

@@ -19,6 +19,9 @@ class LinkConfig:
     fit: 0.903, 1.20, 0.80). A span's second reading is an *alternative*: the planner may name it (optional)."""
 
     max_tokens: int = 6
+    # a span inside one written number of two tokens or more ("0" of "787920.0", "1943" of "1943-05-25") is looked
+    # up too (memq.link.context.numbers; the whole number always is). Off since GrailQA's questions were linked
+    number_pieces: bool = False
     quote_tokens: int = 30  # a longer span in double quotes, up to this many tokens, is looked up whole (0: off)
     fuzzy_cutoff: float = 85.0
     candidates: int = 5  # entities considered per name (the most popular ones)

@@ -189,7 +189,15 @@ class Pipeline:
         second: tuple[str, ...] = ()  # linked second readings of a span: lines may start there, prompts don't name them
         if needs_linking(entities):
             question = check_question(question)
-            entities, linked, second = self.link(question, entities, trace, suggest=optional is None)
+            try:
+                entities, linked, second = self.link(question, entities, trace, suggest=optional is None)
+            except LinkingError as exc:  # nothing linked: a plan may still start from a class ("which building ...")
+                if entities is not None or not (plan is not None or self.plans_without_entities):
+                    raise
+                found = str(exc).partition("; give ")[0]  # the advice to give entities is not taken here
+                trace.fallbacks.append(f"entity linking: {found}; answered without topic entities (a plan that "
+                                       "starts from a class needs none)")
+                entities, linked, second = {}, {}, ()
             optional, second = (linked, second) if optional is None else (optional, ())
         question, entities = validate(question, entities, allow_empty=True, strict_names=False)
         if entities:
@@ -197,10 +205,12 @@ class Pipeline:
         asked = list(optional or ())
         optional = known_optional(self.kg, question, optional, entities, trace, self.config.timeout)
         if not entities and asked and not optional:  # linked entities, all optional, none of them in the KG
-            raise LinkingError(f"unknown entity ids {', '.join(map(repr, asked))}: the knowledge graph has no triple "
-                               "about them")
-        if not entities and not optional and plan is None \
-                and not getattr(self._planner, "plans_without_entities", False):
+            unknown = f"unknown entity ids {', '.join(map(repr, asked))}: the knowledge graph has no triple about them"
+            if not (plan is not None or self.plans_without_entities):
+                raise LinkingError(unknown)
+            trace.fallbacks.append(f"entity linking: {unknown}; answered without topic entities (a plan that starts "
+                                   "from a class needs none)")
+        if not entities and not optional and plan is None and not self.plans_without_entities:
             raise ValueError(f"at least one topic entity (id -> name) is needed: the {self.planner_kind} planner "
                              "plans from topic entities; give them, or a plan that starts from a class (plan=)")
         second = tuple(m for m in second if m in optional)  # those the KG holds
@@ -247,6 +257,18 @@ class Pipeline:
         recalled = [r for c in choices for r in c.kept] + [c.filter_statement for c in choices
                                                             if c.filter_statement is not None]
         return Answer(question, answers, to_standard(query), plan, recalled, trace)
+
+    @property
+    def plans_without_entities(self) -> bool:
+        """Whether the planner may plan a question that names no entity: the grounded planner on a memory bank with
+        class statements (GrailQA's form), whose plans may start from a class. Read without loading the planner."""
+        if self._planner is not None:
+            return bool(getattr(self._planner, "plans_without_entities", False))
+        if self.config.planner == "given" or self.planner_kind != "grounded":
+            return False
+        from ..plan.lines import has_classes
+
+        return has_classes(self.bank)  # as the grounded planner's own plans_without_entities reads its bank
 
     def link(self, question: str, names: list[str] | None, trace: Trace, suggest: bool = True):
         """``(entities, optional, second)`` for a question asked without ids or with names alone
