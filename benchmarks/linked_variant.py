@@ -6,12 +6,13 @@ the questions whose planner input the setting changes.
         [--fresh-base] [--rebase] [--shard K/N]
 
 ``--mentions`` counts the variant's mention prior on these datasets' training questions (without the dev questions
-when ``--split`` is dev); ``--base-mentions``, the base's, on the whole of their training questions, as the cached
-entity index counted it when the base ran (memq.link.mentions.training_mentions), or without the dev questions
-with ``--base-held-out`` (a base that is itself a linked_variant run on dev). ``--rebase``: a changed question
-is answered with the base settings again too, so that code changed since the base run is not counted for the
-setting. ``--fresh-base``: BASE.jsonl need not exist; a question whose input the variant changes is answered with
-the base settings too, into BASE.jsonl, and the summary compares the two on those questions only (``f1`` and
+carved from WebQSP's and CWQ's train when ``--split`` is dev; GrailQA's dev is a file of its own, and ``--dataset
+grailqa`` holds nothing out); ``--base-mentions``, the base's, on the whole of their training questions, as the
+cached entity index counted it when the base ran (memq.link.mentions.training_mentions), or without the dev
+questions with ``--base-held-out`` (a base that is itself a linked_variant run on dev). ``--rebase``: a changed
+question is answered with the base settings again too, so that code changed since the base run is not counted for
+the setting. ``--fresh-base``: BASE.jsonl need not exist; a question whose input the variant changes is answered
+with the base settings too, into BASE.jsonl, and the summary compares the two on those questions only (``f1`` and
 ``base_f1`` are then over the changed questions).
 
 Both pipelines answer with the configuration ``memq evaluate`` takes for the dataset
