@@ -153,17 +153,55 @@ def test_no_entity_is_a_clear_error_where_the_plan_or_planner_needs_one(setup):
     assert webqsp._planner is None  # and before the planner loaded
 
 
+class AskedFor:
+    """The classes of a bank with class statements, reduced to the one a question asks for."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def asked(self, question, entities=()):
+        return self.name if self.name in question else None
+
+
 class ClassPlanner:
     """A planner that, as the grounded one on a bank with class statements, may plan a question with no entity."""
 
     plans_without_entities = True
+    classes = AskedFor("building")
 
     def __init__(self, plan: Plan) -> None:
         self.given, self.entities = plan, None
 
-    def plan(self, question, entities):
+    def plan(self, question, entities, optional=(), unprompted=()):
         self.entities = dict(entities)
         return self.given
+
+
+def test_an_entity_linked_from_the_words_of_the_class_asked_for_is_dropped():
+    """"which building has less than 9 floors?" linked P&O Building from "building", and the grounded planner then
+    started from it: a question that names the class it asks for names no entity with those words. Dropped and
+    traced (the trace's link is marked), unless ``LinkConfig.class_words``; an entity from other words stays."""
+    from dataclasses import replace
+
+    from memq.link.index import EntityIndex
+    from memq.link.linker import Linker
+    from memq.pipeline.pipeline import class_word
+    from memq.types import Trace
+
+    assert class_word("building", {"building"}) and class_word("engines", {"rocket", "engine"})
+    assert class_word("cities", {"city"}) and class_word("of", {"unit", "frequency"})
+    assert not class_word("tower", {"building"}) and not class_word("s", {"building"})
+    index = EntityIndex(["m.0po", "m.0low"], [50, 3], ["P&O Building", "Low House"], [(), ()])
+    for keep in (False, True):
+        config = Config(planner="given", link=replace(Config().link, class_words=keep, fit_weight=0.0))
+        pipe = Pipeline(config, bank=None, kg=None, planner=ClassPlanner(Plan(steps=[])), linker=Linker(index))
+        trace = Trace()
+        entities, optional, _ = pipe.link("which building is next to low house?", None, trace)
+        given = {**entities, **optional}
+        assert "m.0low" in given and ("m.0po" in given) == keep
+        dropped = [f for f in trace.fallbacks if "dropped: read from 'building'" in f]
+        assert len(dropped) == (0 if keep else 1)
+        assert [x.get("class_word", False) for x in trace.links if x["id"] == "m.0po"] == [not keep]
 
 
 def test_a_question_that_links_nothing_is_planned_from_a_class_where_the_planner_can(setup):

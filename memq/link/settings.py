@@ -22,6 +22,9 @@ class LinkConfig:
     # a span inside one written number of two tokens or more ("0" of "787920.0", "1943" of "1943-05-25") is looked
     # up too (memq.link.context.numbers; the whole number always is). Off since GrailQA's questions were linked
     number_pieces: bool = False
+    # an entity linked from the words of the class the question asks for ("which building ...": P&O Building) is
+    # kept; off: dropped, where the grounded planner reads that class (memq.pipeline.Pipeline.unclassed)
+    class_words: bool = False
     quote_tokens: int = 30  # a longer span in double quotes, up to this many tokens, is looked up whole (0: off)
     fuzzy_cutoff: float = 85.0
     candidates: int = 5  # entities considered per name (the most popular ones)

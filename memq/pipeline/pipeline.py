@@ -25,6 +25,15 @@ from .config import BANK_ALONE, FREE_PLANNERS, GROUNDED_BY_DEFAULT, HYBRID_BY_DE
 log = logging.getLogger(__name__)
 
 
+def class_word(word: str, words: set[str]) -> bool:
+    """Whether ``word`` (normalised) is one of a class name's ``words`` ("building"), a plural of one ("engines",
+    "cities"), or a function word ("unit *of*")."""
+    from ..link.index import STOP_PARTS
+
+    return (word in words or word in STOP_PARTS or word[:-1] in words and word.endswith("s")
+            or word[:-2] in words and word.endswith("es") or word[:-3] + "y" in words and word.endswith("ies"))
+
+
 class Pipeline:
     """Loads the memory, the KG and the planner once, on first use, and answers questions."""
 
@@ -270,12 +279,44 @@ class Pipeline:
 
         return has_classes(self.bank)  # as the grounded planner's own plans_without_entities reads its bank
 
+    def unclassed(self, question: str, entities: dict[str, str], optional: dict[str, str], trace: Trace):
+        """``(entities, optional)`` less the linked entities read from the words of the class the question asks for
+        ("which *building* has less than 9 floors?": P&O Building from "building"; "the largest *unit* of
+        frequency": Astronomical Unit of Mass), where the grounded planner reads that class (a bank with class
+        statements; :meth:`memq.plan.lines.ClassStatements.asked`). Such a question names the class, not an
+        entity, and a plan that starts from the entity answers another question. ``LinkConfig.class_words``
+        True keeps them. Each one dropped is traced."""
+        classes = None
+        if not self.config.link.class_words and self.plans_without_entities:
+            classes = getattr(self.planner, "classes", None)
+        asked = classes.asked(question, [*entities.values(), *optional.values()]) if classes is not None else None
+        if not asked:
+            return entities, optional
+        words = set(asked.lower().split())
+        drop = {}
+        for link in trace.links:
+            if link.get("mention") and all(class_word(w, words) for w in link["mention"].split()):
+                link["class_word"] = True  # the trace keeps it, marked
+                drop[link["id"]] = link["mention"]
+        for mid, mention in drop.items():
+            name = entities.get(mid, optional.get(mid))
+            if name is not None:
+                trace.fallbacks.append(f"entity linking: {name} ({mid}) dropped: read from {mention!r}, the words of "
+                                       f"the class the question asks for ({asked})")
+        return ({m: n for m, n in entities.items() if m not in drop},
+                {m: n for m, n in optional.items() if m not in drop})
+
     def link(self, question: str, names: list[str] | None, trace: Trace, suggest: bool = True):
         """``(entities, optional, second)`` for a question asked without ids or with names alone
-        (:func:`memq.link.constraints.linked_entities`)."""
+        (:func:`memq.link.constraints.linked_entities`); linked ones read from the words of the class the question
+        asks for left out (:meth:`unclassed`)."""
         names = None if names is None else check_names(names)  # before the index loads
-        return linked_entities(self.linker, question, names, trace, self.config.link,
-                               self.suggest if suggest else None)
+        entities, optional, second = linked_entities(self.linker, question, names, trace, self.config.link,
+                                                     self.suggest if suggest else None)
+        if names is None:  # linked from the question (a caller's names are all kept)
+            entities, optional = self.unclassed(question, entities, optional, trace)
+            second = tuple(m for m in second if m in entities or m in optional)
+        return entities, optional, second
 
     def _choose(self, plan: Plan, entities: dict[str, str], trace: Trace):
         """Execution-guided choice among ``plan.beam``: the first plan whose query returns rows (no self-repair),
