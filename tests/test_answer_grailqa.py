@@ -185,12 +185,14 @@ def test_an_entity_linked_from_the_words_of_the_class_asked_for_is_dropped():
 
     from memq.link.index import EntityIndex
     from memq.link.linker import Linker
-    from memq.pipeline.pipeline import class_word
+    from memq.pipeline.pipeline import class_word, of_class
     from memq.types import Trace
 
     assert class_word("building", {"building"}) and class_word("engines", {"rocket", "engine"})
-    assert class_word("cities", {"city"}) and class_word("of", {"unit", "frequency"})
+    assert class_word("cities", {"city"}) and not class_word("of", {"unit", "frequency"})
     assert not class_word("tower", {"building"}) and not class_word("s", {"building"})
+    assert of_class("unit of", {"unit", "frequency"}) and of_class("rocket engines", {"rocket", "engine"})
+    assert not of_class("la", {"city"}) and not of_class("of the", {"city"}) and not of_class("big city", {"city"})
     index = EntityIndex(["m.0po", "m.0low"], [50, 3], ["P&O Building", "Low House"], [(), ()])
     for keep in (False, True):
         config = Config(planner="given", link=replace(Config().link, class_words=keep, fit_weight=0.0))

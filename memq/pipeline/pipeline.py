@@ -26,12 +26,19 @@ log = logging.getLogger(__name__)
 
 
 def class_word(word: str, words: set[str]) -> bool:
-    """Whether ``word`` (normalised) is one of a class name's ``words`` ("building"), a plural of one ("engines",
-    "cities"), or a function word ("unit *of*")."""
+    """Whether ``word`` (normalised) is one of a class name's ``words`` ("building") or a plural of one
+    ("engines", "cities")."""
+    return (word in words or word[:-1] in words and word.endswith("s")
+            or word[:-2] in words and word.endswith("es") or word[:-3] + "y" in words and word.endswith("ies"))
+
+
+def of_class(mention: str, words: set[str]) -> bool:
+    """Whether the span ``mention`` is made of a class name's ``words`` (:func:`class_word`) and function words
+    ("unit *of*"), one of the first at least: "la" alone is no class word."""
     from ..link.index import STOP_PARTS
 
-    return (word in words or word in STOP_PARTS or word[:-1] in words and word.endswith("s")
-            or word[:-2] in words and word.endswith("es") or word[:-3] + "y" in words and word.endswith("ies"))
+    tokens = mention.split()
+    return any(class_word(w, words) for w in tokens) and all(class_word(w, words) or w in STOP_PARTS for w in tokens)
 
 
 class Pipeline:
@@ -295,7 +302,7 @@ class Pipeline:
         words = set(asked.lower().split())
         drop = {}
         for link in trace.links:
-            if link.get("mention") and all(class_word(w, words) for w in link["mention"].split()):
+            if link.get("mention") and of_class(link["mention"], words):
                 link["class_word"] = True  # the trace keeps it, marked
                 drop[link["id"]] = link["mention"]
         for mid, mention in drop.items():
