@@ -45,7 +45,7 @@ def main() -> int:
     from memq.evaluate.run import evaluate_question, questions_for
     from memq.evaluate.saved import load_records
     from memq.link.evaluate import same_input
-    from memq.link.mentions import own_mentions
+    from memq.link.mentions import HELD_OUT, own_mentions
     from memq.link.settings import with_settings
     from memq.pipeline import Pipeline
     from memq.types import Trace
@@ -96,7 +96,7 @@ def main() -> int:
         config = replace(config, constraints=args.base_constraints)
     pipe = Pipeline(config)
     variant = Pipeline(variant_config, bank=pipe.bank, kg=pipe.kg, planner=pipe.planner)
-    carved = args.split == "dev" and args.dataset != "grailqa"  # GrailQA's dev set is a file of its own
+    carved = args.split == "dev" and args.dataset in HELD_OUT  # GrailQA's dev set is a file of its own
     base_hold_out = args.base_held_out and carved
     for p, sets, hold_out, exact in ((pipe, args.base_mentions, base_hold_out, False),
                                      (variant, args.mentions, carved, args.mentions_exact)):

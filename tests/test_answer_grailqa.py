@@ -185,7 +185,7 @@ def test_an_entity_linked_from_the_words_of_the_class_asked_for_is_dropped():
 
     from memq.link.index import EntityIndex
     from memq.link.linker import Linker
-    from memq.pipeline.pipeline import class_word, of_class
+    from memq.plan.asked import class_word, of_class
     from memq.types import Trace
 
     assert class_word("building", {"building"}) and class_word("engines", {"rocket", "engine"})

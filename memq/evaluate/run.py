@@ -53,6 +53,12 @@ def questions_for(dataset: str, split: str, part: str | None = None) -> list:
     raise ValueError(f"unknown evaluation split {split!r}; expected dev or test")
 
 
+def part_block(part: str) -> dict:
+    """A summary's ``part``: which part of GrailQA dev was run, and what it is for."""
+    return {"name": part, "note": "GrailQA dev split by logical form (memq.plan.data.grailqa_part): "
+            + ("settings are chosen on this part" if part == "tune" else "this part is only scored")}
+
+
 def oracle_plan(question, describe) -> tuple[Plan, dict[str, str]]:
     """The plan derived from the gold query, and the topic entities of the parse it came from."""
     from ..plan.derive import derive_plan
@@ -299,8 +305,7 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
     if questions_file is not None:
         summary["questions_file"] = shown_path(questions_file)
     if part is not None:
-        summary["part"] = {"name": part, "note": "GrailQA dev split by logical form (memq.plan.data.grailqa_part): "
-                           + ("settings are chosen on this part" if part == "tune" else "this part is only scored")}
+        summary["part"] = part_block(part)
     if shard is not None:
         k, n = shard
         summary["shard"] = {"index": k, "of": n, "note": f"questions {k}, {k + n}, {k + 2 * n}, ... of the split "

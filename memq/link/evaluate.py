@@ -19,6 +19,7 @@ import time
 from memq.evaluate.metrics import p95
 
 from .gold import gold_entities
+from .mentions import HELD_OUT
 
 
 def link_record(linker, question) -> dict:
@@ -186,7 +187,7 @@ def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: in
     from pathlib import Path
 
     from ..errors import LinkingError
-    from ..evaluate.run import check_shard, evaluate_question, load_records, questions_for, record_log
+    from ..evaluate.run import check_shard, evaluate_question, load_records, part_block, questions_for, record_log
     from ..evaluate.saved import hybrid_records, saved_plan
     from ..evaluate.summary import summarise
     from ..pipeline import Config, Pipeline, shown_path
@@ -196,7 +197,7 @@ def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: in
         raise ValueError("--entities linked needs an LLM planner: the oracle plans from the gold query's entities")
     config = dc_replace(config or Config(), planner_dataset=dataset, planner=planner)
     pipeline = pipeline or Pipeline(config)
-    if split == "dev" and dataset != "grailqa":  # GrailQA's dev set is a file of its own, not carved from train
+    if split == "dev" and dataset in HELD_OUT:  # GrailQA's dev set is a file of its own, not carved from train
         hold_out_dev(pipeline.linker)
     questions = questions_for(dataset, split, part)
     links = [link_record(pipeline.linker, q) for q in questions]
@@ -269,6 +270,5 @@ def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: in
         "link_settings": asdict(pipeline.config.link),
         **({"shard": {"index": shard[0], "of": shard[1], "note": "end to end: every n-th question from the k-th "
                       "of the first --limit, a part of them"}} if shard is not None else {}),
-        **({"part": {"name": part, "note": "GrailQA dev split by logical form (memq.plan.data.grailqa_part)"}}
-           if part is not None else {}),
+        **({"part": part_block(part)} if part is not None else {}),
     }

@@ -11,6 +11,7 @@ from ..errors import KnowledgeGraphError, LinkingError, MemQError, Reconstructio
 from ..kg import open_kg
 from ..link.constraints import known_optional, linked_entities
 from ..link.resolve import check_names, check_question, known_entities, needs_linking, validate
+from ..plan.asked import of_class
 from ..plan.base import RESCUED
 from ..plan.format import needs_entity
 from ..reconstruct import Reconstructor
@@ -24,21 +25,8 @@ from .config import BANK_ALONE, FREE_PLANNERS, GROUNDED_BY_DEFAULT, HYBRID_BY_DE
 
 log = logging.getLogger(__name__)
 
-
-def class_word(word: str, words: set[str]) -> bool:
-    """Whether ``word`` (normalised) is one of a class name's ``words`` ("building") or a plural of one
-    ("engines", "cities")."""
-    return (word in words or word[:-1] in words and word.endswith("s")
-            or word[:-2] in words and word.endswith("es") or word[:-3] + "y" in words and word.endswith("ies"))
-
-
-def of_class(mention: str, words: set[str]) -> bool:
-    """Whether the span ``mention`` is made of a class name's ``words`` (:func:`class_word`) and function words
-    ("unit *of*"), one of the first at least: "la" alone is no class word."""
-    from ..link.index import STOP_PARTS
-
-    tokens = mention.split()
-    return any(class_word(w, words) for w in tokens) and all(class_word(w, words) or w in STOP_PARTS for w in tokens)
+# how the trace ends a linking note where the question is answered without topic entities
+WITHOUT_ENTITIES = "answered without topic entities (a plan that starts from a class needs none)"
 
 
 class Pipeline:
@@ -211,8 +199,7 @@ class Pipeline:
                 if entities is not None or not (plan is not None or self.plans_without_entities):
                     raise
                 found = str(exc).partition("; give ")[0]  # the advice to give entities is not taken here
-                trace.fallbacks.append(f"entity linking: {found}; answered without topic entities (a plan that "
-                                       "starts from a class needs none)")
+                trace.fallbacks.append(f"entity linking: {found}; {WITHOUT_ENTITIES}")
                 entities, linked, second = {}, {}, ()
             optional, second = (linked, second) if optional is None else (optional, ())
         question, entities = validate(question, entities, allow_empty=True, strict_names=False)
@@ -224,8 +211,7 @@ class Pipeline:
             unknown = f"unknown entity ids {', '.join(map(repr, asked))}: the knowledge graph has no triple about them"
             if not (plan is not None or self.plans_without_entities):
                 raise LinkingError(unknown)
-            trace.fallbacks.append(f"entity linking: {unknown}; answered without topic entities (a plan that starts "
-                                   "from a class needs none)")
+            trace.fallbacks.append(f"entity linking: {unknown}; {WITHOUT_ENTITIES}")
         if not entities and not optional and plan is None and not self.plans_without_entities:
             raise ValueError(f"at least one topic entity (id -> name) is needed: the {self.planner_kind} planner "
                              "plans from topic entities; give them, or a plan that starts from a class (plan=)")
@@ -302,7 +288,7 @@ class Pipeline:
         words = set(asked.lower().split())
         drop = {}
         for link in trace.links:
-            if link.get("mention") and of_class(link["mention"], words):
+            if link.get("mention") and of_class(link["mention"], words):  # memq.plan.asked
                 link["class_word"] = True  # the trace keeps it, marked
                 drop[link["id"]] = link["mention"]
         for mid, mention in drop.items():

@@ -22,8 +22,11 @@ from __future__ import annotations
 
 import re
 
+from ..link.index import STOP_PARTS
+
 __all__ = ["ASKED_COPULA", "ASKED_END", "ASKED_OF", "END_WORDS", "IRREGULAR_PAST", "STAGES", "asked_class",
-           "asked_patterns", "ends_before", "fits", "names_class", "narrower", "reaches", "shortens", "verb_ending"]
+           "asked_patterns", "class_word", "ends_before", "fits", "names_class", "narrower", "of_class", "reaches",
+           "shortens", "verb_ending"]
 
 # a search's stages for the class a question asks for: as it is, wider (asked_beam), with Find lines directed to
 # it (asked_directed), given up
@@ -142,3 +145,17 @@ def narrower(value: str, name: str) -> bool:
     the answer, and of 446 it or a narrower one."""
     words, asked = value.lower().split(), name.lower().split()
     return bool(words and asked) and words[-1].endswith(asked[-1]) and all(w in words for w in asked[:-1])
+
+
+def class_word(word: str, words: set[str]) -> bool:
+    """Whether ``word`` (normalised) is one of a class name's ``words`` ("building") or a plural of one
+    ("engines", "cities")."""
+    return (word in words or word[:-1] in words and word.endswith("s")
+            or word[:-2] in words and word.endswith("es") or word[:-3] + "y" in words and word.endswith("ies"))
+
+
+def of_class(mention: str, words: set[str]) -> bool:
+    """Whether the span ``mention`` is made of a class name's ``words`` (:func:`class_word`) and function words
+    ("unit *of*"), one of the first at least: "la" alone is no class word."""
+    tokens = mention.split()
+    return any(class_word(w, words) for w in tokens) and all(class_word(w, words) or w in STOP_PARTS for w in tokens)
