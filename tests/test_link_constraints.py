@@ -100,6 +100,32 @@ def test_a_cue_suggests_the_constraint_most_training_questions_with_it_used():
         CueWords(questions, constraints, min_share=0.0)
 
 
+def test_an_asked_class_needs_a_smaller_share_only_where_the_question_asks_for_what_the_entity_names():
+    from memq.link.constraints import CueWords, names_asked
+
+    assert names_asked("what continent", "Continent") and names_asked("which countrie", "Country")
+    assert names_asked("what city", "City/Town/Village") and names_asked("what state", "US State")
+    assert not names_asked("what character", "Voice") and not names_asked("continent", "Continent")
+    assert not names_asked("what is", "Is") and not names_asked("state did", "US State")
+    continent, voice = ("m.01mh", "Continent"), ("m.02nsjvf", "Voice")
+    questions = [("q1", "what continent is chad in?"), ("q2", "what continent is peru in?"),
+                 ("q3", "what continent is fiji on?"), ("q4", "what continent is laos in?"),
+                 ("q5", "what continent is malta part of?"), ("q6", "what continent is togo in?"),
+                 ("q7", "what character did he voice?"), ("q8", "what character did she voice?"),
+                 ("q9", "what character did kim voice?"), ("q10", "what character did he play?")]
+    constraints = {"q1": (continent,), "q2": (continent,), "q3": (continent,), "q7": (voice,), "q8": (voice,),
+                   "q9": (voice,)}
+    # "what continent": 3 of 6 used Continent, under cue_share; "what character": 3 of 4 used Voice, above it
+    assert CueWords(questions, constraints, min_share=0.8, min_count=3).suggest("what continent is iraq in?") == {}
+    asked = CueWords(questions, constraints, min_share=0.8, min_count=3, asked_share=0.3)
+    assert asked.suggest("what continent is iraq in?") == {"m.01mh": ("Continent", 0.5, "what continent")}
+    assert asked.suggest("what character did he have?") == {}  # 0.75 < 0.8, and Voice is not a character
+    assert CueWords(questions, constraints, min_share=0.8, min_count=4, asked_share=0.3).suggest(
+        "what continent is iraq in?") == {}  # 3 questions, not 4
+    with pytest.raises(ValueError, match="asked_share"):
+        CueWords(questions, constraints, asked_share=1.5)
+
+
 def test_a_cue_joins_the_neighbours_vote_with_the_larger_support():
     from memq.link.constraints import CueWords
 

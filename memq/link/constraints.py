@@ -83,15 +83,30 @@ def cue_words(text: str) -> set[str]:
     return out
 
 
+ASKING = frozenset({"what", "which"})
+
+
+def names_asked(cue: str, name: str) -> bool:
+    """Whether ``cue`` is an asked pair ("what continent", "which countrie": :func:`cue_words`' plurals) whose noun is
+    a word of the entity ``name`` (*Continent*, *Country*, *City/Town/Village*): the class the question asks for."""
+    first, _, noun = cue.partition(" ")
+    if first not in ASKING or not noun or noun in STOP_WORDS:
+        return False
+    words = set(re.findall(r"[a-z0-9]+", name.lower()))
+    return noun in words or (noun.endswith("ie") and noun[:-2] + "y" in words)
+
+
 class CueWords:
     """share(e | w): of the training questions with the cue ``w`` (:func:`cue_words`), the share whose gold parse
     used the constraint entity ``e``; kept where at least ``min_count`` questions did and the share is at least
-    ``min_share``."""
+    ``min_share``, or ``asked_share`` where ``w`` asks for the class ``e`` names (:func:`names_asked`: WebQSP lists
+    *Continent* with a third of its "what continent ..." questions, those whose gold query checks it)."""
 
     def __init__(self, questions: Iterable[tuple[str, str]], constraints: dict[str, tuple[tuple[str, str], ...]], *,
-                 min_share: float = 0.6, min_count: int = 3) -> None:
-        if not 0 < min_share <= 1 or min_count < 1:
-            raise ValueError(f"cue_share must be in (0, 1] and cue_count >= 1, got {min_share!r}, {min_count!r}")
+                 min_share: float = 0.6, min_count: int = 3, asked_share: float = 0.0) -> None:
+        if not 0 < min_share <= 1 or min_count < 1 or not 0 <= asked_share <= 1:
+            raise ValueError(f"cue_share must be in (0, 1], asked_share in [0, 1] and cue_count >= 1, got "
+                             f"{min_share!r}, {asked_share!r}, {min_count!r}")
         seen: Counter = Counter()
         joint: Counter = Counter()
         names = {}
@@ -103,7 +118,8 @@ class CueWords:
                 joint.update((cue, mid) for cue in cues)
         self.cues: dict[str, list[tuple[str, str, float]]] = {}
         for (cue, mid), n in sorted(joint.items()):
-            if n >= min_count and n / seen[cue] >= min_share:
+            floor = min(min_share, asked_share) if asked_share and names_asked(cue, names[mid]) else min_share
+            if n >= min_count and n / seen[cue] >= floor:
                 self.cues.setdefault(cue, []).append((mid, names[mid], n / seen[cue]))
 
     def suggest(self, question: str) -> dict[str, tuple[str, float, str]]:
@@ -166,7 +182,8 @@ class ConstraintSuggester:
             return None
         link = link or LinkConfig()
         cues = CueWords(((q.id, q.question) for q in questions if split_of(q.id) == "train"), constraints,
-                        min_share=link.cue_share, min_count=link.cue_count) if link.cue_share else None
+                        min_share=link.cue_share, min_count=link.cue_count,
+                        asked_share=link.asked_share) if link.cue_share else None
         return cls(prior, constraints, min_support=min_support, cues=cues)
 
     def suggest(self, question: str, given: Iterable[str] = ()) -> list[Suggestion]:
