@@ -27,7 +27,7 @@ ROWS = (
     ("CWQ test", "memq, hybrid: the same planner, grounded where its plan finds nothing", "cwq_test_hybrid.json",
      "run"),
     ("CWQ test", "memq, fine-tuned planner, 0.90 epoch (default; first 1,000)", "cwq_test1000_finetuned.json", "run"),
-    ("CWQ test", "memq, hybrid with it (default; first 1,000)", "cwq_test1000_coverage_again.json", "run"),
+    ("CWQ test", "memq, hybrid with it (default; first 1,000)", "cwq_test1000_given_checks.json", "run"),
     ("CWQ test", "memq, few-shot planner (first 96)", "cwq_test_fewshot96.json", "run"),
     ("CWQ test", "direct SPARQL (w/o PE, QRM; 100 CPU steps; first 96)", "cwq_test_fewshot96.json", "ablation"),
     ("CWQ test", "oracle plans", "cwq_test_oracle.json", "run"),

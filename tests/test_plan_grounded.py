@@ -1004,3 +1004,27 @@ def test_search_flags_reach_the_config():
     assert not config_from(parser.parse_args(["--no-classed-answers"])).search.classed_answers
     assert config_from(parser.parse_args(["--distinct-steps"])).search.distinct_steps
     assert config.search.lines == GroundedConfig().lines
+
+
+def test_no_plan_ends_at_a_variable_a_check_makes_equal_to_a_given_entity(kg):
+    """"who did george lucas get engaged to?" was planned as "Find the type of union of the marriage ?y, assign it to
+    ?x. Make sure ?x is Marriage. Finally the answer is ?x." (Marriage suggested): its one answer is the entity the
+    plan names. None of the 29,512 WebQSP and CWQ train plans ends at a variable a check makes equal to a value, so
+    no plan ends at one made equal to a given entity. A value no entity has is matched by name, and where that finds
+    nothing self-repair drops the check (CWQ's rescues had "Make sure ?county is us_county." so, and were right), so
+    such a check, a variable compared otherwise, or one whose relation a check reads, still ends a plan."""
+    from memq.plan.lines import may_end
+
+    p = planner(kg, bank_of(STATEMENTS), "")
+    spoken = "Find the languages spoken of the country Jamaica, assign it to ?x."
+    h = grown(p, kg, JAMAICA, "", spoken)
+    start = Line("open", "Make sure", tuple(p.lm.token_ids("Make sure")))
+    for value, ends in (("Jamaica", False), ("jamaica", False), ("not Jamaica", True), ("Jamaican English", True)):
+        checked = extend(h, start, written(p, f"Make sure ?x is {value}."), p.lm, "", ["Jamaica"])
+        lines = p._lines(checked, JAMAICA, ["Jamaica"], p.lm, Neighbourhood(kg), {}, "")
+        assert ("Finally the answer is ?x." in [x.text for x in lines]) is ends, value
+    names = ["Jamaica", "English"]
+    pinned = parse_plan(f"{spoken}\nMake sure ?x is English.", names).steps
+    assert not may_end(pinned, "", "?x", names=names) and may_end(pinned, "", "?x") and may_end(pinned, names=names)
+    for other in ("Make sure ?x is not English.", "Make sure ?x < 1990.", "Make sure the gender of ?x is English."):
+        assert may_end(parse_plan(f"{spoken}\n{other}", names).steps, "", "?x", names=names), other

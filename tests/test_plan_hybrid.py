@@ -9,7 +9,7 @@ from test_plan_grounded import BIEBER, FailingKG, bank, kg, planner  # noqa: F40
 
 from memq.evaluate.run import evaluate_question, hybrid_records, saved_plan
 from memq.pipeline import Config, Pipeline
-from memq.plan.format import parse_plan
+from memq.plan.format import answers_its_check, parse_plan
 from memq.plan.hybrid import HybridPlanner
 from memq.plan.planner import ScriptedPlanner
 
@@ -49,6 +49,46 @@ def test_a_free_plan_that_finds_nothing_is_rescued_by_the_grounded_planner(kg, b
     # without the hybrid planner the same free plan finds nothing
     given = Pipeline(Config(planner="given", repair=False), bank=bank, kg=kg)
     assert given.answer(QUESTION, BIEBER, plan=parse_plan(PET, ["Justin Bieber"])).answers == []
+
+
+def test_a_free_plan_that_answers_with_the_value_its_check_names_is_rescued(kg, bank):  # noqa: F811
+    """"... Find the gender of the person ?x, assign it to ?gender. Make sure ?gender is Male. Finally the answer is
+    ?gender." finds one row, Male itself: no train plan answers so (memq.plan.format.answers_its_check), and the
+    grounded planner's plan (here a saved one) is taken as for a free plan that found nothing (traced). If it finds
+    nothing, the free plan's answer stands."""
+    pinned = SIBLING.split("\n")[0] + ("\nFind the gender of the person ?x, assign it to ?gender.\n"
+                                       "Make sure ?gender is Male.\nFinally the answer is ?gender.")
+    assert answers_its_check(parse_plan(pinned, ["Justin Bieber"]).steps)
+    assert not answers_its_check(parse_plan(SIBLING, ["Justin Bieber"]).steps)
+    given = Pipeline(Config(planner="given", repair=False), bank=bank, kg=kg)
+    assert [n for _, n in given.answer(QUESTION, BIEBER, plan=parse_plan(pinned, ["Justin Bieber"])).answers] == [
+        "Male"]
+    for rescue, found in ((SIBLING, SIBLINGS), (GENDER, {"m.05zppz"})):  # Bieber's own gender: nothing in this KG
+        plan = parse_plan(pinned, ["Justin Bieber"])
+        plan.rescue = parse_plan(rescue, ["Justin Bieber"])
+        answer = given.answer(QUESTION, BIEBER, plan=plan)
+        assert {i for i, _ in answer.answers} == found and answer.plan.raw == (SIBLING if rescue == SIBLING else pinned)
+        assert answer.trace.plans[0] == {"plan": pinned, "score": None, "rows": 1, "planner": "free generation"}
+        assert "hybrid: free generation's plan answers with the value one of its checks names" in answer.trace.fallbacks
+    assert "hybrid: the grounded planner's plans found nothing either; the free plan's answer stands" \
+        in answer.trace.fallbacks
+
+
+def test_a_query_pins_its_answer_only_by_an_equality_with_a_constant():
+    from memq.reconstruct.filters import named_filter, pins
+    from memq.sparql.model import Var
+    from memq.sparql.parser import parse_query
+
+    x = Var("x")
+    head = "PREFIX ns: <http://rdf.freebase.com/ns/> SELECT ?x WHERE { ns:m.0a ns:r ?x . "
+    for where, pinned in (("FILTER(?x = ns:m.04ztj)", True), ("FILTER(ns:m.04ztj = ?x)", True),
+                          ("FILTER(?x = \"1990\")", True), ("FILTER(?x != ns:m.04ztj)", False),
+                          ("FILTER(?y = ns:m.04ztj)", False), ("FILTER(?x = ?y)", False), ("", False),
+                          ("FILTER(!isLiteral(?x) || lang(?x) = '' || langMatches(lang(?x), 'en'))", False)):
+        assert pins(parse_query(head + where + " }"), x) is pinned, where
+    query = parse_query(head + "}")
+    named = type(query.where)(triples=query.where.triples, filters=(named_filter(x, "Male", Var("n")),))
+    assert pins(type(query)(where=named, projection=query.projection), x)
 
 
 def test_an_empty_free_answer_stands_when_the_rescue_finds_nothing_or_falls_back(kg, bank):  # noqa: F811

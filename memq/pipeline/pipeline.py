@@ -13,9 +13,10 @@ from ..link.constraints import known_optional, linked_entities
 from ..link.resolve import check_names, check_question, known_entities, needs_linking, validate
 from ..plan.asked import of_class
 from ..plan.base import RESCUED
-from ..plan.format import needs_entity
+from ..plan.format import answers_its_check, needs_entity
 from ..reconstruct import Reconstructor
 from ..reconstruct.assemble import answer_variable, build_query, distinct_values, named_answers
+from ..reconstruct.filters import pins
 from ..reconstruct.ground import ground, recall_steps
 from ..reconstruct.repair import repair
 from ..sparql import to_standard
@@ -247,7 +248,11 @@ class Pipeline:
                 raise
             failed = exc
             trace.fallbacks.append(f"hybrid: free generation's plan makes no query ({str(exc)[:160]})")
-        if hybrid and (result is None or not result[1]):
+        pinned = hybrid and result is not None and bool(result[1]) and answers_its_check(plan.steps) \
+            and pins(result[0], answer_variable(plan, Trace()))
+        if pinned:  # its one answer is the value its check names: no train plan answers so (memq.plan.lines.may_end)
+            trace.fallbacks.append("hybrid: free generation's plan answers with the value one of its checks names")
+        if hybrid and (result is None or not result[1] or pinned):
             plan, result = self._rescue(question, entities, plan, result, trace, tuple(optional), second)
             if result is None:
                 raise failed
@@ -343,10 +348,12 @@ class Pipeline:
     def _rescue(self, question: str, entities: dict[str, str], free: Plan, result, trace: Trace, optional=(),
                 unprompted=()):
         """The hybrid planner's second chance for ``free``, a plan whose query (``result``) found nothing, self-repair
-        included, or that made no query (``result`` None): the grounded planner's plan (``free.rescue``, planned
-        here unless saved), chosen by execution. Its result when it finds rows; else ``free`` and ``result`` stand.
-        Each step is in the trace."""
-        trace.plans.append({"plan": free.raw, "score": None, "rows": 0, "planner": "free generation"})
+        included, that made no query (``result`` None) or that answers with a value its check names: the grounded
+        planner's plan (``free.rescue``, planned here unless saved), chosen by execution. Its result when it finds
+        rows; else ``free`` and ``result`` stand. Each step is in the trace."""
+        rows = len(result[1]) if result else 0
+        stands = "the free plan's " + ("answer stands" if rows else "empty answer stands")
+        trace.plans.append({"plan": free.raw, "score": None, "rows": rows, "planner": "free generation"})
         if free.rescue is None:
             t0 = time.perf_counter()
             free.rescue = self.planner.rescue(question, entities, optional, unprompted, free)
@@ -357,8 +364,7 @@ class Pipeline:
         trace.fallbacks.append(RESCUED)
         trace.fallbacks.extend(f"planner: {note}" for note in grounded.notes)
         if grounded.cost.get("free_generation"):
-            trace.fallbacks.append("hybrid: the grounded planner fell back to free generation; "
-                                   "the free plan's empty answer stands")
+            trace.fallbacks.append(f"hybrid: the grounded planner fell back to free generation; {stands}")
             return free, result
         sub = Trace(timings=trace.timings, plans=trace.plans)
         if len(grounded.beam) > 1:
@@ -368,8 +374,7 @@ class Pipeline:
             sub.plans.append({"plan": grounded.raw, "score": grounded.beam[0].score if grounded.beam else None,
                               "rows": len(found[1])})
         if not found[1]:
-            trace.fallbacks.append("hybrid: the grounded planner's plans found nothing either; "
-                                   "the free plan's empty answer stands")
+            trace.fallbacks.append(f"hybrid: the grounded planner's plans found nothing either; {stands}")
             return free, result
         trace.fallbacks.extend(sub.fallbacks)
         trace.attempts.extend(sub.attempts)

@@ -379,8 +379,9 @@ class CandidateLines(LineRules):
         ending = [] if self.keys_waiting(h) or self.superlative_waiting(h, question, names) else h.assigned
         checkable = {line.step.target for line in lines if line.kind == "shape" and line.step.kind == "class"}
         for v in [v for v in ending if not KEY_NAME.match(v)
-                  and may_end(h.steps, question if self.classes else "", v, self.bank) and not self.holds_cvt(h, v)
-                  and self.joined(h, v) and self.far_enough(h, v) and not self.answers_its_key(h, v, question)
+                  and may_end(h.steps, question if self.classes else "", v, self.bank, names)
+                  and not self.holds_cvt(h, v) and self.joined(h, v) and self.far_enough(h, v)
+                  and not self.answers_its_key(h, v, question)
                   and not self.answers_unclassed(h, v, checkable) and not self.answers_values(h, v, question)]:
             text = f"Finally the answer is {v}."
             lines.append(Line("answer", text, tuple(lm.token_ids(text)) + (lm.eos_id,),

@@ -378,6 +378,20 @@ def needs_entity(steps: Sequence[PlanStep]) -> str | None:
     return None
 
 
+def answers_its_check(steps: Sequence[PlanStep], target: str | None = None, names=None) -> bool:
+    """Whether a plan answers with a ``?variable`` (``target``, else its Finally step's) that a check makes equal to a
+    value ("Make sure ?x is Marriage. Finally the answer is ?x."): its one answer would be the value the plan names.
+    None of the 29,512 WebQSP and CWQ train plans does (GrailQA's "is a" class checks are steps of another kind).
+    ``names``: only a check of one of these names counts (a given entity's, which the query compares by its id; a
+    value no entity has is matched by name and, where that finds nothing, dropped by self-repair)."""
+    if target is None:
+        target = next((st.target for st in reversed(steps) if st.kind == "answer"), None)
+    given = None if names is None else {n.casefold() for n in names}
+    return target is not None and any(st.kind == "check" and st.target == target and st.relation is None
+                                      and (st.op or "=") == "=" and (given is None or (st.value or "").casefold()
+                                                                     in given) for st in steps)
+
+
 def unjoined(steps: Sequence[PlanStep], var: str) -> list[str]:
     """The ``?variables`` of ``steps`` that no chain of steps joins with ``var`` (each step joins the ones it names:
     its source, target, relation and value), sorted. A plan that answers with ``var`` leaves them as a part of the

@@ -55,7 +55,7 @@ from memq.types import PlanStep
 
 from .asked import asked_class, asked_patterns, shortens
 from .compare import COMPARE, compare_ops
-from .format import VAR, parse_step, render_step
+from .format import VAR, answers_its_check, parse_step, render_step
 from .neighbourhood import assigned_types
 
 __all__ = ["ClassStatements", "Hyp", "Line", "ShapeLine", "check_lines", "closed", "count_lines", "extend",
@@ -384,15 +384,15 @@ def related_classes(records, sims: dict[str, float], edges_of, k: int = RELATED)
     return out[:k]
 
 
-def may_end(steps, question: str = "", target: str | None = None, bank=None) -> bool:
+def may_end(steps, question: str = "", target: str | None = None, bank=None, names=None) -> bool:
     """Whether a plan may end (a Finally line) after ``steps``: one that starts from a class only after a check
     or a superlative (a question that names no entity constrains its class; a count comes after a check); one for
     a ``question`` that asks "how many" not at the ``?variable`` ``target`` unless a number was found there
     (:func:`numeric_at` with ``bank``) and no check holds it (a number the question gives is not the one it asks
     for): such a plan counts (``HOW_MANY``; a counted plan's one ending is offered apart). Give the question only
-    with GrailQA's lines: WebQSP's plans never count."""
-    if target is not None and HOW_MANY.search(question) and (
-            not numeric_at(bank, steps, target) or any(st.kind == "check" and st.target == target for st in steps)):
+    with GrailQA's lines: WebQSP's plans never count. Never at a ``target`` a check makes equal to one of ``names``."""
+    if target is not None and (answers_its_check(steps, target, names or ()) or HOW_MANY.search(question) and (
+            not numeric_at(bank, steps, target) or any(st.kind == "check" and st.target == target for st in steps))):
         return False
     if starts_from_class(steps):
         return any(st.kind in ("check", "superlative") for st in steps)
