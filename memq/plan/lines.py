@@ -20,9 +20,8 @@ unchanged), each grounded in the KG as the Find lines are:
   superlative (a count comes after a check): so do these (:func:`may_end`);
 * **a class check**: ``Make sure ?x0 is a building.`` for each class that some value bound to an assigned
   ``?variable`` has (``type.object.type``), at most ``CHECKS`` per variable, the most similar to the question first;
-* **a count**: ``Count ?x0, assign it to ?count.``, when the question asks for one ("how many", "number of",
-  "count": 45 of the 46 train questions that count); after it the plan can only end with ``?count``, and a
-  question that asks "how many" ends only so or at a number (:func:`may_end`);
+* **a count**: ``Count ?x0, assign it to ?count.``, when the question asks for one (``ASKS_COUNT``); after it the plan
+  can only end with ``?count``, and one that asks "how many" ends only so or at a number (:func:`may_end`);
 * **a superlative**: ``Sort ?x1 in descending (ascending) order and keep every result tied for first.``, of a
   variable found through a relation whose range is a number or a date, when the question has a superlative word
   (``SUPERLATIVE``: "most", "earliest", "first", "smallest", ...) and no number or date it writes is left
@@ -279,12 +278,13 @@ def shape_lines(classes: ClassStatements, h: Hyp, neigh, sims: dict[str, float],
     return out
 
 
+# "how many": all 40 GrailQA train questions that say it count; of the 81 synthetic programs' questions that say it,
+# 50 count, 11 read a number ("how many employees does audi have?"), the rest a list or a number in a CVT. "what is
+# the number of", "what number of", "what are the total numbers of": the 6 train questions that say so count
+HOW_MANY = re.compile(r"\bhow many\b|\bwhat\s+(?:(?:is|are|was|were)\s+)?(?:the\s+)?(?:total\s+)?(?:numbers?|amount)"
+                      r"\s+of\b", re.I)
 # 45 of GrailQA's 46 train questions that count say so (and 5 of the 954 others)
-ASKS_COUNT = re.compile(r"\b(?:how many|number of|count)\b", re.I)
-# All 40 GrailQA train questions that say it count. Of the 81 synthetic programs' questions that say it, 50 count
-# and 11 read a number ("how many employees does audi have?"); of the other 20, half read a list that a count
-# would answer ("how many seasons does army wives have?"), half a number inside a CVT ("a dated integer")
-HOW_MANY = re.compile(r"\bhow many\b", re.I)
+ASKS_COUNT = re.compile(rf"\b(?:how many|number of|count)\b|{HOW_MANY.pattern}", re.I)
 # 67 of GrailQA's 68 train questions whose plan has a superlative say so with one of these (906 of the 932 others
 # none): "most", "earliest", "first", "smallest", ...
 SUPERLATIVE = re.compile(r"\b(?:most|least|fewest|maximum|minimum|max|min|first|last|top|\w{2,}est)\b", re.I)
