@@ -14,7 +14,9 @@ puts such a reading inside one of the next span's two best readings with an exac
 (:meth:`~memq.link.fit.MemoryFit.contained`: ``location.location.containedby`` or ``contains``, or two
 ``containedby`` edges), that reading gains ``place_weight``. A place is named exactly: "portland" does not lift
 Portland State University. One query a question, only for questions where such spans meet. The region's id is
-kept in the candidate (``Link.within``), and the region itself is linked or not as any other span.
+kept in the candidate (``Link.within``), and the region itself is linked or not as any other span; linked, it is a
+second reading (``LinkConfig.regions_apart``: WebQSP annotates the region in none of the 37 train questions where a
+place is read so).
 
 **The longer name around a span** (:func:`nested`; ``LinkConfig.nested_weight``, ``nested_exact_weight``): a
 reading that is not its span's exact name (a part of a longer name, a fuzzy match, the name an adjective is formed

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..errors import MemQError
 from .context import nested, numbers, of_parts, placed, quoted
@@ -254,6 +254,9 @@ class Linker:
                 chosen.append(self._link(found[k - 1], found, tokens, alternative))
                 if len(chosen) == 1 and self.fit is not None and cfg.coherence_weight > 0:
                     found = found[:k] + self.joined_with(chosen[0], found[k:], tokens)
+        if cfg.regions_apart:  # the region that placed a place: a topic entity of none of 37 WebQSP train questions
+            regions = {x.within for x in chosen if x.within}
+            chosen = [replace(x, alternative=True) if x.id in regions else x for x in chosen]
         if cfg.of_parts:
             for part in of_parts(found, chosen, tokens)[:cfg.max_entities - len(chosen)]:
                 chosen.append(self._link(part, found, tokens, True))
