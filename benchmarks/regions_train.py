@@ -2,7 +2,8 @@
 
     .venv/bin/python benchmarks/regions_train.py [--dataset webqsp] [--split train]
 
-Links each question of the split with the default linker (the cached entity index, the dataset's memory as the fit)
+Links each question of the split with a pipeline's default linker (``memq.link.resolve.open_linker``: the cached
+entity index, the dataset's memory as the fit)
 and, for each link the linker read inside the region named right after it ("fresno texas": ``Link.within``),
 prints whether that region is among the question's gold topic entities and whether it was linked too; then the
 totals.
@@ -26,16 +27,10 @@ def main() -> int:
 
     from memq.datasets import load
     from memq.link.evaluate import link_record
-    from memq.link.fit import MemoryFit
-    from memq.link.linker import Linker
-    from memq.link.resolve import cached_index
-    from memq.link.settings import LinkConfig
-    from memq.memory.bank import MemoryBank
-    from memq.pipeline import Config, open_kg
+    from memq.link.resolve import open_linker
+    from memq.pipeline import Config
 
-    kg_file = Config().kg
-    fit = MemoryFit(open_kg(kg_file), MemoryBank.load(str(ROOT / "memory_bank" / args.dataset)))
-    linker = Linker(cached_index(kg_file), LinkConfig(), fit)
+    linker = open_linker(Config(memory=str(ROOT / "memory_bank" / args.dataset)))
     placed = in_gold = 0
     for q in load(args.dataset, args.split):
         record = link_record(linker, q)

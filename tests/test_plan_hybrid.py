@@ -85,10 +85,11 @@ def test_a_query_pins_its_answer_only_by_an_equality_with_a_constant():
                           ("FILTER(?x = \"1990\")", True), ("FILTER(?x != ns:m.04ztj)", False),
                           ("FILTER(?y = ns:m.04ztj)", False), ("FILTER(?x = ?y)", False), ("", False),
                           ("FILTER(!isLiteral(?x) || lang(?x) = '' || langMatches(lang(?x), 'en'))", False)):
-        assert pins(parse_query(head + where + " }"), x) is pinned, where
+        assert pins(parse_query(head + where + " }")) is pinned, where
     query = parse_query(head + "}")
     named = type(query.where)(triples=query.where.triples, filters=(named_filter(x, "Male", Var("n")),))
-    assert pins(type(query)(where=named, projection=query.projection), x)
+    assert pins(type(query)(where=named, projection=query.projection))
+    assert not pins(type(query)(where=named))  # a query that selects no variable pins none
 
 
 def test_an_empty_free_answer_stands_when_the_rescue_finds_nothing_or_falls_back(kg, bank):  # noqa: F811

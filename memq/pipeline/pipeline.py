@@ -248,8 +248,7 @@ class Pipeline:
                 raise
             failed = exc
             trace.fallbacks.append(f"hybrid: free generation's plan makes no query ({str(exc)[:160]})")
-        pinned = hybrid and result is not None and bool(result[1]) and answers_its_check(plan.steps) \
-            and pins(result[0], answer_variable(plan, Trace()))
+        pinned = hybrid and result is not None and bool(result[1]) and answers_its_check(plan.steps) and pins(result[0])
         if pinned:  # its one answer is the value its check names: no train plan answers so (memq.plan.lines.may_end)
             trace.fallbacks.append("hybrid: free generation's plan answers with the value one of its checks names")
         if hybrid and (result is None or not result[1] or pinned):

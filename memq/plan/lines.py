@@ -284,7 +284,7 @@ def shape_lines(classes: ClassStatements, h: Hyp, neigh, sims: dict[str, float],
 HOW_MANY = re.compile(r"\bhow many\b|\bwhat\s+(?:(?:is|are|was|were)\s+)?(?:the\s+)?(?:total\s+)?(?:numbers?|amount)"
                       r"\s+of\b", re.I)
 # 45 of GrailQA's 46 train questions that count say so (and 5 of the 954 others)
-ASKS_COUNT = re.compile(rf"\b(?:how many|number of|count)\b|{HOW_MANY.pattern}", re.I)
+ASKS_COUNT = re.compile(rf"\b(?:number of|count)\b|{HOW_MANY.pattern}", re.I)  # HOW_MANY reads "how many"
 # 67 of GrailQA's 68 train questions whose plan has a superlative say so with one of these (906 of the 932 others
 # none): "most", "earliest", "first", "smallest", ...
 SUPERLATIVE = re.compile(r"\b(?:most|least|fewest|maximum|minimum|max|min|first|last|top|\w{2,}est)\b", re.I)

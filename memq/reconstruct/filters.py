@@ -66,14 +66,17 @@ def named_filter(target: Term, name: str, label: Var) -> Expr:
     return Call("||", (Call("=", (Call("str", (target,)), Literal(name))), node))
 
 
-def pins(query, var: Var) -> bool:
-    """Whether a FILTER of ``query`` makes ``var`` equal to a constant: an IRI or a literal (``?x = ns:m.04ztj``), or
-    the node a name names (:func:`named_filter`). Its one answer is then the value a plan's check named."""
+def pins(query) -> bool:
+    """Whether a FILTER of ``query`` makes the variable it selects equal to a constant: an IRI or a literal
+    (``?x = ns:m.04ztj``), or the node a name names (:func:`named_filter`). Its one answer is then the value a plan's
+    check named."""
+    var = query.projection[0].var if query.projection else None
+
     def equal(expr: Expr) -> bool:
         if not (isinstance(expr, Call) and expr.op == "=" and len(expr.args) == 2):
             return False
         a, b = (var if isinstance(x, Call) and x.op == "str" and x.args == (var,) else x for x in expr.args)
         return (a == var and isinstance(b, (Iri, Literal))) or (b == var and isinstance(a, (Iri, Literal)))
 
-    return any(equal(f) or (isinstance(f, Call) and f.op == "||" and bool(f.args) and equal(f.args[0]))
-               for f in query.where.filters)
+    return var is not None and any(equal(f) or (isinstance(f, Call) and f.op == "||" and bool(f.args)
+                                                and equal(f.args[0])) for f in query.where.filters)
