@@ -12,7 +12,7 @@ from memq.describe import TemplateDescriber
 from memq.errors import MemoryBankError, MemQError
 from memq.memory import BuildConfig, HashingEmbedder, MemoryBank, build_memory, source_statements
 from memq.memory.build import CACHE, assert_no_test_queries, gold_questions, merge_sources, read_cache
-from memq.memory.schema_source import SchemaSourceConfig, grailqa_domains, schema_statements
+from memq.memory.schema_source import SchemaSourceConfig, grailqa_domains, grailqa_listed, schema_statements
 from memq.types import Statement
 
 REPO = Path(__file__).resolve().parent.parent
@@ -143,6 +143,23 @@ def test_grailqa_schema_statements_have_grailqas_form():
                    for r in s.relations)
     with pytest.raises(ValueError, match="domains is empty"):
         SchemaSourceConfig(domains=())
+
+
+def test_a_grailqa_bank_keeps_the_non_commons_items_grailqas_ontology_lists():
+    """GrailQA's ontology lists common.image.creation_date ("what is the image that was created on ...?") in its
+    common domain; the schema's own type. relations stay out, and so does what it does not list."""
+    listed = grailqa_listed()
+    assert {"common.image.creation_date", "common.image", "common.topic.subjects"} <= set(listed)
+    assert not any(i.startswith("type.") for i in listed)
+
+    def relations(config):
+        return {r for s in schema_statements(config) for r in s.relations}
+
+    kept = relations(replace(GRAIL_SCHEMA, keep=listed))
+    assert "common.image.creation_date" in kept and "common.image.creation_date" not in relations(GRAIL_SCHEMA)
+    assert "?entity1 ns:type.object.type ns:common.image ." in {s.sparql for s in schema_statements(
+        replace(GRAIL_SCHEMA, keep=listed))}
+    assert not any(r.startswith(("type.type", "common.document", "common.license")) for r in kept)
 
 
 def test_grailqa_schema_statements_share_ids_with_grailqa_train_statements():

@@ -183,6 +183,10 @@ def test_a_check_is_offered_only_when_some_value_of_the_plan_so_far_passes_it(kg
     ("on feb. the 10th, 2008, which lost work was lost?", ["2008-02-10-08:00"]),  # the year is part of the date
     ("who was born on apr. the 12nd, 1983?", ["1983-04-12-08:00"]),
     ("which musical artist stopped being active on 1985-06?", ["1985-06-08:00"]),
+    # a time of day: the KG's xsd:dateTime, not a date and the numbers 48 and 00
+    ("what is the image that was created on 2007-08-11t15:48:45-08:00?", ["2007-08-11T15:48:45-08:00"]),
+    ("which photo was taken at 2007-08-11 15:48 in 3 shots?", ["2007-08-11T15:48:00-08:00", "3"]),
+    ("which release was issued at 2001-02-03t04:05:06z?", ["2001-02-03T04:05:06Z"]),
     ("which governmental body was formed on 1992?", ["1992-08:00", "1992"]),  # a bare year: a date or a number
     ("which rocket engines can thrust 1.519e+06?", ["1.519e+06"]),
     ("which film producer has the highest weight of 95.25kg?", ["95.25"]),

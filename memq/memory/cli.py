@@ -160,16 +160,17 @@ def _build(args) -> int:
 
 
 def _schema_config(args):
-    from .schema_source import SchemaSourceConfig, grailqa_domains
+    from .schema_source import SchemaSourceConfig, grailqa_domains, grailqa_listed
 
-    domains = None
-    if args.schema_domains:
-        domains = grailqa_domains() if args.schema_domains == "grailqa" else tuple(
-            d.strip() for d in args.schema_domains.split(",") if d.strip())
+    domains, keep = None, ()
+    if args.schema_domains == "grailqa":
+        domains, keep = grailqa_domains(), grailqa_listed()
+    elif args.schema_domains:
+        domains = tuple(d.strip() for d in args.schema_domains.split(",") if d.strip())
     grail = args.schema_form == "grailqa"
     return SchemaSourceConfig(include_base=args.include_base, domains=domains, classes=grail, both_directions=grail,
                               answer_reverse=not grail, entity_entries=not grail,
-                              filters=not grail)
+                              filters=not grail, keep=keep)
 
 
 def _compact(args) -> int:

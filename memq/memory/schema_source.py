@@ -35,7 +35,8 @@ decomposition keeps a CVT node's class inside the structure-2/3 statement (:mod:
 ``classes=True`` writes statements of that form: each CVT statement with its CVT's class triple, and a ``class``
 statement (``?entity1 ns:type.object.type ns:T .``) for every entity or CVT type a usable relation starts or ends
 at. ``domains`` keeps only the relations (and types) of those domains; :func:`grailqa_domains` lists the domains of
-GrailQA's ontology (``domain_dict`` in ``data/freebase_schema``).
+GrailQA's ontology (``domain_dict`` in ``data/freebase_schema``), and ``keep`` the non-commons items it lists
+(:func:`grailqa_listed`: ``common.image.creation_date``, ``common.topic.subjects``), which a GrailQA bank keeps.
 """
 
 from __future__ import annotations
@@ -71,6 +72,9 @@ class SchemaSourceConfig:
     # that no role of the CVT mirrors (``?entity1 ns:book.magazine.place_of_publication ?cvt .``)
     answer_reverse: bool = True
     entity_entries: bool = True
+    # relations and types of the non-commons prefixes kept all the same (in ``domains``): GrailQA's ontology lists
+    # common.image.creation_date and common.topic.subjects in its domains (:func:`grailqa_listed`)
+    keep: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.domains is not None and not self.domains:
@@ -86,6 +90,20 @@ def grailqa_domains() -> tuple[str, ...]:
 
     with gzip.open(data_path("freebase_schema", "domain_dict.gz"), "rt", encoding="utf-8") as fh:
         return tuple(sorted(json.load(fh)))
+
+
+def grailqa_listed() -> tuple[str, ...]:
+    """The relations and types of the non-commons prefixes (``common.``, ``dataworld.``) that GrailQA's ontology
+    lists in its domains, the schema's own (``type.``) aside, sorted: ``common.image.creation_date``, ``common.topic``,
+    ... GrailQA's train queries use 6 of them (dev: 2)."""
+    import gzip
+    import json
+
+    from memq.datasets import data_path
+
+    with gzip.open(data_path("freebase_schema", "domain_dict.gz"), "rt", encoding="utf-8") as fh:
+        listed = {item for items in json.load(fh).values() for item in items}
+    return tuple(sorted(i for i in listed if i.startswith(NON_COMMONS) and not i.startswith("type.")))
 
 
 def _statement_id(structure: str, sparql: str) -> str:
@@ -128,11 +146,15 @@ class _SchemaStatements:
         self.types = types  # the ontology's types besides those its relations start or end at
 
     def usable(self, rel: str) -> bool:
-        if rel.startswith(NON_COMMONS):
+        if self.non_commons(rel):
             return False
         if self.config.domains is not None and not self.in_domains(rel.rpartition(".")[0]):
             return False
         return self.config.include_base or not rel.startswith(NON_COMMONS_DATA)
+
+    def non_commons(self, item: str) -> bool:
+        """``item`` (a relation or type) is of a non-commons prefix (``type.``, ``common.``, ...) and not kept."""
+        return item.startswith(NON_COMMONS) and item not in self.config.keep
 
     def in_domains(self, type_id: str) -> bool:
         """``type_id`` (``film.film``, ``base.x.y``) is of one of ``config.domains`` (all when None)."""
@@ -148,12 +170,12 @@ class _SchemaStatements:
         every type the ontology lists (``types``) in the configured domains."""
         if not self.config.classes:
             return []
-        types = {t for t in self.types if not t.startswith(NON_COMMONS) and self.in_domains(t)
+        types = {t for t in self.types if not self.non_commons(t) and self.in_domains(t)
                  and (self.config.include_base or not t.startswith(NON_COMMONS_DATA))}
         for rel in self.fb.relations:
             if self.usable(rel) and self.fb.range(rel):
                 types.update(t for t in (self.fb.domain(rel), self.fb.range(rel))
-                             if not self.fb.is_literal(t) and not t.startswith(NON_COMMONS) and self.in_domains(t))
+                             if not self.fb.is_literal(t) and not self.non_commons(t) and self.in_domains(t))
         return [_make("class", [Triple(Var("entity1"), _rel(TYPE), _rel(t))]) for t in sorted(types)]
 
     def structure1(self) -> list[Statement]:
