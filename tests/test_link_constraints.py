@@ -100,6 +100,22 @@ def test_a_cue_suggests_the_constraint_most_training_questions_with_it_used():
         CueWords(questions, constraints, min_share=0.0)
 
 
+def test_by_default_a_cue_that_two_training_questions_share_suggests_their_constraint():
+    """``LinkConfig.cue_count`` 2, chosen on WebQSP dev: "engaged" is in 2 WebQSP train questions, and both used
+    *Engaged to*; "who did george lucas get engaged to?" (dev) was planned with *Marriage* instead."""
+    from memq.link.constraints import CueWords
+    from memq.link.settings import LinkConfig
+
+    engaged = ("m.0jp7n8", "Engaged to")
+    questions = [("q1", "who is kim kardashian engaged to?"), ("q2", "who did jennifer aniston get engaged to?"),
+                 ("q3", "who did he marry?")]
+    link = LinkConfig()
+    cues = CueWords(questions, {"q1": (engaged,), "q2": (engaged,)}, min_share=link.cue_share,
+                    min_count=link.cue_count, asked_share=link.asked_share)
+    assert cues.suggest("who did george lucas get engaged to?")["m.0jp7n8"] == ("Engaged to", 1.0, "engaged")
+    assert cues.suggest("who did george lucas marry?") == {}  # "marry": 1 question, none used a constraint
+
+
 def test_an_asked_class_needs_a_smaller_share_only_where_the_question_asks_for_what_the_entity_names():
     from memq.link.constraints import CueWords, names_asked
 

@@ -23,7 +23,7 @@ training questions, how often a question with a word (or a pair of adjacent word
     share(e | w) = training questions with the word w and the constraint e / training questions with w
 
 and suggests ``e`` for a question with ``w`` when that share is at least ``cue_share`` over at least
-``cue_count`` questions (:class:`~memq.link.settings.LinkConfig`; 0.6 and 3 by default). Its support is the larger
+``cue_count`` questions (:class:`~memq.link.settings.LinkConfig`; 0.6 and 2 by default). Its support is the larger
 of the two. A suggested entity is *optional*: the planner may name it but is not pushed to (the grounded planner's
 entity coverage does not count it), and ``Trace.links`` lists it with its support and the neighbours that voted.
 

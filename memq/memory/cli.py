@@ -42,7 +42,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="schema: grailqa writes class statements, CVT statements with their class and each CVT "
                         "hop in both directions, and no WebQSP time filters")
     b.add_argument("--schema-domains", default=None,
-                   help="schema: only these domains, comma-separated, or 'grailqa' for GrailQA's ontology")
+                   help="schema: only these domains, comma-separated, or 'grailqa' for GrailQA's ontology (its "
+                        "domains, and the common.image and common.topic items it lists)")
     b.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm")
     b.add_argument("--threads", type=int, default=None, help="torch CPU threads for embedding")
     b.add_argument("--index", choices=INDEX_TYPES, default="flat",
