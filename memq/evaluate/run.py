@@ -140,6 +140,14 @@ def check_shard(shard) -> tuple[int, int]:
     return k, n
 
 
+def for_dataset(config, dataset: str):
+    """``config`` for ``dataset``'s questions: its few-shot examples and adapter, and GrailQA's convention that
+    every node of a query differs (``datasets.DISTINCT_NODES``), as in its gold queries. A linked run
+    (:func:`memq.link.evaluate.run_linked`) takes the same."""
+    config = replace(config, planner_dataset=dataset)
+    return replace(config, distinct_nodes=True) if dataset in datasets.DISTINCT_NODES else config
+
+
 def run(dataset: str, split: str, planner: str, *, config=None, limit: int | None = None,
         per_question: str | Path | None = None, progress: bool = True, pipeline=None,
         ablation: str | None = None, ablation_adapter: str | Path | None = None, ablation_model=None,
@@ -171,9 +179,7 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
 
     if planner not in PLANNERS:
         raise ValueError(f"unknown planner {planner!r}; expected one of {', '.join(PLANNERS)}")
-    config = replace(config or Config(), planner_dataset=dataset)  # few-shot examples / adapter of this dataset
-    if dataset in datasets.DISTINCT_NODES:  # GrailQA: every node of the query differs, as in its gold queries
-        config = replace(config, distinct_nodes=True)
+    config = for_dataset(config or Config(), dataset)
     if planner == "oracle":
         config = replace(config, planner="given")
     else:

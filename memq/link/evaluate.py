@@ -187,7 +187,15 @@ def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: in
     from pathlib import Path
 
     from ..errors import LinkingError
-    from ..evaluate.run import check_shard, evaluate_question, load_records, part_block, questions_for, record_log
+    from ..evaluate.run import (
+        check_shard,
+        evaluate_question,
+        for_dataset,
+        load_records,
+        part_block,
+        questions_for,
+        record_log,
+    )
     from ..evaluate.saved import hybrid_records, saved_plan
     from ..evaluate.summary import summarise
     from ..pipeline import Config, Pipeline, shown_path
@@ -195,7 +203,7 @@ def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: in
 
     if planner == "oracle":
         raise ValueError("--entities linked needs an LLM planner: the oracle plans from the gold query's entities")
-    config = dc_replace(config or Config(), planner_dataset=dataset, planner=planner)
+    config = dc_replace(for_dataset(config or Config(), dataset), planner=planner)  # GrailQA: distinct nodes
     pipeline = pipeline or Pipeline(config)
     if split == "dev" and dataset in HELD_OUT:  # GrailQA's dev set is a file of its own, not carved from train
         hold_out_dev(pipeline.linker)

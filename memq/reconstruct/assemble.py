@@ -52,7 +52,7 @@ def build_query(choices: list[StepChoice], rec: Reconstructor, answer: Var, trac
         draft.count = None
     node = counted or answer  # what the boilerplate is about: the answer, or what a count counts
     starts = rec.answer_starts([c.step for c in choices], node, draft.all_triples())
-    return draft.query(answer, rec.boilerplate(node, starts, draft.all_triples()))
+    return draft.query(answer, rec.boilerplate(node, starts, draft.all_triples(), draft.filters))
 
 
 def distinct_values(rows: list[dict], var: Var) -> list:

@@ -117,6 +117,19 @@ class Draft:
         return Query(where=where, projection=(_projection(var),), limit=1)
 
 
+def pinned(filters: Iterable[Expr]) -> dict[Var, Term]:
+    """The ?variables that ``filters`` make equal to an IRI (``FILTER(?rating = ns:m.07vqd2x)``), and that IRI."""
+    out: dict[Var, Term] = {}
+    for f in filters:
+        if isinstance(f, Call) and f.op == "=" and len(f.args) == 2:
+            a, b = f.args
+            if isinstance(a, Var) and isinstance(b, Iri):
+                out[a] = b
+            elif isinstance(b, Var) and isinstance(a, Iri):
+                out[b] = a
+    return out
+
+
 def _projection(var: Var):
     from ..sparql.model import Projection
 
@@ -327,16 +340,20 @@ class Reconstructor:
         desc = step.op == "desc"
         return (OrderKey(Call(XSD_DOUBLE, (key,)), desc), OrderKey(key, desc)), step.limit or 1, step.offset
 
-    def boilerplate(self, answer: Var, starts: Iterable[Term] = (), triples: Sequence[Triple] = ()) -> list[Expr]:
+    def boilerplate(self, answer: Var, starts: Iterable[Term] = (), triples: Sequence[Triple] = (),
+                    filters: Sequence[Expr] = ()) -> list[Expr]:
         """What every gold query says besides its path: the language filter on the answer, and that the
         answer is not the node its own step starts from (:meth:`answer_starts`). With ``distinct_nodes``, that
-        no two nodes of ``triples`` are the same instead (GrailQA's ``?x0 != ?x1 && ?x0 != ?x2 && ...``)."""
+        no two nodes of ``triples`` are the same instead (GrailQA's ``?x0 != ?x1 && ?x0 != ?x2 && ...``), but for
+        two that the query's ``filters`` make the same node: a check ``?rating = ns:m.07vqd2x`` where
+        ``ns:m.07vqd2x`` starts a step too (GrailQA's gold queries write such a node once, as the entity)."""
         out = [language_filter(answer)]
         if self.distinct_nodes:
             nodes = list(dict.fromkeys(n for t in triples for n in (t.s, t.o)
                                        if not (t.p == Iri(FB + "type.object.type") and n == t.o)))
+            same = pinned(filters)
             pairs = [Call("!=", (a, b)) for i, a in enumerate(nodes) for b in nodes[i + 1:]
-                     if isinstance(a, Var) or isinstance(b, Var)]
+                     if (isinstance(a, Var) or isinstance(b, Var)) and same.get(a, a) != same.get(b, b)]
             if pairs:
                 expr = pairs[0]
                 for p in pairs[1:]:
