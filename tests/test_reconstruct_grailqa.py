@@ -91,7 +91,7 @@ def test_distinct_nodes_leave_a_node_a_check_makes_equal_to_an_entity_the_same_n
     """"video games with a rating of 7 are found where?" (GrailQA dev, tuning part): "Find the versions with this
     rating of the computer game rating 7 ... Find the rating of ?x0, assign it to ?rating. Make sure ?rating is 7."
     The check makes ?rating the entity the first step starts from; a ``!=`` between the two found nothing."""
-    from memq.reconstruct.reconstructor import pinned
+    from memq.reconstruct.filters import pinned
     from memq.sparql.model import FB, Iri, Triple
 
     seven, rating = Iri(FB + "m.07vqd2x"), Var("rating")

@@ -81,28 +81,27 @@ class SchemaSourceConfig:
             raise ValueError("SchemaSourceConfig.domains is empty: give at least one domain, or None for all")
 
 
-def grailqa_domains() -> tuple[str, ...]:
-    """The domains of GrailQA's ontology (the keys of ``data/freebase_schema/domain_dict.gz``), sorted."""
+def _domain_dict() -> dict[str, list[str]]:
+    """GrailQA's ontology by domain: ``data/freebase_schema/domain_dict.gz`` (domain -> its relations and types)."""
     import gzip
     import json
 
     from memq.datasets import data_path
 
     with gzip.open(data_path("freebase_schema", "domain_dict.gz"), "rt", encoding="utf-8") as fh:
-        return tuple(sorted(json.load(fh)))
+        return json.load(fh)
+
+
+def grailqa_domains() -> tuple[str, ...]:
+    """The domains of GrailQA's ontology (the keys of ``data/freebase_schema/domain_dict.gz``), sorted."""
+    return tuple(sorted(_domain_dict()))
 
 
 def grailqa_listed() -> tuple[str, ...]:
     """The relations and types of the non-commons prefixes (``common.``, ``dataworld.``) that GrailQA's ontology
     lists in its domains, the schema's own (``type.``) aside, sorted: ``common.image.creation_date``, ``common.topic``,
     ... GrailQA's train queries use 6 of them (dev: 2)."""
-    import gzip
-    import json
-
-    from memq.datasets import data_path
-
-    with gzip.open(data_path("freebase_schema", "domain_dict.gz"), "rt", encoding="utf-8") as fh:
-        listed = {item for items in json.load(fh).values() for item in items}
+    listed = {item for items in _domain_dict().values() for item in items}
     return tuple(sorted(i for i in listed if i.startswith(NON_COMMONS) and not i.startswith("type.")))
 
 

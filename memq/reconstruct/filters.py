@@ -66,6 +66,20 @@ def named_filter(target: Term, name: str, label: Var) -> Expr:
     return Call("||", (Call("=", (Call("str", (target,)), Literal(name))), node))
 
 
+def equality(expr: Expr) -> tuple[Var, Term] | None:
+    """``?v = c`` (either way round; ``c`` an IRI or a literal, ``?v`` bare or as ``str(?v)``) as ``(?v, c)``, else
+    None."""
+    if not (isinstance(expr, Call) and expr.op == "=" and len(expr.args) == 2):
+        return None
+    a, b = (x.args[0] if isinstance(x, Call) and x.op == "str" and len(x.args) == 1 and isinstance(x.args[0], Var)
+            else x for x in expr.args)
+    if isinstance(a, Var) and isinstance(b, (Iri, Literal)):
+        return a, b
+    if isinstance(b, Var) and isinstance(a, (Iri, Literal)):
+        return b, a
+    return None
+
+
 def pins(query) -> bool:
     """Whether a FILTER of ``query`` makes the variable it selects equal to a constant: an IRI or a literal
     (``?x = ns:m.04ztj``), or the node a name names (:func:`named_filter`). Its one answer is then the value a plan's
@@ -73,10 +87,15 @@ def pins(query) -> bool:
     var = query.projection[0].var if query.projection else None
 
     def equal(expr: Expr) -> bool:
-        if not (isinstance(expr, Call) and expr.op == "=" and len(expr.args) == 2):
-            return False
-        a, b = (var if isinstance(x, Call) and x.op == "str" and x.args == (var,) else x for x in expr.args)
-        return (a == var and isinstance(b, (Iri, Literal))) or (b == var and isinstance(a, (Iri, Literal)))
+        found = equality(expr)
+        return found is not None and found[0] == var
 
     return var is not None and any(equal(f) or (isinstance(f, Call) and f.op == "||" and bool(f.args)
                                                 and equal(f.args[0])) for f in query.where.filters)
+
+
+def pinned(filters) -> dict[Var, Term]:
+    """The ?variables that ``filters`` make equal to an IRI, bare (``FILTER(?rating = ns:m.07vqd2x)``; a name
+    matched as text, ``str(?v) = "..."``, names no node), and that IRI (:func:`equality`)."""
+    return {found[0]: found[1] for f in filters if (found := equality(f)) is not None
+            and isinstance(found[1], Iri) and not any(isinstance(x, Call) for x in f.args)}

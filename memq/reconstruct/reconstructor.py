@@ -45,7 +45,7 @@ from ..sparql.model import (
 )
 from ..sparql.safety import FREEBASE_ID, check_entity_id
 from ..types import PlanStep, Statement
-from .filters import ORDERING, language_filter, named_filter, value_comparators, with_comparator
+from .filters import ORDERING, language_filter, named_filter, pinned, value_comparators, with_comparator
 
 _VAR_NAME = re.compile(r"^\?[A-Za-z_][A-Za-z0-9_]{0,40}$")
 _DATE = re.compile(r"^(-?\d{4})(-\d{2}(-\d{2})?)?(T[0-9:.]+Z?)?$")
@@ -115,19 +115,6 @@ class Draft:
         """The draft as a one-row existence query for ``var`` (grounded choice)."""
         where = Group(triples=tuple(self.triples), unions=tuple(self.unions), filters=tuple(self.filters))
         return Query(where=where, projection=(_projection(var),), limit=1)
-
-
-def pinned(filters: Iterable[Expr]) -> dict[Var, Term]:
-    """The ?variables that ``filters`` make equal to an IRI (``FILTER(?rating = ns:m.07vqd2x)``), and that IRI."""
-    out: dict[Var, Term] = {}
-    for f in filters:
-        if isinstance(f, Call) and f.op == "=" and len(f.args) == 2:
-            a, b = f.args
-            if isinstance(a, Var) and isinstance(b, Iri):
-                out[a] = b
-            elif isinstance(b, Var) and isinstance(a, Iri):
-                out[b] = a
-    return out
 
 
 def _projection(var: Var):
