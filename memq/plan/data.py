@@ -83,13 +83,15 @@ def _questions(dataset: str, split: str) -> list:
     return [q for q in load(dataset, "train") if split_of(q.id) == split]
 
 
-def grailqa_synthetic(skipped: list[tuple[str, str]] | None = None) -> list:
+def grailqa_synthetic(skipped: list[tuple[str, str]] | None = None, *, named: bool = True) -> list:
     """FlexKBQA's 6,184 synthetic GrailQA programs (``data/grailqa/flexkbqa_synthetic_programs.json.gz``) as
     questions of dataset ``grailqa``, split ``synthetic``: each s-expression turned into GrailQA's SPARQL form
     (:func:`memq.decompose.sexpr.to_sparql`), its mids the topic entities (names from :func:`memq.datasets.mid_names`),
-    no answers (an empty tuple). A program naming a mid without a name, or one that does not convert, is skipped:
-    ``(qid, reason)`` is appended to ``skipped`` (reasons ``mid-without-name: m.x``, ``bad-s-expression: ...``)
-    and the counts are logged."""
+    no answers (an empty tuple). A program that does not convert is skipped, and so is one naming a mid without a
+    name when ``named`` (a plan line needs the name; 4,885 of the 6,184 name such a mid): ``(qid, reason)`` is
+    appended to ``skipped`` (reasons ``mid-without-name: m.x``, ``bad-s-expression: ...``) and the counts are
+    logged. Without ``named`` such a mid is its own name: a statement and the question prior need the query and
+    the question only (the memory's ``grailqa-synthetic`` source)."""
     import gzip
 
     from memq.datasets import GoldParse, GoldQuestion, data_path, mid_names
@@ -104,7 +106,7 @@ def grailqa_synthetic(skipped: list[tuple[str, str]] | None = None) -> list:
         qid, sexpr = str(r["qid"]), r["s_expression"]
         mids = s_expression_mids(sexpr)
         missing = [m for m in mids if not names.get(m)]
-        reason = f"mid-without-name: {missing[0]}" if missing else None
+        reason = f"mid-without-name: {missing[0]}" if missing and named else None
         if reason is None:
             try:
                 sparql = to_sparql(sexpr)
@@ -115,7 +117,7 @@ def grailqa_synthetic(skipped: list[tuple[str, str]] | None = None) -> list:
             if skipped is not None:
                 skipped.append((qid, reason))
             continue
-        parse = GoldParse(qid, sparql, tuple((m, names[m]) for m in mids), ())
+        parse = GoldParse(qid, sparql, tuple((m, names.get(m) or m) for m in mids), ())
         out.append(GoldQuestion(qid, r["question"], "grailqa", "synthetic", (parse,), function=function_of(sexpr)))
     if reasons:
         logger.info("grailqa synthetic: %d programs read, %d skipped (%s)", len(out),

@@ -23,8 +23,9 @@ sure* and *Sort* lines get no bonus.
 :func:`memq.plan.data.split_of` vote, the same questions the planner adapter
 was trained on, so that dev figures are not flattered by a dev question voting
 for itself. GrailQA's dev questions are a file of their own
-(:func:`memq.plan.data.grailqa_part`), and its adapter learnt from all its train
-questions and synthetic programs, so all of them vote (``WHOLE_TRAIN``).
+(:func:`memq.plan.data.grailqa_part`), so all its train questions and synthetic
+programs vote (``WHOLE_TRAIN``), those the adapter never saw (a mid without a
+name) too: none is a dev question.
 
 The training questions' vectors are computed once per memory bank and cached
 under ``$MEMQ_CACHE/prior/`` (WebQSP: 2,500 questions, about 8 s on the 2-core
