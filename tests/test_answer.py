@@ -239,6 +239,31 @@ def test_saved_plans_are_rescored_without_calling_a_planner(setup, tmp_path):
         run("webqsp", "test", "fewshot", limit=1, progress=False, pipeline=pipe, plans_from=saved)
 
 
+def test_a_plans_file_that_overrides_an_earlier_ones_plan_is_said_so(setup, tmp_path, caplog):
+    """Several --plans files are read as one, a later file's record of a question standing: shards hold no
+    question twice, so a question whose plan differs in two files is counted in the summary and logged, and the
+    same plan twice (a file given again) is not."""
+    import json
+
+    from memq.evaluate.run import run
+
+    pipe, kg, (jamaica, _), describe = setup
+    plan = _oracle(jamaica, describe)
+    saved = _saved_plans(tmp_path, jamaica, plan)
+    again = tmp_path / "again.jsonl"
+    again.write_text(saved.read_text().replace('"plan_s": 2.5', '"plan_s": 9.0'))  # the same plan, timed otherwise
+    summary = run("webqsp", "test", "finetuned", limit=1, progress=False, pipeline=pipe, plans_from=[saved, again])
+    assert summary["plans_from"] == {"file": "earlier.jsonl, again.jsonl", "questions": 1}
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({"id": jamaica.id, "planner": "finetuned", "plan_raw": "Finally the answer is ?x."})
+                     + "\n")
+    with caplog.at_level("WARNING", logger="memq.evaluate.run"):
+        summary = run("webqsp", "test", "finetuned", limit=1, progress=False, pipeline=pipe,
+                      plans_from=[saved, other])
+    assert summary["plans_from"]["overridden_by_a_later_file"] == 1 and summary["f1"] == 0.0
+    assert f"1 question(s) have another plan in a later --plans file, whose plan stands: {jamaica.id}" in caplog.text
+
+
 def test_evaluate_loads_before_the_first_question_and_not_the_planner_it_does_not_need(setup, tmp_path, monkeypatch):
     """memq evaluate warms the pipeline up before the first question (the loads are in no question's time, and the
     summary says how long they took); the planner only when some question is planned afresh, so that re-scoring

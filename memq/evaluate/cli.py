@@ -46,7 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                          "batches are faster on CPU)")
     ev.add_argument("--plans", metavar="FILE.jsonl", nargs="+",
                     help="reuse the plans (and a direct-SPARQL ablation's outputs) of an earlier run's "
-                         "per-question file(s) (no model calls for them); several files are read as one; with "
+                         "per-question file(s) (no model calls for them); several files are read as one, a later "
+                         "file's record of a question standing (the summary counts those whose plan it changes); "
+                         "with "
                          "--planner hybrid, free-generation records give the free plans and grounded records of "
                          "the same questions their rescues")
     ev.add_argument("--shard", metavar="K/N", type=_shard,

@@ -21,7 +21,7 @@ from ..errors import MemQError, PlanParseError
 from ..files import sha256_file
 from ..types import Plan
 from .direct import ABLATIONS, DirectSparqlModel, evaluate_direct
-from .saved import hybrid_records, load_records, plan_record, record_log, saved_plan  # noqa: F401 - re-exported
+from .saved import hybrid_records, load_records, plan_of, plan_record, record_log, saved_plan  # noqa: F401 - re-exported
 from .scoring import error_stage, score
 from .summary import breakdown, device_note, summarise, summarise_ablation
 
@@ -203,6 +203,7 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
         done = load_records(path)
         log.info("resuming: %d questions already scored in %s", len(done), path)
     saved: dict[str, dict] = {}
+    overridden: list[str] = []  # questions whose plan a later file of plans_from replaced
     if plans_from is not None:
         if planner == "oracle":
             raise ValueError("plans_from reuses an LLM planner's plans; the oracle derives its own")
@@ -211,8 +212,14 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
             saved = hybrid_records([r for file in files for r in load_records(file).values()])
         else:
             for file in files:
-                saved.update(load_records(file))
+                for qid, rec in load_records(file).items():
+                    if qid in saved and plan_of(saved[qid]) != plan_of(rec):
+                        overridden.append(qid)
+                    saved[qid] = rec
         plans_from = ", ".join(map(shown_path, files))  # as records and the summary show it
+        if overridden:  # shards hold no question twice; a file that overrides another is said so
+            log.warning("%d question(s) have another plan in a later --plans file, whose plan stands: %s",
+                        len(overridden), ", ".join(overridden[:5]) + (" ..." if len(overridden) > 5 else ""))
         planners = {r.get("planner") for r in saved.values()}
         if planners - ({"hybrid", "finetuned"} if planner == "hybrid" else {planner}):
             raise ValueError(f"{plans_from} holds plans of {sorted(map(str, planners))}, not {planner!r}")
@@ -331,6 +338,8 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
     if saved:
         summary["plans_from"] = {"file": str(plans_from),
                                  "questions": sum(1 for q in questions if q.id in saved)}
+        if overridden:
+            summary["plans_from"]["overridden_by_a_later_file"] = sum(1 for q in questions if q.id in overridden)
         if model is not None:
             summary["plans_from"]["ablation_outputs"] = sum(1 for q in questions if q.id in saved_outputs)
     if model is not None:

@@ -17,7 +17,7 @@ from ..errors import MemQError, PlanParseError
 from ..plan.base import RESCUED
 from ..types import BeamPlan, Plan, PlanStep
 
-__all__ = ["hybrid_records", "load_records", "plan_record", "rescue_record", "saved_plan"]
+__all__ = ["hybrid_records", "load_records", "plan_of", "plan_record", "rescue_record", "saved_plan"]
 
 
 def plan_record(plan: Plan) -> dict:
@@ -32,6 +32,14 @@ def plan_record(plan: Plan) -> dict:
         if "seconds" in plan.cost and "plan_from" not in plan.cost:  # this question's own time
             out["plan_s"] = round(plan.cost["seconds"], 4)
     return out
+
+
+def plan_of(record: dict) -> tuple:
+    """What :func:`saved_plan` reads of a record's plan (its text, beam and rescue), to tell two records' plans
+    apart."""
+    rescue = record.get("rescue")
+    return (record.get("plan_raw") or "\n".join(record.get("plan") or []), json.dumps(record.get("plan_beam")),
+            plan_of(rescue) if isinstance(rescue, dict) else None)
 
 
 @contextmanager
