@@ -48,9 +48,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     help="reuse the plans (and a direct-SPARQL ablation's outputs) of an earlier run's "
                          "per-question file(s) (no model calls for them); several files are read as one, a later "
                          "file's record of a question standing (the summary counts those whose plan it changes); "
-                         "with "
-                         "--planner hybrid, free-generation records give the free plans and grounded records of "
-                         "the same questions their rescues")
+                         "with --planner hybrid, free-generation records give the free plans and grounded records "
+                         "of the same questions their rescues")
     ev.add_argument("--shard", metavar="K/N", type=_shard,
                     help="evaluate only every N-th question from the K-th (1 <= K <= N), after --limit, so that N "
                          "processes share a split; re-score their per-question files together with --plans")
