@@ -262,6 +262,12 @@ def test_a_plans_file_that_overrides_an_earlier_ones_plan_is_said_so(setup, tmp_
                       plans_from=[saved, other])
     assert summary["plans_from"]["overridden_by_a_later_file"] == 1 and summary["f1"] == 0.0
     assert f"1 question(s) have another plan in a later --plans file, whose plan stands: {jamaica.id}" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="memq.evaluate.run"):  # replaced twice, still one question
+        summary = run("webqsp", "test", "finetuned", limit=1, progress=False, pipeline=pipe,
+                      plans_from=[saved, other, again])
+    assert summary["plans_from"]["overridden_by_a_later_file"] == 1 and summary["f1"] == 1.0
+    assert f"1 question(s) have another plan in a later --plans file, whose plan stands: {jamaica.id}" in caplog.text
 
 
 def test_evaluate_loads_before_the_first_question_and_not_the_planner_it_does_not_need(setup, tmp_path, monkeypatch):

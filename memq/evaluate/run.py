@@ -203,7 +203,7 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
         done = load_records(path)
         log.info("resuming: %d questions already scored in %s", len(done), path)
     saved: dict[str, dict] = {}
-    overridden: list[str] = []  # questions whose plan a later file of plans_from replaced
+    overridden: dict[str, None] = {}  # questions whose plan a later file of plans_from replaced, once each
     if plans_from is not None:
         if planner == "oracle":
             raise ValueError("plans_from reuses an LLM planner's plans; the oracle derives its own")
@@ -214,12 +214,12 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
             for file in files:
                 for qid, rec in load_records(file).items():
                     if qid in saved and plan_of(saved[qid]) != plan_of(rec):
-                        overridden.append(qid)
+                        overridden[qid] = None
                     saved[qid] = rec
         plans_from = ", ".join(map(shown_path, files))  # as records and the summary show it
         if overridden:  # shards hold no question twice; a file that overrides another is said so
             log.warning("%d question(s) have another plan in a later --plans file, whose plan stands: %s",
-                        len(overridden), ", ".join(overridden[:5]) + (" ..." if len(overridden) > 5 else ""))
+                        len(overridden), ", ".join(list(overridden)[:5]) + (" ..." if len(overridden) > 5 else ""))
         planners = {r.get("planner") for r in saved.values()}
         if planners - ({"hybrid", "finetuned"} if planner == "hybrid" else {planner}):
             raise ValueError(f"{plans_from} holds plans of {sorted(map(str, planners))}, not {planner!r}")
