@@ -49,7 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                          "per-question file(s) (no model calls for them); several files are read as one, a later "
                          "file's record of a question standing (the summary counts those whose plan it changes); "
                          "with --planner hybrid, free-generation records give the free plans and grounded records "
-                         "of the same questions their rescues")
+                         "of the same questions their rescues (a replaced record is not counted there)")
     ev.add_argument("--shard", metavar="K/N", type=_shard,
                     help="evaluate only every N-th question from the K-th (1 <= K <= N), after --limit, so that N "
                          "processes share a split; re-score their per-question files together with --plans")
