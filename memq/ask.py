@@ -249,11 +249,15 @@ def show(a: Answer, gold: list[tuple[str, str]] | None = None) -> str:
 
 
 def config_from(args: argparse.Namespace, by_bank: bool = True):
-    """The pipeline's config from the command line's flags. ``by_bank``: a memory bank of GrailQA's form
-    (:func:`class_bank`) brings GrailQA's planner and search settings (``memq evaluate`` takes them by dataset)."""
+    """The pipeline's config from the command line's flags. ``by_bank``: a GrailQA memory bank
+    (:func:`memq.pipeline.config.bank_dataset`: its planner's, or a bank of GrailQA's form) brings GrailQA's
+    planner, search settings and distinct nodes (``memq evaluate`` takes them by dataset)."""
     from dataclasses import replace
 
+    from .datasets import DISTINCT_NODES
     from .pipeline import Config
+    from .pipeline.config import bank_dataset, search_for
+    from .plan.search import GroundedConfig
 
     config = Config()
     changes = {}
@@ -272,41 +276,16 @@ def config_from(args: argparse.Namespace, by_bank: bool = True):
                                              "value_finds", "start_lookahead", "superlative_ends",
                                              "rescue_hops", "sorted_answers", "classed_answers", "distinct_steps")
               if getattr(args, k, None) is not None}
-    # GrailQA's form of the schema: its planner and search
-    if by_bank and class_bank(changes.get("memory", config.memory)):
-        from .plan.search import GRAILQA_SEARCH
-
-        search = {**{k: v for k, v in GRAILQA_SEARCH.items() if getattr(args, k, None) is None}, **search}
+    # GrailQA's form of the schema: its planner, search and distinct nodes (the pipeline takes them by the bank's
+    # dataset too, memq.pipeline.config.bank_dataset; said here, as memq evaluate --dataset grailqa says them)
+    base = GroundedConfig()
+    if by_bank and bank_dataset(changes.get("memory", config.memory)) == "grailqa":
+        base = search_for("grailqa")
         changes["planner_dataset"] = "grailqa"
-    if search:
-        changes["search"] = replace(config.search, **search)
+        changes["distinct_nodes"] = "grailqa" in DISTINCT_NODES
+    if search or base != GroundedConfig():
+        changes["search"] = replace(base, **search)
     return replace(config, **changes)
-
-
-def class_bank(memory) -> bool:
-    """Whether the memory bank at ``memory``, or a bank it includes (as :meth:`memq.memory.bank.MemoryBank.load`
-    follows them: every level, each bank once), holds class statements, GrailQA's form of the schema, by the
-    manifests' counts (the banks are not loaded; an unreadable manifest counts none, and loading says what is
-    wrong). Such a bank is answered as ``memq evaluate --dataset grailqa`` answers: GrailQA's adapter and ranker,
-    and its search settings for every flag not given."""
-    from pathlib import Path
-
-    from .memory.bank import MANIFEST
-
-    todo, seen = [Path(memory)], set()
-    while todo:
-        folder = todo.pop()
-        if folder.resolve() in seen:
-            continue
-        seen.add(folder.resolve())
-        try:
-            manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-            if ((manifest.get("counts") or {}).get("by_structure") or {}).get("class"):
-                return True
-            todo += [folder / name for name in manifest.get("include") or () if isinstance(name, str)]
-        except (OSError, ValueError, AttributeError):
-            continue
-    return False
 
 
 def run(args: argparse.Namespace) -> int:

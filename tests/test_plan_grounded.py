@@ -975,13 +975,49 @@ def test_a_bank_of_grailqa_s_form_brings_its_planner_and_search_unless_a_flag_sa
     add_search_args(parser)
     parser.add_argument("--memory")
     config = config_from(parser.parse_args(["--memory", str(bank)]))
-    assert config.planner_dataset == "grailqa"
+    assert config.planner_dataset == "grailqa" and config.distinct_nodes
     assert {k: getattr(config.search, k) for k in GRAILQA_SEARCH} == GRAILQA_SEARCH
     given = config_from(parser.parse_args(["--memory", str(bank), "--beam", "2", "--calibrate", "0"]))
     assert (given.search.beam, given.search.calibrate, given.search.coverage) == (2, 0.0, GRAILQA_SEARCH["coverage"])
     for other in (config_from(parser.parse_args(["--memory", str(plain)])),
                   config_from(parser.parse_args(["--memory", str(bank)]), by_bank=False)):
-        assert other.search == GroundedConfig() and other.planner_dataset is None
+        assert other.search is None and other.planner_dataset is None and other.distinct_nodes is None
+    assert Pipeline(config_from(parser.parse_args(["--memory", str(plain)]))).search == GroundedConfig()
+
+
+def test_a_config_that_names_only_a_grailqa_bank_answers_as_grailqa(tmp_path):
+    """``memq.answer(..., config=Config(memory="memory_bank/grailqa+schema"))`` planned with WebQSP's adapter, ranker
+    and search and reconstructed without GrailQA's distinct nodes (only ``memq ask`` read the bank's form), and a bank
+    whose own planner was trained on GrailQA and its synthetic programs was read as WebQSP's (two datasets named)."""
+    import json
+
+    from memq.datasets import DISTINCT_NODES
+    from memq.pipeline.config import bank_dataset
+    from memq.plan.search import GRAILQA_SEARCH
+
+    form = tmp_path / "form"  # GrailQA's form, no planner of its own (memory_bank/grailqa+schema)
+    form.mkdir()
+    (form / "manifest.json").write_text(json.dumps({"counts": {"by_structure": {"1": 5, "class": 2}}}))
+    trained = tmp_path / "trained"  # a bank with its own planner (memory_bank/grailqa)
+    (trained / "planner").mkdir(parents=True)
+    (trained / "manifest.json").write_text(json.dumps({"counts": {"by_structure": {"1": 5}}}))
+    (trained / "planner" / "adapter_config.json").write_text("{}")
+    (trained / "planner" / "manifest.json").write_text(
+        json.dumps({"data": {"datasets": ["grailqa", "grailqa-synthetic"]}}))
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "manifest.json").write_text(json.dumps({"counts": {"by_structure": {"1": 3}}}))
+    assert (bank_dataset(form), bank_dataset(trained), bank_dataset(plain)) == ("grailqa", "grailqa", None)
+    for bank in (form, trained):
+        pipe = Pipeline(Config(memory=str(bank)))
+        assert pipe.planner_source[0] == "grailqa" and pipe.distinct_nodes == ("grailqa" in DISTINCT_NODES)
+        assert {k: getattr(pipe.search, k) for k in GRAILQA_SEARCH} == GRAILQA_SEARCH
+    assert Pipeline(Config(memory=str(trained))).planner_source[1] == trained / "planner"
+    pipe = Pipeline(Config(memory=str(plain)))
+    assert pipe.planner_source[0] == "webqsp" and not pipe.distinct_nodes and pipe.search == GroundedConfig()
+    # what the config says stands
+    pipe = Pipeline(Config(memory=str(form), search=GroundedConfig(beam=4), distinct_nodes=False))
+    assert pipe.search.beam == 4 and not pipe.distinct_nodes
 
 
 def test_search_flags_reach_the_config():

@@ -201,6 +201,7 @@ def test_prior_flags_reach_the_config():
     import argparse
 
     from memq.ask import add_search_args, config_from
+    from memq.pipeline import Pipeline
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--planner")
@@ -208,7 +209,7 @@ def test_prior_flags_reach_the_config():
     config = config_from(parser.parse_args(["--planner", "grounded", "--prior", "0", "--neighbours", "20",
                                             "--prior-floor", "0.3"]))
     assert (config.search.prior, config.search.neighbours, config.search.prior_floor) == (0.0, 20, 0.3)
-    assert config_from(parser.parse_args([])).search.prior == GroundedConfig().prior
+    assert Pipeline(config_from(parser.parse_args([]))).search.prior == GroundedConfig().prior
 
 
 def test_a_branch_whose_lines_all_carry_a_low_bonus_is_not_expanded_before_its_bound_is_reached():

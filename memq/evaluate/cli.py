@@ -94,7 +94,8 @@ def evaluation_config(args: argparse.Namespace):
 
     from ..ask import config_from
     from ..pipeline import GRAILQA_KG, ROOT
-    from ..plan.search import GRAILQA_SEARCH
+    from ..pipeline.config import search_for
+    from ..plan.search import GRAILQA_SEARCH, GroundedConfig
 
     config = config_from(args, by_bank=False)
     memory = ROOT / "memory_bank" / args.dataset
@@ -109,7 +110,9 @@ def evaluation_config(args: argparse.Namespace):
                 "%s is not built (make memory-grailqa-schema): answering from %s, which holds no ontology, so "
                 "zero-shot questions lack their statements", schema, memory)
         search = {k: v for k, v in GRAILQA_SEARCH.items() if getattr(args, k, None) is None}
-        config = replace(config, search=replace(config.search, **search))
+        config = replace(config, search=replace(config.search or GroundedConfig(), **search))
+    if config.search is None:  # no search flag: the dataset's settings, said in the summary
+        config = replace(config, search=search_for(args.dataset))
     if not args.memory:
         config = replace(config, memory=str(memory))
     return config

@@ -324,7 +324,7 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
         summary["shard"] = {"index": k, "of": n, "note": f"questions {k}, {k + n}, {k + 2 * n}, ... of the split "
                             f"(shard {k} of {n}): a part of it, not all of it"}
     if planner in ("grounded", "hybrid"):
-        summary["search"] = asdict(config.search)
+        summary["search"] = asdict(pipeline.search)
         from ..plan.ranker import ranker_choice
 
         ranker = ranker_choice(config.ranker, config.planner_dataset)

@@ -40,20 +40,23 @@ class Config:
     planner: str = "auto"
     planner_model: str = "qwen2.5-coder-0.5b"
     adapter: str | None = None
-    # whose few-shot examples, default adapter and ``auto`` choice the planner takes; None: the dataset the memory
-    # bank's own planner (``<memory>/planner``) was trained on, else WebQSP (memq evaluate names it)
+    # whose few-shot examples, default adapter, ranker, search and ``auto`` choice the planner takes; None: the
+    # dataset of the memory bank (:func:`bank_dataset`: its own planner's, else GrailQA for a bank of GrailQA's
+    # form), else WebQSP (memq evaluate names it)
     planner_dataset: str | None = None
     planner_batch_size: int = 8  # prompts per generate call (batched evaluation)
     backend: str = DEFAULT_BACKEND  # the planner's LLM: "llamacpp", or "transformers" (also the traced fallback)
     recall: RecallConfig = field(default_factory=RecallConfig)
-    search: GroundedConfig = field(default_factory=GroundedConfig)  # the grounded planner's search
+    # the grounded planner's search; None: the planner's dataset's (GrailQA's ``GRAILQA_SEARCH``, else the defaults)
+    search: GroundedConfig | None = None
     # the grounded planner's statement ranker: "auto" (memory_bank/<dataset>/ranker, else memory_bank/ranker, if
     # committed), "none", or a directory
     ranker: str = "auto"
     grounded: bool = True
     repair: bool = True
-    # every node of a query differs from every other (GrailQA's gold queries; memq.datasets.DISTINCT_NODES)
-    distinct_nodes: bool = False
+    # every node of a query differs from every other, as in GrailQA's gold queries; None: where the planner's
+    # dataset's gold queries are written so (memq.datasets.DISTINCT_NODES)
+    distinct_nodes: bool | None = None
     max_repairs: int = 4
     timeout: float = 20.0
     # entity linking (questions asked without ids): an index directory (``memq link build``); None: the index of
@@ -74,3 +77,57 @@ class Config:
             raise ValueError(f"max_repairs must be >= 0, got {self.max_repairs}")
         if not 0 <= self.constraints <= 1:
             raise ValueError(f"constraints must be in [0, 1], got {self.constraints!r}")
+
+
+def search_for(dataset: str) -> GroundedConfig:
+    """The grounded planner's search settings for ``dataset``'s questions: ``GRAILQA_SEARCH`` for GrailQA (chosen on
+    its tuning part), the defaults (chosen on WebQSP dev) for the others."""
+    from ..plan.search import GRAILQA_SEARCH
+
+    return GroundedConfig(**GRAILQA_SEARCH) if dataset == "grailqa" else GroundedConfig()
+
+
+def bank_dataset(memory) -> str | None:
+    """The dataset whose questions the memory bank at ``memory`` serves, or None when it does not say: the one dataset
+    its own planner (``<memory>/planner``) was trained on (``grailqa`` and its synthetic programs,
+    ``grailqa-synthetic``, are GrailQA's), else ``grailqa`` when it is of GrailQA's form (:func:`class_bank`)."""
+    import json
+    from pathlib import Path
+
+    from ..datasets import DATASETS
+
+    try:
+        manifest = json.loads((Path(memory) / "planner" / "manifest.json").read_text(encoding="utf-8"))
+        trained = {str(name).removesuffix("-synthetic") for name in (manifest.get("data") or {}).get("datasets") or ()}
+    except (OSError, ValueError, AttributeError):
+        trained = set()
+    if len(trained) == 1 and (dataset := trained.pop()) in DATASETS:
+        return dataset
+    return "grailqa" if class_bank(memory) else None
+
+
+def class_bank(memory) -> bool:
+    """Whether the memory bank at ``memory``, or a bank it includes (as :meth:`memq.memory.bank.MemoryBank.load`
+    follows them: every level, each bank once), holds class statements, GrailQA's form of the schema, by the
+    manifests' counts (the banks are not loaded; an unreadable manifest counts none, and loading says what is
+    wrong). Such a bank is answered as ``memq evaluate --dataset grailqa`` answers: GrailQA's adapter, ranker, search
+    settings (those of every flag not given) and distinct nodes."""
+    import json
+    from pathlib import Path
+
+    from ..memory.bank import MANIFEST
+
+    todo, seen = [Path(memory)], set()
+    while todo:
+        folder = todo.pop()
+        if folder.resolve() in seen:
+            continue
+        seen.add(folder.resolve())
+        try:
+            manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+            if ((manifest.get("counts") or {}).get("by_structure") or {}).get("class"):
+                return True
+            todo += [folder / name for name in manifest.get("include") or () if isinstance(name, str)]
+        except (OSError, ValueError, AttributeError):
+            continue
+    return False

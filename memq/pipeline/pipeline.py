@@ -22,7 +22,7 @@ from ..reconstruct.repair import repair
 from ..sparql import to_standard
 from ..sparql.model import Query, Var
 from ..types import Answer, Plan, Trace
-from .config import BANK_ALONE, FREE_PLANNERS, GROUNDED_BY_DEFAULT, HYBRID_BY_DEFAULT, Config
+from .config import BANK_ALONE, FREE_PLANNERS, GROUNDED_BY_DEFAULT, HYBRID_BY_DEFAULT, Config, bank_dataset, search_for
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ class Pipeline:
             extra = {}
             if kind in ("grounded", "hybrid"):
                 ranker = ranker_choice(self.config.ranker, self.planner_source[0])
-                extra = {"kg": self.kg, "bank": self.bank, "search": self.config.search,
+                extra = {"kg": self.kg, "bank": self.bank, "search": self.search,
                          "timeout": self.config.timeout, "ranker": ranker}
             self._planner = make_planner(kind, model=self.config.planner_model, adapter=adapter,
                                          batch_size=self.config.planner_batch_size,
@@ -112,11 +112,11 @@ class Pipeline:
     def planner_source(self) -> tuple[str, Path]:
         """(dataset, adapter) of the planner, read once. ``planner_dataset`` set: that dataset, and ``adapter`` or
         the dataset's default one. Unset (``memq.answer``, ``memq ask``, ``memq serve``): a memory bank that holds
-        ``planner/`` (as ``memory_bank/cwq``) gives its planner, unless ``adapter`` names one, and the dataset that
-        planner was trained on, so CWQ questions in the CWQ bank are planned as ``memq evaluate --dataset cwq``
-        plans them; a bank without one gives WebQSP's."""
+        ``planner/`` (as ``memory_bank/cwq``) gives its planner, unless ``adapter`` names one, and the dataset of the
+        bank (:func:`~memq.pipeline.config.bank_dataset`: the one its planner was trained on, else GrailQA for a
+        bank of GrailQA's form), so CWQ questions in the CWQ bank are planned as ``memq evaluate --dataset cwq``
+        plans them; a bank that names none gives WebQSP's."""
         if self._planner_source is None:
-            from ..datasets import DATASETS
             from ..plan.planner import default_adapter, read_manifest
 
             config, dataset, adapter = self.config, self.config.planner_dataset, None
@@ -124,12 +124,25 @@ class Pipeline:
                 bank_planner = Path(config.memory) / "planner"
                 if (bank_planner / "adapter_config.json").is_file():
                     adapter = bank_planner
-                    datasets = (read_manifest(bank_planner).get("data") or {}).get("datasets") or []
-                    dataset = datasets[0] if len(datasets) == 1 and datasets[0] in DATASETS else None
-                dataset = dataset or "webqsp"
+                    read_manifest(bank_planner)  # an adapter without a readable manifest is refused by name
+                dataset = bank_dataset(config.memory) or "webqsp"
             adapter = Path(config.adapter) if config.adapter else adapter or default_adapter(dataset)
             self._planner_source = (dataset, adapter)
         return self._planner_source
+
+    @property
+    def search(self):
+        """The grounded planner's search settings: ``Config.search``, else the planner's dataset's."""
+        return self.config.search or search_for(self.planner_source[0])
+
+    @property
+    def distinct_nodes(self) -> bool:
+        """Whether every node of a reconstructed query differs from every other: ``Config.distinct_nodes``, else
+        whether the planner's dataset's gold queries are written so (``memq.datasets.DISTINCT_NODES``)."""
+        from ..datasets import DISTINCT_NODES
+
+        given = self.config.distinct_nodes
+        return given if given is not None else self.planner_source[0] in DISTINCT_NODES
 
     @property
     def planner_kind(self) -> str:
@@ -383,7 +396,7 @@ class Pipeline:
         """Recall, grounding, assembly and execution of one plan: ``(query, rows, choices, reconstructor)``."""
         for line, reason in plan.dropped:
             trace.fallbacks.append(f"plan-line-dropped: {line!r} ({reason})")
-        rec = Reconstructor(entities, distinct_nodes=self.config.distinct_nodes)
+        rec = Reconstructor(entities, distinct_nodes=self.distinct_nodes)
         t0 = time.perf_counter()
         choices = recall_steps(self.bank, plan, self.config.recall, trace)
         trace.timings["recall"] = trace.timings.get("recall", 0.0) + time.perf_counter() - t0
