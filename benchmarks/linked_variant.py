@@ -3,7 +3,7 @@ the questions whose planner input the setting changes.
 
     .venv/bin/python benchmarks/linked_variant.py BASE.jsonl --link required=1 --out VARIANT.jsonl [--limit N]
         [--base-link required=-1] [--base-constraints 0] [--mentions webqsp,cwq] [--base-mentions webqsp]
-        [--fresh-base] [--rebase] [--shard K/N]
+        [--fresh-base] [--rebase] [--shard K/N] [--acted TEXT]
 
 ``--mentions`` counts the variant's mention prior on these datasets' training questions (without the dev questions
 carved from WebQSP's and CWQ's train when ``--split`` is dev; GrailQA's dev is a file of its own, and ``--dataset
@@ -13,7 +13,10 @@ questions with ``--base-held-out`` (a base that is itself a linked_variant run o
 question is answered with the base settings again too, so that code changed since the base run is not counted for
 the setting. ``--fresh-base``: BASE.jsonl need not exist; a question whose input the variant changes is answered
 with the base settings too, into BASE.jsonl, and the summary compares the two on those questions only (``f1`` and
-``base_f1`` are then over the changed questions).
+``base_f1`` are then over the changed questions). ``--acted TEXT``: a setting that acts after linking, on the plan
+(``replan_unused``), changes no planner input; a question that gets a suggested constraint is then answered with the
+variant, and is changed where a fallback of its trace holds TEXT (with ``--rebase``, answered with
+the base again).
 
 Both pipelines answer with the configuration ``memq evaluate`` takes for the dataset
 (:func:`memq.evaluate.cli.evaluation_config`: its memory bank, ``memory_bank/DATASET``); before, they read the
@@ -67,6 +70,10 @@ def main() -> int:
                     help="the linker settings BASE.jsonl was run with, where they are not today's defaults")
     ap.add_argument("--base-constraints", type=float, metavar="SUPPORT",
                     help="the base's Config.constraints (suggested constraint entities; 0: none), where not today's")
+    ap.add_argument("--acted", metavar="TEXT",
+                    help="the --link setting acts after linking, on the plan: a question whose planner input is the "
+                         "same and that gets a suggested constraint is answered with the variant too, and counts as "
+                         "changed where a fallback of the variant's trace holds TEXT (its base answered again)")
     ap.add_argument("--dataset", default="webqsp")
     ap.add_argument("--split", default="dev")
     ap.add_argument("--planner", default="grounded")
@@ -103,9 +110,9 @@ def main() -> int:
         if sets:  # a copy of the index with its own mention prior: the two pipelines read one cached index
             own_mentions(p.linker, sets.split(","), hold_out_dev=hold_out, exact=exact)
 
-    def planner_input(p, question):
+    def planner_input(p, question, trace=None):
         try:
-            return p.link(question, None, Trace())
+            return p.link(question, None, trace or Trace())
         except Exception as exc:  # noqa: BLE001 - a question that links nothing is an input too
             return str(exc)
 
@@ -114,9 +121,14 @@ def main() -> int:
         for q in questions:
             if q.id in done:
                 continue
-            base_input, variant_input = planner_input(pipe, q.question), planner_input(variant, q.question)
+            linked = Trace()
+            base_input, variant_input = planner_input(pipe, q.question), planner_input(variant, q.question, linked)
             same = base_input == variant_input or (isinstance(base_input, tuple) and isinstance(variant_input, tuple)
                                                    and same_input(base_input, variant_input))
+            acted = None  # --acted: the variant's record, where the setting may act after linking
+            if same and args.acted and any(link.get("suggested") for link in linked.links):
+                acted = evaluate_question(variant, q, args.planner, linked=True)
+                same = not any(args.acted in note for note in acted.get("fallbacks") or ())
             fresh = not same and q.id not in base  # --fresh-base: answered with today's code below, once
             if fresh:
                 base[q.id] = evaluate_question(pipe, q, args.planner, linked=True)
@@ -129,7 +141,7 @@ def main() -> int:
             if not same and args.rebase and not fresh:
                 was = {**evaluate_question(pipe, q, args.planner, linked=True),
                        "gold_entities": was.get("gold_entities")}
-            record = dict(was) if same else evaluate_question(variant, q, args.planner, linked=True)
+            record = dict(was) if same else acted or evaluate_question(variant, q, args.planner, linked=True)
             done[q.id] = {"id": q.id, "changed": not same, "f1": record.get("f1") or 0.0,
                           "base_f1": was.get("f1") or 0.0, "base_f1_recorded": recorded, "gold_f1": gold_f1,
                           "plan": record.get("plan"), "links": record.get("links"),
@@ -142,7 +154,7 @@ def main() -> int:
     n = len(scored) or 1
     summary = {"dataset": args.dataset, "split": args.split, "planner": args.planner, "link": args.link,
                "base_link": args.base_link, "base_constraints": args.base_constraints, "mentions": args.mentions,
-               "base_mentions": args.base_mentions, "mentions_exact": args.mentions_exact,
+               "base_mentions": args.base_mentions, "mentions_exact": args.mentions_exact, "acted": args.acted,
                "base": Path(args.base).name, "questions": len(rows), "changed": len(changed),
                "scored": "the changed questions" if args.fresh_base else "every question",
                "f1": round(sum(r["f1"] for r in scored) / n, 4),

@@ -199,7 +199,8 @@ def show(a: Answer, gold: list[tuple[str, str]] | None = None) -> str:
             + (f"  (one CVT joins it with {x['coherent']})" if x.get("coherent") else "")
             + (f"  (in {x.get('within_name')} ({x['within']}), named after it)" if x.get("within") else "")
             + ("  (dropped: a word of the class asked for)" if x.get("class_word") else
-               "  (optional: a plan may leave it out)" if x.get("optional") else "")) for x in a.trace.links]
+               "  (optional: a plan may leave it out)" if x.get("optional") else ""))
+            + ("  (not named in the planner's prompt)" if x.get("unprompted") else "") for x in a.trace.links]
     lines.append("plan:")
     lines += [f"  {i + 1}. {s.text}" for i, s in enumerate(a.plan.steps)]
     for line, reason in a.plan.dropped:

@@ -718,6 +718,49 @@ def test_the_pipeline_gives_the_planner_optional_entities_and_drops_unknown_ones
     assert any(f.startswith("constraint entities suggested") for f in a.trace.fallbacks)
 
 
+def test_a_suggested_constraint_the_plan_leaves_unnamed_is_taken_out_of_the_prompt_and_the_question_planned_again(
+        pipe):
+    from memq.link.constraints import Suggestion
+
+    planner = Recording(pipe.planner)  # its plan for the question names Jamaica, not Male
+    p = Pipeline(pipe.config, bank=pipe.bank, kg=pipe.kg, planner=planner, linker=pipe.linker)  # on by default
+    p.suggest = lambda question, given: [Suggestion("m.05zppz", "Male", 0.8, ("WebQTrn-1",))]
+    a = p.answer("what does jamaican people speak?")
+    assert len(planner.seen) == 2 and planner.unprompted == ("m.05zppz",)  # planned again, Male out of the prompt
+    assert planner.seen[-1] == ({"m.03_r3": "Jamaica", "m.05zppz": "Male"}, ("m.03_r3", "m.05zppz"))  # still optional
+    assert [x.get("unprompted") for x in a.trace.links] == [None, True]
+    assert any(f.startswith("suggested constraint entities the plan does not name") and "Male (m.05zppz)" in f
+               for f in a.trace.fallbacks)
+    from memq.ask import show
+
+    assert "Male (m.05zppz)  suggested by similar training questions  support 0.80  (not named in the planner's " \
+           "prompt)" in show(a)
+    assert {i for i, _ in a.answers} == {"m.01428y", "m.04ygk0"}
+    off = Recording(pipe.planner)  # off: planned once, Male named in the prompt
+    config = replace(pipe.config, link=replace(pipe.config.link, replan_unused=False))
+    p = Pipeline(config, bank=pipe.bank, kg=pipe.kg, planner=off, linker=pipe.linker)
+    p.suggest = lambda question, given: [Suggestion("m.05zppz", "Male", 0.8, ("WebQTrn-1",))]
+    p.answer("what does jamaican people speak?")
+    assert len(off.seen) == 1 and off.unprompted == () and "m.05zppz" in off.seen[0][0]
+
+
+def test_a_suggested_constraint_a_step_names_stays_in_the_prompt():
+    from memq.link.constraints import unused_suggestions
+    from memq.plan.format import parse_plan
+    from memq.types import Trace
+
+    entities = {"m.1": "LeAnn Rimes", "m.2": "Marriage", "m.3": "Country", "m.4": "Male"}
+    trace = Trace()
+    trace.links = [{"id": "m.1"}, *({"id": m, "suggested": "constraint"} for m in ("m.2", "m.3", "m.4"))]
+    plan = parse_plan("Find the spouse of the marriage with spouse LeAnn Rimes and type of union Marriage, assign it "
+                      "to ?x.\nMake sure ?t is country.\nFinally the answer is ?x.", list(entities.values()))
+    # Marriage names the CVT's second entity, Country a check's constant (case aside); Male no step; Male's second
+    # reading (unprompted already) is not counted again
+    assert unused_suggestions(plan.steps, entities, trace) == ("m.4",)
+    assert unused_suggestions(plan.steps, entities, Trace(), ()) == ()  # no suggestion in the trace
+    assert unused_suggestions(plan.steps, entities, trace, ("m.4",)) == ()
+
+
 def test_no_constraint_is_suggested_when_the_config_says_0_or_the_bank_has_no_training_questions(pipe):
     assert Pipeline(replace(pipe.config, constraints=0.0), bank=pipe.bank).suggest("who is x's wife?", []) == []
     assert Pipeline(pipe.config, bank=pipe.bank).suggest("who is x's wife?", []) == []  # built from one question
@@ -744,7 +787,9 @@ def test_a_second_reading_of_a_linked_span_is_an_optional_entity(pipe, index):
     a = p.answer("what does jamaican people speak?")
     assert planner.seen[-1] == ({"m.03_r3": "Jamaica", "m.01428y": "Jamaican English", "m.05zppz": "Male"},
                                 ("m.03_r3", "m.01428y", "m.05zppz"))
-    assert planner.unprompted == ("m.01428y",)  # the second reading is not named in the prompt; Male is
+    # the second reading is not named in the prompt; Male was, and the plan did not name it, so it is planned again
+    # without Male in the prompt too (LinkConfig.replan_unused)
+    assert planner.unprompted == ("m.01428y", "m.05zppz") and len(planner.seen) == 2
     assert "second readings, unprompted links not in the planner's prompt: Jamaican English " \
            "(m.01428y)" in a.trace.fallbacks
     shown = show(a)  # what memq ask prints

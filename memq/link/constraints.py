@@ -305,3 +305,23 @@ def unprompted(entities: dict[str, str], extra: dict[str, str], prompted: int, t
         trace.fallbacks.append(f"linked entities after the best {prompted} are left out of the planner's prompt (its "
                                "lines may start there): " + ", ".join(f"{extra[m]} ({m})" for m in hidden))
     return tuple(hidden)
+
+
+def unused_suggestions(steps, entities: dict[str, str], trace, unprompted=()) -> tuple[str, ...]:
+    """The suggested constraint entities (``suggested`` in ``trace.links``) that the planner's prompt named (not in
+    ``unprompted``) and no step of the plan (``steps``) names (:func:`memq.plan.lines.unnamed`), marked ``unprompted``
+    in the trace's links and named in its fallbacks, for the question to be planned again without them."""
+    from ..plan.lines import unnamed
+
+    suggested = [link["id"] for link in trace.links if link.get("suggested") == "constraint"
+                 and link["id"] in entities and link["id"] not in unprompted]
+    left = set(unnamed(steps, [entities[m] for m in suggested]))
+    hidden = tuple(m for m in suggested if entities[m] in left)
+    if hidden:
+        for link in trace.links:
+            if link["id"] in hidden:
+                link["unprompted"] = True
+        trace.fallbacks.append("suggested constraint entities the plan does not name, left out of the planner's "
+                               "prompt and the question planned again: " +
+                               ", ".join(f"{entities[m]} ({m})" for m in hidden))
+    return hidden

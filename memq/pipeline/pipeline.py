@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..errors import KnowledgeGraphError, LinkingError, MemQError, ReconstructionError
 from ..kg import open_kg
-from ..link.constraints import known_optional, linked_entities
+from ..link.constraints import known_optional, linked_entities, unused_suggestions
 from ..link.resolve import check_names, check_question, known_entities, needs_linking, validate
 from ..plan.asked import of_class
 from ..plan.base import RESCUED
@@ -239,6 +239,9 @@ class Pipeline:
                     left = ", ".join(f"{entities[m]} ({m})" for m in second)
                     trace.fallbacks.append(f"second readings, unprompted links not in the planner's prompt: {left}")
                 plan = self.planner.plan(question, entities, optional=tuple(optional), unprompted=second)
+                if self.config.link.replan_unused and (unused := unused_suggestions(plan.steps, entities, trace,
+                                                                                    second)):
+                    plan = self.planner.plan(question, entities, optional=tuple(optional), unprompted=second + unused)
             else:
                 plan = self.planner.plan(question, entities)
             trace.timings["plan"] = time.perf_counter() - t0
