@@ -297,31 +297,33 @@ def unprompted(entities: dict[str, str], extra: dict[str, str], prompted: int, t
     lines may still start there; traced, and marked ``unprompted`` in the trace's links). -1: none."""
     if prompted < 0:
         return ()
-    hidden = [m for m in [*entities, *extra][prompted:] if m in extra]
-    if hidden:
-        for link in trace.links:
-            if link["id"] in hidden:
-                link["unprompted"] = True
-        trace.fallbacks.append(f"linked entities after the best {prompted} are left out of the planner's prompt (its "
-                               "lines may start there): " + ", ".join(f"{extra[m]} ({m})" for m in hidden))
-    return tuple(hidden)
+    hidden = tuple(m for m in [*entities, *extra][prompted:] if m in extra)
+    left_out(trace, hidden, extra, f"linked entities after the best {prompted} are left out of the planner's prompt "
+                                   "(its lines may start there)")
+    return hidden
 
 
-def unused_suggestions(steps, entities: dict[str, str], trace, unprompted=()) -> tuple[str, ...]:
+def unused_suggestions(steps, entities: dict[str, str], trace, already=()) -> tuple[str, ...]:
     """The suggested constraint entities (``suggested`` in ``trace.links``) that the planner's prompt named (not in
-    ``unprompted``) and no step of the plan (``steps``) names (:func:`memq.plan.lines.unnamed`), marked ``unprompted``
-    in the trace's links and named in its fallbacks, for the question to be planned again without them."""
+    ``already``, those it left out) and no step of the plan (``steps``) names (:func:`memq.plan.lines.unnamed`),
+    marked and traced by :func:`left_out`, for the question to be planned again without them."""
     from ..plan.lines import unnamed
 
     suggested = [link["id"] for link in trace.links if link.get("suggested") == "constraint"
-                 and link["id"] in entities and link["id"] not in unprompted]
+                 and link["id"] in entities and link["id"] not in already]
     left = set(unnamed(steps, [entities[m] for m in suggested]))
     hidden = tuple(m for m in suggested if entities[m] in left)
-    if hidden:
-        for link in trace.links:
-            if link["id"] in hidden:
-                link["unprompted"] = True
-        trace.fallbacks.append("suggested constraint entities the plan does not name, left out of the planner's "
-                               "prompt and the question planned again: " +
-                               ", ".join(f"{entities[m]} ({m})" for m in hidden))
+    left_out(trace, hidden, entities, "suggested constraint entities the plan does not name, left out of the "
+                                      "planner's prompt and the question planned again")
     return hidden
+
+
+def left_out(trace, hidden: tuple[str, ...], names: dict[str, str], why: str) -> None:
+    """Linked entities ``hidden`` (ids) that the planner's prompt leaves out: marked ``unprompted`` in the trace's
+    links, and named (``names``: id -> name) after ``why`` in its fallbacks."""
+    if not hidden:
+        return
+    for link in trace.links:
+        if link["id"] in hidden:
+            link["unprompted"] = True
+    trace.fallbacks.append(f"{why}: " + ", ".join(f"{names[m]} ({m})" for m in hidden))
