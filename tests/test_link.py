@@ -156,6 +156,21 @@ def test_a_name_written_after_a_title_is_found_without_it():
     assert [link.id for link in linker.link("what county is st paul va in?")][:1] == ["m.013nm2"]
 
 
+def test_a_span_that_starts_with_a_title_and_is_an_exact_name_reads_that_name_first():
+    """ "miss america" is the pageant's exact name, and the title rule read "america" too: the United States of
+    America, far more popular, came first. Where the whole span is an exact name, its title's readings score just
+    below that name (they stay runners-up); a titled span that is no exact name reads the rest as before."""
+    rows = [("m.09c7w0", 5000, "United States of America"), ("m.01bk3n", 30, "Miss America"),
+            ("m.0w6w", 300, "Augustine of Hippo")]
+    index = EntityIndex([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [() for _ in rows])
+    linker, before = Linker(index), Linker(index, replace(LinkConfig(), title_exact_first=False))
+    question = "what year was the first miss america pageant held?"
+    assert [link.id for link in before.link(question)][:1] == ["m.09c7w0"]
+    first = linker.link(question)[0]
+    assert first.id == "m.01bk3n" and "m.09c7w0" in [r[0] for r in first.runners_up]
+    assert [link.id for link in linker.link("what did st augustine do?")] == ["m.0w6w"]
+
+
 def test_an_exact_name_inside_a_longer_exact_name_loses_to_it():
     """ "north africa" is North Africa's exact name, and "africa" and "north" are exact names of their own: the more
     popular Africa won, and North came beside it. A reading of a span inside a longer span that is some entity's

@@ -28,6 +28,13 @@ africa" read Africa, and "new england" England, where the longer span is an exac
 question writes wins, as it does in most linkers. The reading of the longer name still competes: the rule only
 weighs a part against the whole.
 
+**A title that is part of the name** (:func:`title_exact_first`; ``LinkConfig.title_exact_first``): a span that
+starts with a title word ("st", "miss", "king") also reads what the rest of it reads (``LinkConfig.title_match``:
+"st augustine" Augustine of Hippo). Where the whole span is some entity's exact name, the title is part of that name
+("miss america" is the pageant, not the United States of America that "america" reads), so the span's other readings
+score just below its best exact one before the fit and the spans beside it weigh in: the string alone puts the
+exact name first, and the question's context may still move another reading above it.
+
 **The title of a place** (:func:`of_parts`; ``LinkConfig.of_parts``): a chosen exact name "A of B" whose B side is
 the exact name of a more popular entity ("president of pakistan", "prime minister of canada") brings the place and
 the title as second readings (optional, left out of the prompt), the place first, while there is room: WebQSP
@@ -49,7 +56,7 @@ from .index import fold, normalize
 
 log = logging.getLogger(__name__)
 
-__all__ = ["nested", "of_parts", "placed", "quoted"]
+__all__ = ["nested", "of_parts", "placed", "quoted", "title_exact_first"]
 
 
 def nested(found: list, weight: float, exact_weight: float = 0.0) -> list:
@@ -61,6 +68,20 @@ def nested(found: list, weight: float, exact_weight: float = 0.0) -> list:
         return found
     return [(c[0] - (weight if c[4] < 1.0 else exact_weight), *c[1:])
             if any(a <= c[1] and c[2] <= b and (a, b) != (c[1], c[2]) for a, b in exact) else c for c in found]
+
+
+def title_exact_first(found: list, tokens: list[str], titles: frozenset[str]) -> list:
+    """``found`` (:meth:`memq.link.linker.Linker.candidates`' tuples) with each reading of a span that starts with
+    one of ``titles`` and is some entity's exact name, a reading that is not, scored 0.001 below the span's best exact
+    reading where it scored above it."""
+    best: dict[tuple[int, int], float] = {}
+    for c in found:
+        if c[4] == 1.0 and c[2] - c[1] > 1 and tokens[c[1]] in titles:
+            best[c[1], c[2]] = max(best.get((c[1], c[2]), c[0]), c[0])
+    if not best:
+        return found
+    return [(min(c[0], best[c[1], c[2]] - 0.001), *c[1:]) if c[4] < 1.0 and (c[1], c[2]) in best else c
+            for c in found]
 
 
 def of_parts(found: list, chosen: list, tokens: list[str]) -> list:

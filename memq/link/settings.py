@@ -33,6 +33,9 @@ class LinkConfig:
     base_match: float = 0.85  # the match of a name an adjective is formed from ("egyptian": Egypt; 0: off)
     demonym_match: float = 0.85  # the country a demonym names ("italians", "greek people": memq.link.demonyms; 0: off)
     title_match: float = 0.9  # x the match of the rest of a span that starts with a title ("st augustine"; 0: off)
+    # a span that starts with a title and is an exact name reads that name first: its other readings (the title's
+    # rest: "miss america", the United States of America) score just below it before the fit (False: as before)
+    title_exact_first: bool = True
     # a learnt alias (memq.link.mentions.learnt_aliases: "the us", "king tut"): a reading at this match (0: off); of a
     # span that is an exact name in the index, only with alias_floor training questions for it (1: with any)
     alias_match: float = 0.9
