@@ -56,7 +56,7 @@ def main() -> int:
     from memq.pipeline import Config, open_kg
     from memq.plan.data import split_of
 
-    kg_file = Config().kg
+    kg_file = Config().kg_file
     out: dict = {"dataset": args.dataset, "split": args.split}
     if args.build:
         t0 = time.perf_counter()

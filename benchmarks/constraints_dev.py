@@ -71,7 +71,7 @@ def main() -> int:
                "f1_with_suggestions": round(sum(r["f1_suggested"] for r in rows) / n, 4),
                "up": sum(r["f1_suggested"] > r["f1_alone"] + 1e-9 for r in rows),
                "down": sum(r["f1_suggested"] < r["f1_alone"] - 1e-9 for r in rows),
-               "kg": Path(pipe.config.kg).name, "memory": pipe.config.memory}
+               "kg": Path(pipe.config.kg_file).name, "memory": pipe.config.memory}
     out.with_suffix(".json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(summary, indent=2))
     return 0

@@ -19,7 +19,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                           "(repeatable; left out: the question's entities are linked and printed)")
     add_link_arg(ask)
     ask.add_argument("--memory", help="memory bank directory (default: memory_bank/webqsp)")
-    ask.add_argument("--kg", help="RDF file for the embedded store (default: the benchmark KG)")
+    ask.add_argument("--kg", help="RDF file for the embedded store (default: the benchmark KG; GrailQA's own for "
+                     "a GrailQA bank)")
     ask.add_argument("--endpoint", help="SPARQL endpoint URL instead of the embedded store")
     ask.add_argument("--planner", choices=("fewshot", "finetuned", "grounded", "hybrid"), default=None)
     ask.add_argument("--adapter", help="LoRA adapter directory for --planner finetuned, grounded or hybrid")

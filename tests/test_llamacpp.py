@@ -177,7 +177,7 @@ def test_grailqa_is_evaluated_on_its_own_kg_with_its_own_search_unless_told_othe
     parser = build_parser()
     plain = evaluation_config(parser.parse_args(["evaluate", "--dataset", "grailqa", "--split", "dev",
                                                  "--planner", "grounded"]))
-    assert Path(plain.kg).name == "grailqa.nq.gz"
+    assert Path(plain.kg_file).name == "grailqa.nq.gz"
     assert Path(plain.memory).name in ("grailqa", "grailqa+schema")  # the schema bank is built on demand
     search = plain.search
     assert (search.beam, search.lines, search.coverage, search.asked_class, search.asked_beam) == (1, 1, 25.0, 25.0, 3)
@@ -192,7 +192,7 @@ def test_grailqa_is_evaluated_on_its_own_kg_with_its_own_search_unless_told_othe
     assert told.search.asked_directed is True
     webqsp = evaluation_config(parser.parse_args(["evaluate", "--dataset", "webqsp", "--split", "dev",
                                                   "--planner", "grounded"]))
-    assert Path(webqsp.kg).name == "benchmark.nq.gz" and webqsp.search.beam == 3 and webqsp.search.coverage == 10.0
+    assert Path(webqsp.kg_file).name == "benchmark.nq.gz" and webqsp.search.beam == 3 and webqsp.search.coverage == 10.0
     assert webqsp.search.asked_class == 0.0 and webqsp.search.asked_beam == 0 and webqsp.search.unseen_top == 0
 
 

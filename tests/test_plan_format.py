@@ -168,6 +168,18 @@ def test_parser_only_ever_raises_plan_parse_error(text, entities):
         assert again.kind == step.kind
 
 
+def test_a_count_without_a_target_renders_as_it_was_read():
+    """The parser reads "COUNT ?A" (a model's free text) as a count with no target, and rendering it raised: a plan
+    the parser took could not be written back. It renders as written; reconstruction drops it, traced."""
+    step = parse_plan("COUNT ?A").steps[0]
+    assert (step.kind, step.source, step.target) == ("count", "?A", None)
+    assert render_step(step) == "Count ?A."
+    again = parse_plan(render_step(step)).steps[0]
+    assert (again.kind, again.source, again.target) == ("count", "?A", None)
+    with pytest.raises(PlanParseError, match=r"the \?variable it counts"):
+        render_step(PlanStep("count", "", target="?count"))
+
+
 def test_hops_counts_the_find_steps_between_the_entities_and_a_variable():
     from memq.plan.format import hops
 

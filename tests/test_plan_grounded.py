@@ -1020,6 +1020,29 @@ def test_a_config_that_names_only_a_grailqa_bank_answers_as_grailqa(tmp_path):
     assert pipe.search.beam == 4 and not pipe.distinct_nodes
 
 
+def test_a_config_that_names_only_a_grailqa_bank_answers_on_grailqa_s_kg(tmp_path, monkeypatch):
+    """``Config(memory="memory_bank/grailqa+schema")`` planned as GrailQA but queried the benchmark KG of WebQSP and
+    CWQ, which holds none of GrailQA's questions' facts: every answer came from the wrong graph, silently. The KG is
+    now the planner's dataset's unless one is named."""
+    import json
+
+    from memq.pipeline import BENCHMARK_KG, GRAILQA_KG
+
+    form = tmp_path / "form"  # GrailQA's form of the schema (memory_bank/grailqa+schema)
+    form.mkdir()
+    (form / "manifest.json").write_text(json.dumps({"counts": {"by_structure": {"1": 5, "class": 2}}}))
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "manifest.json").write_text(json.dumps({"counts": {"by_structure": {"1": 3}}}))
+    assert Config(memory=str(form)).kg_file == GRAILQA_KG
+    assert Config(memory=str(plain)).kg_file == Config().kg_file == BENCHMARK_KG
+    assert Config(memory=str(plain), planner_dataset="grailqa").kg_file == GRAILQA_KG
+    assert Config(memory=str(form), kg="my.nt").kg_file == "my.nt"  # a KG named stands
+    opened = []
+    monkeypatch.setattr("memq.pipeline.pipeline.open_kg", lambda path, where: opened.append((path, where)) or "kg")
+    assert Pipeline(Config(memory=str(form))).kg == "kg" and opened == [(GRAILQA_KG, None)]
+
+
 def test_search_flags_reach_the_config():
     import argparse
 

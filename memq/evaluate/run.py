@@ -295,15 +295,15 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
                 write(rec)
     records = [done[q.id] for q in questions if q.id in done]
     summary = summarise(records, dataset=dataset, split=split, planner=planner,
-                        kg=config.endpoint or Path(config.kg).name)
+                        kg=config.endpoint or Path(config.kg_file).name)
     if any(q.level or q.function for q in questions):
         summary.update(breakdown(records, questions))
     summary["memory"] = Path(config.memory).name
     included = getattr(pipeline.bank, "info", {}).get("included")  # the banks its manifest includes (schema)
     if included:
         summary["memory_includes"] = [Path(p).name for p in included]
-    if not config.endpoint and Path(config.kg).is_file():
-        summary["kg_sha256"] = sha256_file(config.kg)[:16]  # which build of the KG file
+    if not config.endpoint and Path(config.kg_file).is_file():
+        summary["kg_sha256"] = sha256_file(config.kg_file)[:16]  # which build of the KG file
     summary["device"] = device_note()
     if warm_s is not None:
         summary["warm_up_s"] = round(warm_s, 2)  # the loads before the first question, in no question's time

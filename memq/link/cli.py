@@ -37,7 +37,7 @@ def _build(args: argparse.Namespace) -> int:
 
     if args.page is not None and args.page < 1:
         raise ValueError(f"--page must be >= 1, got {args.page}")
-    kg_file = args.kg or Config().kg
+    kg_file = args.kg or Config().kg_file
     kg = open_kg(kg_file, args.endpoint)
     page = args.page if args.page is not None else (10000 if args.endpoint else None)
     t0 = time.perf_counter()

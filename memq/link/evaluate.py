@@ -250,7 +250,7 @@ def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: in
         logging.getLogger(__name__).warning("%d saved records held another question's linking (a --shard run before "
                                             "the fix): their own is appended to %s", repaired, path)
     records = [done[q.id] for q in todo if q.id in done]
-    kg = config.endpoint or Path(config.kg).name
+    kg = config.endpoint or Path(config.kg_file).name
     linked_summary = summarise(records, dataset=dataset, split=split, planner=planner, kg=kg)
     gold_summary = summarise([r["gold_entities"] for r in records], dataset=dataset, split=split, planner=planner,
                              kg=kg)

@@ -106,19 +106,19 @@ def open_linker(config, kg=None, bank=None) -> Linker:
     goes on without the fit (logged)."""
     if config.entity_index:
         index = EntityIndex.load(config.entity_index)
-    elif config.endpoint or Path(config.kg).is_dir():
-        where = config.endpoint or Path(config.kg).name
+    elif config.endpoint or Path(config.kg_file).is_dir():
+        where = config.endpoint or Path(config.kg_file).name
         raise LinkingError(f"entity linking on {where} needs an entity index: build one with `memq link build "
                            f"--endpoint URL --out DIR` (or --kg FILE) and pass it as --entity-index DIR "
                            "(Config.entity_index), or give the entities as ids with names")
     else:
-        index = cached_index(config.kg)
+        index = cached_index(config.kg_file)
     fit = None
     if config.link.fit_weight > 0:
         from ..kg import open_kg
         from .fit import MemoryFit
 
-        fit = MemoryFit(kg if kg is not None else lambda: open_kg(config.kg, config.endpoint),
+        fit = MemoryFit(kg if kg is not None else lambda: open_kg(config.kg_file, config.endpoint),
                         bank if bank is not None else lambda: config_bank(config), timeout=config.timeout)
     return Linker(index, config.link, fit)
 

@@ -19,8 +19,17 @@ Every fallback that fires is appended to ``Answer.trace.fallbacks`` and every se
 from ..files import ROOT, shown_path
 from ..kg import open_kg
 from ..link.resolve import check_question, validate
-from .config import BANK_ALONE, FREE_PLANNERS, GRAILQA_KG, GROUNDED_BY_DEFAULT, HYBRID_BY_DEFAULT, PLANNERS, Config
+from .config import (
+    BANK_ALONE,
+    BENCHMARK_KG,
+    FREE_PLANNERS,
+    GRAILQA_KG,
+    GROUNDED_BY_DEFAULT,
+    HYBRID_BY_DEFAULT,
+    PLANNERS,
+    Config,
+)
 from .pipeline import Pipeline
 
-__all__ = ["BANK_ALONE", "FREE_PLANNERS", "GRAILQA_KG", "GROUNDED_BY_DEFAULT", "HYBRID_BY_DEFAULT", "PLANNERS", "ROOT",
-           "Config", "Pipeline", "check_question", "open_kg", "shown_path", "validate"]
+__all__ = ["BANK_ALONE", "BENCHMARK_KG", "FREE_PLANNERS", "GRAILQA_KG", "GROUNDED_BY_DEFAULT", "HYBRID_BY_DEFAULT",
+           "PLANNERS", "ROOT", "Config", "Pipeline", "check_question", "open_kg", "shown_path", "validate"]

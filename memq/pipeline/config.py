@@ -22,7 +22,9 @@ HYBRID_BY_DEFAULT = ("cwq",)
 # (WebQSP F1 0.710 -> 0.687, CWQ EHR 0.554 -> 0.541), and pairs with no dev run with it (CWQ grounded; docs/memory.md)
 FREE_PLANNERS = ("fewshot", "finetuned", "hybrid")
 BANK_ALONE = {("grounded", "cwq")}
-# GrailQA's own benchmark KG, which its questions are answered on unless a KG or an endpoint is named
+# the benchmark KG (WebQSP's and CWQ's gold facts among distractors), and GrailQA's own, which its questions are
+# answered on unless a KG or an endpoint is named
+BENCHMARK_KG = str(ROOT / "data" / "kg" / "benchmark.nq.gz")
 GRAILQA_KG = str(ROOT / "data" / "kg" / "grailqa.nq.gz")
 
 
@@ -35,7 +37,8 @@ class Config:
     """
 
     memory: str = str(ROOT / "memory_bank" / "webqsp")
-    kg: str = str(ROOT / "data" / "kg" / "benchmark.nq.gz")
+    # the RDF file of the embedded store; None: the planner's dataset's benchmark KG (``kg_file``)
+    kg: str | None = None
     endpoint: str | None = None
     planner: str = "auto"
     planner_model: str = "qwen2.5-coder-0.5b"
@@ -77,6 +80,15 @@ class Config:
             raise ValueError(f"max_repairs must be >= 0, got {self.max_repairs}")
         if not 0 <= self.constraints <= 1:
             raise ValueError(f"constraints must be in [0, 1], got {self.constraints!r}")
+
+    @property
+    def kg_file(self) -> str:
+        """The RDF file of the embedded store: ``kg``, else the benchmark KG of the planner's dataset
+        (``planner_dataset``, else the bank's, :func:`bank_dataset`): GrailQA's own (``GRAILQA_KG``) for GrailQA,
+        whose questions' facts the other one does not hold, else ``BENCHMARK_KG``."""
+        if self.kg:
+            return self.kg
+        return GRAILQA_KG if (self.planner_dataset or bank_dataset(self.memory)) == "grailqa" else BENCHMARK_KG
 
 
 def search_for(dataset: str) -> GroundedConfig:

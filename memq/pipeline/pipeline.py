@@ -56,7 +56,7 @@ class Pipeline:
     @property
     def kg(self):
         if self._kg is None:
-            self._kg = open_kg(self.config.kg, self.config.endpoint)
+            self._kg = open_kg(self.config.kg_file, self.config.endpoint)
         return self._kg
 
     @property

@@ -137,7 +137,7 @@ def _ranker_data(args) -> int:
     import random
 
     from memq.memory.bank import MemoryBank
-    from memq.pipeline import GRAILQA_KG, Config, open_kg
+    from memq.pipeline import BENCHMARK_KG, GRAILQA_KG, open_kg
 
     from .data import load_split
     from .grounded import GroundedConfig, GroundedPlanner
@@ -154,7 +154,7 @@ def _ranker_data(args) -> int:
     bank = MemoryBank.load(args.memory or f"memory_bank/{'grailqa' if grail else args.dataset}")
     top = args.unseen_top if args.unseen_top is not None else (
         GRAILQA_SEARCH["unseen_top"] if grail else GroundedConfig().unseen_top)
-    kg = args.kg or (GRAILQA_KG if grail else Config().kg)
+    kg = args.kg or (GRAILQA_KG if grail else BENCHMARK_KG)
     planner = GroundedPlanner(None, kg=open_kg(kg), bank=bank, config=GroundedConfig(unseen_top=top))
     out = write_groups(plans, planner, args.out, progress=_progress(args, desc="replaying gold plans", unit="q"),
                        schema=schema_index(bank) if args.schema_candidates else None)

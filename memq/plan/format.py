@@ -204,9 +204,11 @@ def render_step(step: PlanStep) -> str:
             raise PlanParseError(f"a superlative step needs target and op 'max'/'min': {step!r}")
         order = "descending" if step.op == "max" else "ascending"
         return f"Sort {_as_var(step.target)} in {order} order and keep every result tied for first."
-    if kind == "count":
-        if not step.source or not step.target:
-            raise PlanParseError(f"a count step needs source and target: {step!r}")
+    if kind == "count":  # the parser reads a count without a target ("Count ?x."); reconstruction drops it, traced
+        if not step.source:
+            raise PlanParseError(f"a count step needs the ?variable it counts: {step!r}")
+        if not step.target:
+            return f"Count {_as_var(step.source)}."
         return f"Count {_as_var(step.source)}, assign it to {_as_var(step.target)}."
     raise PlanParseError(f"unknown step kind {kind!r}")
 

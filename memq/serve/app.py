@@ -156,7 +156,7 @@ def describe_loaded(pipe: Pipeline) -> dict:
     if config.endpoint:
         kg = {"endpoint": shown_url(config.endpoint)}
     else:
-        kg = {"path": shown_path(config.kg), "bytes": _bytes(config.kg), "store": type(pipe.kg).__name__}
+        kg = {"path": shown_path(config.kg_file), "bytes": _bytes(config.kg_file), "store": type(pipe.kg).__name__}
     planner: dict = {"kind": config.planner}
     if config.planner != "given":
         adapter = getattr(pipe.planner, "adapter", None)

@@ -12,7 +12,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="address to listen on (default 127.0.0.1; there is no authentication)")
     serve.add_argument("--port", type=int, default=8000, help="TCP port (default 8000)")
     serve.add_argument("--memory", help="memory bank directory (default: memory_bank/webqsp)")
-    serve.add_argument("--kg", help="RDF file for the embedded store (default: the benchmark KG)")
+    serve.add_argument("--kg", help="RDF file for the embedded store (default: the benchmark KG; GrailQA's own for "
+                       "a GrailQA bank)")
     serve.add_argument("--endpoint", help="SPARQL endpoint URL instead of the embedded store")
     serve.add_argument("--planner", choices=("auto", "fewshot", "finetuned", "grounded", "hybrid", "given"),
                        default="auto",
