@@ -171,6 +171,29 @@ def test_a_span_that_starts_with_a_title_and_is_an_exact_name_reads_that_name_fi
     assert [link.id for link in linker.link("what did st augustine do?")] == ["m.0w6w"]
 
 
+def test_a_fuzzy_match_that_swaps_a_word_for_another_is_no_reading():
+    """ "prime minister of spain" is within the fuzzy cutoff of "prime minister of canada" as a whole, and linked the
+    Canadian office; "scream 3" read "Scream 2". A fuzzy name with a content word that matches no word of the span,
+    where the span has one that matches no word of the name, is not a reading; a misspelling, a word more, or a
+    short form inside a word is."""
+    from memq.link.linker import swaps_a_word
+
+    assert swaps_a_word("prime minister of spain", "prime minister of canada", 70)
+    assert swaps_a_word("scream 3", "scream 2", 70) and swaps_a_word("men in black 3", "men in black ii", 70)
+    assert not swaps_a_word("montesquie", "montesquieu", 70)
+    assert not swaps_a_word("natalie portman play", "natalie portman", 70)  # a word more on one side only
+    assert not swaps_a_word("vince scully", "vin scully", 70)
+    assert not swaps_a_word("cruella deville", "cruella de vil", 70)
+    rows = [("m.060m4", 300, "Prime Minister of Canada"), ("m.06mkj", 900, "Spain"), ("m.060bp", 200, "Prime minister")]
+    index = EntityIndex([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [() for _ in rows])
+    question = "who is the prime minister of spain?"
+    before = Linker(index, replace(LinkConfig(), fuzzy_words=0.0)).link(question)
+    assert before[0].id == "m.060m4"
+    assert {link.id for link in Linker(index).link(question)} == {"m.06mkj", "m.060bp"}
+    with pytest.raises(ValueError, match="fuzzy_words is a rapidfuzz ratio"):
+        LinkConfig(fuzzy_words=-1)
+
+
 def test_an_exact_name_inside_a_longer_exact_name_loses_to_it():
     """ "north africa" is North Africa's exact name, and "africa" and "north" are exact names of their own: the more
     popular Africa won, and North came beside it. A reading of a span inside a longer span that is some entity's

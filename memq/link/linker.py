@@ -84,6 +84,23 @@ class Link:
         return out
 
 
+def swaps_a_word(key: str, name: str, cutoff: float) -> bool:
+    """Whether the normalised name ``name``, a fuzzy match of the span ``key``, puts another word where ``key`` has
+    one: a content word of each that is within ``cutoff`` of no content word of the other (the better of rapidfuzz's
+    ``ratio`` and ``partial_ratio``, 0-100, so that a short form within a word matches it: "vin" / "vince", "vil" /
+    "deville"). "scream 3" is not "scream 2", nor "government of ghana" "government of iran", though each pair is
+    within the fuzzy cutoff as a whole; a misspelt word ("montesquie") or a word more on one side ("natalie portman
+    play") swaps none."""
+    from rapidfuzz import fuzz
+
+    def unmatched(words: list[str], others: list[str]) -> bool:
+        return any(max((max(fuzz.ratio(w, o), fuzz.partial_ratio(w, o)) for o in others), default=0.0) < cutoff
+                   for w in words)
+
+    a, b = ([w for w in text.split() if w not in STOP_WORDS] for text in (key, name))
+    return unmatched(a, b) and unmatched(b, a)
+
+
 def best_first(candidate: tuple) -> tuple:
     """The order of the linker's candidates: the highest score first, then the earlier span, then the id."""
     return -candidate[0], candidate[1], candidate[3]
@@ -155,9 +172,12 @@ class Linker:
 
     def _add_fuzzy(self, key: str, matches: dict[str, float]) -> None:
         """Adds to ``matches`` the entities of the names within ``fuzzy_cutoff`` of ``key``, at ``fuzzy_match`` x
-        ratio / 100 (a better match already there stays)."""
+        ratio / 100 (a better match already there stays), but not those of a name that swaps a word of ``key`` for
+        another (:func:`swaps_a_word`, ``fuzzy_words``)."""
         cfg = self.config
         for name, ratio in self.index.fuzzy(key, cfg.fuzzy_cutoff, cfg.candidates):
+            if cfg.fuzzy_words > 0 and swaps_a_word(key, name, cfg.fuzzy_words):
+                continue
             for mid in self.index.exact(name)[:cfg.candidates]:
                 matches[mid] = max(matches.get(mid, 0.0), cfg.fuzzy_match * ratio / 100)
 

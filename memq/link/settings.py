@@ -27,6 +27,10 @@ class LinkConfig:
     class_words: bool = False
     quote_tokens: int = 30  # a longer span in double quotes, up to this many tokens, is looked up whole (0: off)
     fuzzy_cutoff: float = 85.0
+    # a fuzzy match that swaps a word for another is no reading: a content word of the span and one of the name each
+    # within this ratio of no word of the other ("scream 3" / "scream 2"; memq.link.linker.swaps_a_word; 0: off).
+    # 70 chosen on CWQ dev's fuzzy links (60 / 70 / 80: 7 / 17 / 22 wrong ones dropped, 0 / 2 / 6 gold ones)
+    fuzzy_words: float = 70.0
     candidates: int = 5  # entities considered per name (the most popular ones)
     partial_match: float = 0.7  # match of a span that is part of a name: this + the rest x the share covered
     fuzzy_match: float = 0.95  # a fuzzy match's ratio / 100 is scaled by this
@@ -136,6 +140,8 @@ class LinkConfig:
         if self.coherence_weight < 0 or self.coherence_entities < 2 or self.coherence_max_names < 0:
             raise ValueError(f"coherence_weight and coherence_max_names must be >= 0 and coherence_entities >= 2, "
                              f"got {self.coherence_weight}, {self.coherence_max_names}, {self.coherence_entities}")
+        if not 0 <= self.fuzzy_words <= 100:
+            raise ValueError(f"fuzzy_words is a rapidfuzz ratio in 0-100 (0: off), got {self.fuzzy_words}")
         if not 0 <= self.fuzzy_cutoff <= 100 or not 0 <= self.alias_match <= 1 or not 0 <= self.demonym_match <= 1:
             raise ValueError(f"fuzzy_cutoff is a rapidfuzz ratio in 0-100, alias_match and demonym_match matches in "
                              f"0-1, got {self.fuzzy_cutoff}, {self.alias_match}, {self.demonym_match}")
