@@ -189,6 +189,12 @@ def searched_lines(searched: list[dict]) -> list[str]:
     return out
 
 
+def shown_answer(value: str, name: str) -> str:
+    """An answer as ``memq ask`` prints it: "Jamaican English (m.01428y)", or the value alone where it has no other
+    name (a literal, "1.0"; a node the KG names by its IRI)."""
+    return value if not name or name == value else f"{name} ({value})"
+
+
 def show(a: Answer, gold: list[tuple[str, str]] | None = None) -> str:
     lines = [f"Q: {a.question}"]
     if a.trace.links:
@@ -241,9 +247,9 @@ def show(a: Answer, gold: list[tuple[str, str]] | None = None) -> str:
             flat = "  ".join(f"{k} {v}" for k, v in cost.items() if not isinstance(v, dict))
             if flat:
                 lines.append(f"{head}planning cost: {flat}")
-    lines.append("answers: " + (", ".join(f"{n} ({i})" for i, n in a.answers) or "(none)"))
+    lines.append("answers: " + (", ".join(shown_answer(i, n) for i, n in a.answers) or "(none)"))
     if gold is not None:
-        lines.append("gold:    " + ", ".join(f"{n} ({i})" for i, n in gold))
+        lines.append("gold:    " + ", ".join(shown_answer(i, n) for i, n in gold))
     t = a.trace.timings
     lines.append("time: " + "  ".join(f"{k} {v * 1000:.0f} ms" for k, v in t.items())
                  + f"  llm calls {a.trace.llm_calls}" + (f" ({a.trace.backend})" if a.trace.backend else ""))

@@ -547,3 +547,14 @@ def test_a_split_without_gold_answers_has_no_f1_and_record_stores_its_dev_figure
         recorded_adapter(args(shard=(1, 2)), config)
     with pytest.raises(MemQError, match="no adapter manifest"):
         recorded_adapter(args(), argparse.Namespace(adapter=str(tmp_path / "nowhere")))
+
+
+def test_memq_ask_prints_an_answer_without_a_name_once():
+    """A literal answer ("1.0") or a node the KG names by its IRI was printed twice: "1.0 (1.0)"."""
+    from memq.ask import show
+    from memq.types import Answer, Plan, Trace
+
+    a = Answer("q?", [("m.01428y", "Jamaican English"), ("1.0", "1.0"), ("http://memq.dev/synthetic/ent_1", "")], "",
+               Plan(steps=[]), [], Trace())
+    line = next(x for x in show(a).splitlines() if x.startswith("answers:"))
+    assert line == "answers: Jamaican English (m.01428y), 1.0, http://memq.dev/synthetic/ent_1"
