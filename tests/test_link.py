@@ -194,6 +194,26 @@ def test_a_fuzzy_match_that_swaps_a_word_for_another_is_no_reading():
         LinkConfig(fuzzy_words=-1)
 
 
+def test_a_language_or_its_country_is_read_by_the_class_the_question_asks_for():
+    """ "german" reads German Language and Germany (a fuzzy match, more popular): "what countries speak german?"
+    asks for countries and names the language, "what languages do portuguese people speak?" asks for languages and
+    names the country. The reading of the class not asked for gains asked_other; a question that asks for neither,
+    or a span with one reading, is as before."""
+    rows = [("m.0germany", 900, "Germany"), ("m.0german", 200, "German Language"), ("m.0portugal", 300, "Portugal"),
+            ("m.0portuguese", 900, "Portuguese Language")]
+    index = EntityIndex([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [() for _ in rows])
+    linker, off = Linker(index), Linker(index, replace(LinkConfig(), asked_other=0.0))
+    assert off.link("what countries speak german?")[0].id == "m.0germany"
+    assert linker.link("what countries speak german?")[0].id == "m.0german"
+    assert linker.link("which nations speak german?")[0].id == "m.0german"
+    assert off.link("what languages do portuguese people speak?")[0].id == "m.0portuguese"
+    assert linker.link("what languages do portuguese people speak?")[0].id == "m.0portugal"
+    for question in ("who speaks german?", "what language family is german in?"):  # asks for neither
+        assert linker.link(question)[0].id == off.link(question)[0].id
+    with pytest.raises(ValueError, match="asked_other must be >= 0"):
+        LinkConfig(asked_other=-1)
+
+
 def test_an_exact_name_inside_a_longer_exact_name_loses_to_it():
     """ "north africa" is North Africa's exact name, and "africa" and "north" are exact names of their own: the more
     popular Africa won, and North came beside it. A reading of a span inside a longer span that is some entity's

@@ -35,6 +35,14 @@ starts with a title word ("st", "miss", "king") also reads what the rest of it r
 score just below its best exact one before the fit and the spans beside it weigh in: the string alone puts the
 exact name first, and the question's context may still move another reading above it.
 
+**A language or its country, by the class asked for** (:func:`asked_other`; ``LinkConfig.asked_other``): "german"
+reads both *German Language* and, as a demonym, *Germany*, and the mention prior prefers the country by about 0.5.
+Where the question asks for a country ("what countries ... speak german?", "which nation ... turkish?"), the entity
+it names is the language, and where it asks for a language ("what language do portuguese people speak?"), the
+country: on CWQ dev, 68 questions that ask for a country have such a span and the language as a gold entity (the
+country was read first in 40 of them), and 4 that ask for a language have the country; none the other way. So the
+reading of the other class gains ``asked_other``.
+
 **The title of a place** (:func:`of_parts`; ``LinkConfig.of_parts``): a chosen exact name "A of B" whose B side is
 the exact name of a more popular entity ("president of pakistan", "prime minister of canada") brings the place and
 the title as second readings (optional, left out of the prompt), the place first, while there is room: WebQSP
@@ -56,7 +64,7 @@ from .index import fold, normalize
 
 log = logging.getLogger(__name__)
 
-__all__ = ["nested", "of_parts", "placed", "quoted", "title_exact_first"]
+__all__ = ["asked_other", "nested", "of_parts", "placed", "quoted", "title_exact_first"]
 
 
 def nested(found: list, weight: float, exact_weight: float = 0.0) -> list:
@@ -82,6 +90,35 @@ def title_exact_first(found: list, tokens: list[str], titles: frozenset[str]) ->
         return found
     return [(min(c[0], best[c[1], c[2]] - 0.001), *c[1:]) if c[4] < 1.0 and (c[1], c[2]) in best else c
             for c in found]
+
+
+# the question asks for a country, or for a language (not its family or group)
+ASKS_COUNTRY = re.compile(r"\b(?:what|which)\s+(?:countr(?:y|ies)|nations?)\b|\bin what countr")
+ASKS_LANGUAGE = re.compile(r"\b(?:what|which)\s+(?:\w+\s+)?languages?\b(?!\s+(?:family|group))")
+
+
+def asked_other(index, found: list, tokens: list[str], weight: float) -> list:
+    """``found`` (:meth:`memq.link.linker.Linker.candidates`' tuples) with ``weight`` added, on each one-word span
+    that reads both a language (an entity named "<span> Language") and the country the span is a demonym or an
+    adjective of, to the language where the question asks for a country, and to the country where it asks for a
+    language; as it is where it asks for both or neither."""
+    from .demonyms import country_ids
+
+    text = " ".join(tokens)
+    country, language = bool(ASKS_COUNTRY.search(text)), bool(ASKS_LANGUAGE.search(text))
+    if country == language:
+        return found
+    lift: dict[tuple[int, str], float] = {}
+    for i in sorted({c[1] for c in found if c[2] - c[1] == 1}):
+        key = tokens[i]
+        readings = {c[3] for c in found if (c[1], c[2]) == (i, i + 1)}
+        languages = {m for m in readings if normalize(index.name(m) or "") == f"{key} language"}
+        countries = readings & {*country_ids(index, key), *(m for n in index.bases(key) for m in index.exact(n)[:1])}
+        if languages and countries:
+            lift.update(((i, m), weight) for m in (languages if country else countries))
+    if not lift:
+        return found
+    return [(c[0] + lift.get((c[1], c[3]), 0.0), *c[1:]) if c[2] - c[1] == 1 else c for c in found]
 
 
 def of_parts(found: list, chosen: list, tokens: list[str]) -> list:

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 from ..errors import MemQError
-from .context import nested, numbers, of_parts, placed, quoted, title_exact_first
+from .context import asked_other, nested, numbers, of_parts, placed, quoted, title_exact_first
 from .demonyms import countries
 from .index import EntityIndex, normalize
 from .settings import LinkConfig
@@ -210,8 +210,11 @@ class Linker:
                 pop = index.popularity(mid)
                 found.append((match + cfg.popularity_weight * pop + bonus + cfg.commonness_weight * (
                     common.get(mid, top) - top), i, j, mid, match, pop, (None, None)))
+        tokens = normalize(question).split()
         if cfg.title_exact_first:  # "miss america": the pageant, not what "america" reads
-            found = title_exact_first(found, normalize(question).split(), TITLES)
+            found = title_exact_first(found, tokens, TITLES)
+        if cfg.asked_other > 0:  # "what countries speak german?": German Language, not Germany
+            found = asked_other(index, found, tokens, cfg.asked_other)
         found = nested(found, cfg.nested_weight, cfg.nested_exact_weight)
         if self.uses_fit and found:
             found = self.with_fit(question, found)
