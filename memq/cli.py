@@ -26,6 +26,17 @@ COMMAND_MODULES = (
 )
 
 
+def count(text: str) -> int:
+    """An argparse type: a whole number >= 0 (``--limit N``); argparse names the flag in its error."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"takes a whole number >= 0, got {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memq", description="Question answering over knowledge graphs (MemQ).")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details to stderr")

@@ -507,6 +507,24 @@ def test_shards_cover_the_split_once_and_their_files_rescore_together(setup, tmp
             _shard(bad)
 
 
+def test_a_negative_limit_is_refused_with_its_value(setup, capsys):
+    """``memq evaluate --limit -1`` sliced from the end: it evaluated all the questions but the last, silently."""
+    from memq.cli import build_parser
+    from memq.evaluate.run import run
+
+    pipe, _, _, _ = setup
+    with pytest.raises(ValueError, match="whole number >= 0; got -1"):
+        run("webqsp", "test", "finetuned", limit=-1, progress=False, pipeline=pipe)
+    parser = build_parser()
+    for argv in (["evaluate", "--dataset", "webqsp", "--split", "dev", "--planner", "grounded", "--limit", "-1"],
+                 ["kg", "check", "--dataset", "webqsp", "--limit", "x"]):
+        with pytest.raises(SystemExit):
+            parser.parse_args(argv)
+        assert f"argument --limit: takes a whole number >= 0, got '{argv[-1]}'" in capsys.readouterr().err
+    assert parser.parse_args(["evaluate", "--dataset", "webqsp", "--split", "dev", "--planner", "grounded",
+                              "--limit", "0"]).limit == 0  # --entities linked --limit 0: linking alone
+
+
 def test_a_split_without_gold_answers_has_no_f1_and_record_stores_its_dev_figures(setup, tmp_path):
     import argparse
     import json

@@ -7,6 +7,8 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+from ..cli import count
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     from ..ask import add_backend_arg, add_search_args
@@ -16,7 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--split", choices=("dev", "test"), required=True)
     ev.add_argument("--planner", choices=("auto", "oracle", "fewshot", "finetuned", "grounded", "hybrid"),
                     required=True, help="auto: what memq ask, memq serve and memq.answer use for the dataset")
-    ev.add_argument("--limit", type=int, help="only the first N questions")
+    ev.add_argument("--limit", type=count, help="only the first N questions")
     ev.add_argument("--questions", metavar="FILE",
                     help="a gold-annotated question file of your own (JSON, .gz too) in --dataset's format, "
                          "instead of the bundled split (build its KG with memq kg build-benchmark --questions)")

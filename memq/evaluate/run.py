@@ -53,6 +53,14 @@ def questions_for(dataset: str, split: str, part: str | None = None) -> list:
     raise ValueError(f"unknown evaluation split {split!r}; expected dev or test")
 
 
+def check_limit(limit: int) -> int:
+    """``limit`` (the first N questions) when it is a whole number >= 0; ValueError names it otherwise (a negative one
+    would slice from the end: -1 left the last question out)."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise ValueError(f"limit is the number of questions, a whole number >= 0; got {limit!r}")
+    return limit
+
+
 def part_block(part: str) -> dict:
     """A summary's ``part``: which part of GrailQA dev was run, and what it is for."""
     return {"name": part, "note": "GrailQA dev split by logical form (memq.plan.data.grailqa_part): "
@@ -193,7 +201,7 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
     else:
         questions = questions_for(dataset, split, part)
     if limit is not None:
-        questions = questions[:limit]
+        questions = questions[:check_limit(limit)]
     if shard is not None:
         k, n = check_shard(shard)
         questions = questions[k - 1::n]

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from memq import datasets
+from memq.cli import count
 from memq.errors import KnowledgeGraphError
 from memq.kg.base import KnowledgeGraph
 from memq.kg.check import check_gold
@@ -158,7 +159,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     _add_kg_options(check)
     check.add_argument("--drop-constraint", action="store_true",
                        help="also drop each constraint in turn and count answer changes")
-    check.add_argument("--limit", type=int, default=0, help="only the first N questions")
+    check.add_argument("--limit", type=count, default=0, help="only the first N questions")
     check.add_argument("--json", action="store_true", help="print the summary as JSON")
     check.add_argument("--no-progress", action="store_true", help="no progress bar")
     check.set_defaults(handler=_check)

@@ -188,6 +188,7 @@ def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: in
 
     from ..errors import LinkingError
     from ..evaluate.run import (
+        check_limit,
         check_shard,
         evaluate_question,
         for_dataset,
@@ -216,7 +217,7 @@ def run_linked(dataset: str, split: str, planner: str, *, config=None, limit: in
     files = [plans_from] if isinstance(plans_from, (str, Path)) else list(plans_from or ())
     saved = [r for file in files for r in load_records(file).values()]
     saved = hybrid_records(saved) if planner == "hybrid" else {r["id"]: r for r in saved}
-    todo = questions[:limit] if limit is not None else questions
+    todo = questions[:check_limit(limit)] if limit is not None else questions
     if shard is not None:
         k, n = check_shard(shard)
         todo = todo[k - 1::n]

@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from memq.cli import count
 from memq.errors import MemQError
 
 from .base import BACKENDS, DEFAULT_BACKEND
@@ -38,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     data.add_argument("--out", help="write JSONL here (default: only derive and validate)")
     data.add_argument("--exclude-webqsp-test", action="store_true",
                       help="drop CWQ questions built from WebQSP test questions (ids WebQTest-N_...)")
-    data.add_argument("--limit", type=int, help="only the first N questions")
+    data.add_argument("--limit", type=count, help="only the first N questions")
     _common(data)
     data.set_defaults(handler=_data)
 
@@ -53,7 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--split", choices=("dev", "test"), default="dev")
     ev.add_argument("--dataset", choices=DATASETS, default="webqsp")
     _planner_args(ev)
-    ev.add_argument("--limit", type=int, help="first N questions only")
+    ev.add_argument("--limit", type=count, help="first N questions only")
     ev.add_argument("--out", help="write per-question scores (JSONL); `memq evaluate --plans FILE` re-scores "
                                   "its plans end to end with no model call")
     ev.add_argument("--record", action="store_true", help="store the dev metrics in the adapter's manifest.json")

@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from memq.cli import count
+
 BASES = ("qwen2.5-coder-0.5b", "smollm2")
 TRAIN_SPLIT = "train (memq.plan.data.split_of, dev held out)"
 
@@ -32,7 +34,7 @@ def add_training_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bucket", type=int, default=50,
                    help="draw batches from pools of N x batch-size examples sorted by length (0: plain shuffle)")
     p.add_argument("--checkpoint-every", type=int, default=25)
-    p.add_argument("--limit", type=int, help="train on the first N examples only")
+    p.add_argument("--limit", type=count, help="train on the first N examples only")
     p.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
     p.add_argument("--stop-after", type=float, metavar="MINUTES",
                    help="stop with a checkpoint this many minutes after training starts (model load included); "
