@@ -576,3 +576,17 @@ def test_memq_ask_prints_an_answer_without_a_name_once():
                Plan(steps=[]), [], Trace())
     line = next(x for x in show(a).splitlines() if x.startswith("answers:"))
     assert line == "answers: Jamaican English (m.01428y), 1.0, http://memq.dev/synthetic/ent_1"
+
+
+def test_an_output_file_s_folder_is_made_before_the_run(tmp_path):
+    """``memq evaluate --json out/s.json`` ran every question, then could not write the summary: out/ did not exist.
+    The folders of --json and --per-question are made first; one that cannot be made stops the run at once."""
+    from memq.errors import MemQError
+    from memq.evaluate.cli import output_folder
+
+    output_folder(str(tmp_path / "a" / "b" / "s.json"), "--json")
+    assert (tmp_path / "a" / "b").is_dir()
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(MemQError, match="--per-question .*file.*its folder cannot be made"):
+        output_folder(str(tmp_path / "file" / "q.jsonl"), "--per-question")
+    output_folder(None, "--json")  # not given: nothing to make

@@ -120,11 +120,26 @@ def evaluation_config(args: argparse.Namespace):
     return config
 
 
+def output_folder(path: str | None, flag: str) -> None:
+    """Make the folder of an output file a flag names (``--json``, ``--per-question``) before the run, so that a long
+    run does not end unable to write what it measured; a folder that cannot be made is an error naming both."""
+    from ..errors import MemQError
+
+    if not path:
+        return
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise MemQError(f"{flag} {path}: its folder cannot be made ({exc.strerror or exc})") from None
+
+
 def _evaluate(args: argparse.Namespace) -> int:
     from ..errors import MemQError
     from ..pipeline import shown_path
     from .run import run
 
+    output_folder(args.json, "--json")
+    output_folder(args.per_question, "--per-question")
     config = evaluation_config(args)
     if args.batch_size is not None:
         config = replace(config, planner_batch_size=args.batch_size)
@@ -163,12 +178,12 @@ def _evaluate(args: argparse.Namespace) -> int:
                       shard=args.shard, part=args.part, questions_file=args.questions)
     summary["per_question"] = shown_path(args.per_question)
     text = json.dumps(summary, indent=2)
+    print(text)  # first: the summary is on stdout whatever happens to the file
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             fh.write(text + "\n")
     if adapter is not None:
         record_plan_only(adapter, summary, limit=args.limit, summary_file=args.json)
-    print(text)
     return 0
 
 
