@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from ..files import ROOT
 from ..link.settings import LinkConfig
@@ -81,11 +82,12 @@ class Config:
         if not 0 <= self.constraints <= 1:
             raise ValueError(f"constraints must be in [0, 1], got {self.constraints!r}")
 
-    @property
+    @cached_property
     def kg_file(self) -> str:
         """The RDF file of the embedded store: ``kg``, else the benchmark KG of the planner's dataset
         (``planner_dataset``, else the bank's, :func:`bank_dataset`): GrailQA's own (``GRAILQA_KG``) for GrailQA,
-        whose questions' facts the other one does not hold, else ``BENCHMARK_KG``."""
+        whose questions' facts the other one does not hold, else ``BENCHMARK_KG``. Read once a config (the bank's
+        manifests are read to know it; the fields it depends on are frozen, and ``replace`` makes a new config)."""
         if self.kg:
             return self.kg
         return GRAILQA_KG if (self.planner_dataset or bank_dataset(self.memory)) == "grailqa" else BENCHMARK_KG
