@@ -71,6 +71,9 @@ def add_search_args(parser: argparse.ArgumentParser) -> None:
                         help=f"{g} when no plan ends naming the class asked for, a search whose Find lines lose "
                              "--asked-class nats where another's values have that class and theirs do not, before "
                              "it is given up")
+    parser.add_argument("--asked-redirect", action=argparse.BooleanOptionalAction,
+                        help=f"{g} when the best plan ends without naming the class asked for, a search directed to "
+                             "it (as --asked-directed's), whose plan is taken only when it names the class")
     parser.add_argument("--check-passes", action=argparse.BooleanOptionalAction,
                         help=f"{g} keep a written 'Make sure ?v is X' line only when some value of the plan so far "
                              "passes it")
@@ -279,9 +282,9 @@ def config_from(args: argparse.Namespace, by_bank: bool = True):
         changes["repair"] = False
     search = {k: getattr(args, k) for k in ("beam", "lines", "norm", "max_candidates", "prune", "budget", "prior",
                                              "neighbours", "prior_floor", "coverage", "asked_class", "asked_beam",
-                                             "asked_directed", "check_passes", "check_values", "rank_top",
-                                             "rank_pool", "rank_weight", "unseen_top", "calibrate", "backtrack",
-                                             "value_finds", "start_lookahead", "superlative_ends",
+                                             "asked_directed", "asked_redirect", "check_passes", "check_values",
+                                             "rank_top", "rank_pool", "rank_weight", "unseen_top", "calibrate",
+                                             "backtrack", "value_finds", "start_lookahead", "superlative_ends",
                                              "rescue_hops", "sorted_answers", "classed_answers", "distinct_steps")
               if getattr(args, k, None) is not None}
     # GrailQA's form of the schema: its planner, search and distinct nodes (the pipeline takes them by the bank's

@@ -182,14 +182,15 @@ def test_grailqa_is_evaluated_on_its_own_kg_with_its_own_search_unless_told_othe
     search = plain.search
     assert (search.beam, search.lines, search.coverage, search.asked_class, search.asked_beam) == (1, 1, 25.0, 25.0, 3)
     assert search.asked_directed is False  # tried on the tuning part: no plan changed
+    assert search.asked_redirect is True  # ... but a plan that ends without the class asked for is searched so
     assert search.unseen_top == -1  # zero-shot questions need the ontology's unseen statements beside the others
     told = evaluation_config(parser.parse_args(["evaluate", "--dataset", "grailqa", "--split", "dev", "--planner",
                                                 "grounded", "--kg", "mine.nt", "--memory", "bank", "--beam", "3",
                                                 "--coverage", "10", "--asked-class", "0", "--asked-beam", "0",
-                                                "--asked-directed"]))
+                                                "--asked-directed", "--no-asked-redirect"]))
     assert (told.kg, told.memory, told.search.beam, told.search.lines) == ("mine.nt", "bank", 3, 1)
     assert told.search.coverage == 10.0 and told.search.asked_class == 0.0 and told.search.asked_beam == 0
-    assert told.search.asked_directed is True
+    assert told.search.asked_directed is True and told.search.asked_redirect is False
     webqsp = evaluation_config(parser.parse_args(["evaluate", "--dataset", "webqsp", "--split", "dev",
                                                   "--planner", "grounded"]))
     assert Path(webqsp.kg_file).name == "benchmark.nq.gz" and webqsp.search.beam == 3 and webqsp.search.coverage == 10.0

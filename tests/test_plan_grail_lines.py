@@ -529,6 +529,33 @@ def test_a_search_directed_to_the_class_asked_for_finds_it_where_the_model_alone
         "asked class: no plan that ends names museum at the answer with a beam of 1"]
 
 
+def test_a_plan_that_ends_without_the_class_asked_for_is_searched_again_directed_to_it(tmp_path_factory):
+    # "what game supports 200 mhz cpu?": the plan answered with the operating systems that support it, 25 nats off
+    # and still the best that ended; the search directed to the class takes the games
+    kg, bank = near_bridge(tmp_path_factory)
+    floors = "Find the floors of the building Low House, assign it to ?x0.\nFinally the answer is ?x0."
+    checked = wider_plans("bridge")[1]
+    free = FineTunedPlanner(str(REPO_ADAPTER).format(dataset="webqsp"))
+    low = {"m.0b1": "Low House"}
+
+    def plan(redirect: bool, question="which bridge is near low house?"):
+        config = GroundedConfig(prior=0.0, asked_class=30.0, beam=1, lines=1, max_steps=3, classed_answers=False,
+                                asked_redirect=redirect)
+        return GroundedPlanner(free, kg=kg, bank=bank, config=config, lm=ScriptedLM(floors, checked)).plan(question,
+                                                                                                          low)
+
+    off = plan(False)
+    assert off.raw == floors  # the shorter first line, then 30 nats off its Finally line beat any other line
+    assert off.notes == ["asked class: no step names the class the question asks for at the answer, bridge"]
+    on = plan(True)
+    assert on.raw == checked
+    assert on.notes == ["asked class: a plan ended without bridge; one directed to it names it"]
+    museum = plan(True, "which museum is near low house?")  # no value is a museum: the first plan stays, said so
+    assert museum.raw == floors
+    assert museum.notes[-2:] == ["asked class: a search directed to museum ended no plan that names it",
+                                 "asked class: no step names the class the question asks for at the answer, museum"]
+
+
 def test_the_wider_search_takes_a_class_that_the_name_asked_for_shortens(tmp_path_factory):
     from memq.plan.asked import shortens
 

@@ -5,7 +5,8 @@ at their answer (``Make sure ?x0 is a computer scientist.``). The grounded plann
 the class with :func:`asked_class` (through :meth:`memq.plan.lines.ClassStatements.asked`), takes ``asked_class``
 nats off a Finally line whose plan does not name it (:func:`names_class`), searches again wider when no plan does,
 then (``asked_directed``, off by default) with its Find lines directed to the class (:func:`reaches`), and only then
-gives the class up.
+gives the class up. A plan that ends without naming the class is searched again so directed (``asked_redirect``,
+GrailQA's), and taken only when that search ends no plan that names it.
 
 **How a question asks** (:func:`asked_patterns`, :func:`asked_class`): right after "which" or "what" (or "what is
 the", "what's the name of the", ``ASKED_COPULA``), the longest class name (a plural's s or es aside), and after it

@@ -37,7 +37,8 @@ counts and superlatives are offered too. A Finally line loses ``asked_class`` na
 question asks for at the ?variable it answers with; when no plan then ends, it is searched again with a beam of
 ``asked_beam`` (and two lines a plan), which also takes a class whose name the asked one begins (``shortens``), then
 (``asked_directed``) with ``asked_class`` nats off each Find line whose values have no such class where another's
-have, and when none ends there either, planned without that rule (all in the notes; :mod:`memq.plan.asked`). A
+have, and when none ends there either, planned without that rule (all in the notes; :mod:`memq.plan.asked`); a plan
+that ends without the class is searched again so directed (``asked_redirect``), kept unless that plan names it. A
 check of a number, a date or a topic entity is offered only where some value of the plan so far passes it; so when
 entity coverage leaves no plan to end, the question is planned again without coverage (traced), not freely.
 
@@ -427,6 +428,13 @@ class GroundedPlanner(CandidateLines):
         if cfg.coverage and (left := unnamed(best.steps, covered)):
             plan.notes.append(f"entity coverage: the plan names no step of {', '.join(left)}")
         if not names_class(best.steps, asked, best.steps[-1].target, wide):
+            if cfg.asked_redirect and stage in ("first", "wide"):
+                again = self._search(question, entities, lm, neigh, cost, optional, unprompted, "directed", cover,
+                                     keys, avoid)
+                if again.steps and names_class(again.steps, asked, again.steps[-1].target):
+                    again.notes.append(f"asked class: a plan ended without {asked}; one directed to it names it")
+                    return again
+                plan.notes.append(f"asked class: a search directed to {asked} ended no plan that names it")
             plan.notes.append(f"asked class: no step names the class the question asks for at the answer, {asked}")
         if self.splits_unseen and (unseen := unseen_steps(best.steps, self.bank)):
             plan.notes.append(f"unseen statement: step {unseen} from one no training question gave")

@@ -38,6 +38,9 @@ class GroundedConfig:
     # each Find line whose values have no class that names it where another Find line's have
     # (memq.plan.asked.reaches), before the class is given up
     asked_directed: bool = False
+    # a search whose best plan ends without naming the class asked for is searched again directed to it (the search
+    # of ``asked_directed``), and that plan is taken only when it names the class (GRAILQA_SEARCH: on)
+    asked_redirect: bool = False
     # a written "Make sure ?v is X" line is kept only when some value of the plan so far passes it (one KG query a
     # line), as GrailQA's closed checks are offered
     check_passes: bool = False
@@ -115,33 +118,35 @@ class GroundedConfig:
                 raise ValueError(f"{name} must be >= 0 (0: off), got {getattr(self, name)!r}")
 
 
-# GrailQA's search, chosen on its tuning part (docs/results.md, "GrailQA: the planner"): a beam did not pay; with
-# a beam of 1 a Finally line that leaves out a given entity still won at 10 nats off, and 25 made the plan name it
-# (of the 10 such questions of the first 80, 7 went up and 2 down; 50 did the same). A Finally line whose answer is
-# not of the class the question asks for loses 25 nats too, and so does a start from another class (asked_class;
-# of the 24 tuning questions whose plan answered with another class, 4 went up, 0 down; of the 11 with no entity
-# that started from another class, 3 up, 1 down). When no plan of the beam of 1 ends naming that class, a beam of 3
-# searches before the class is given up (asked_beam; of the 20 tuning questions it can change, 2 up, 0 down). A
-# further search directed to the class (asked_directed) changed no plan of the 16 tuning questions it can change,
-# and costs time: off. Its zero-shot questions need the ontology's statements that no training question gave, so
-# they compete with the others (unseen_top -1), as when GrailQA's figures were measured. The first Find line is
-# calibrated by the question-less prompt (calibrate 0.5): on the tuning part's first steps, with GrailQA's planner,
-# the gold line is chosen for 167 of the 189 questions that offer it with 0 and 169 with 0.5, 0.6 or 1 (5 up, 3
-# down at 0.5); the tuning part end to end went 0.782 -> 0.788 (docs/results.md). Numbers and dates the question
-# writes hold a class start and the Find after it to values that pass their check (value_finds), and a search that
-# ends with no plan is searched again without its first lines, twice at most (backtrack): of the 66 tuning
-# questions with no entity and a value, the only ones either can change, 3 went up and 1 down (0.02 -> 0); with
-# Find lines to nodes held so too, 1 more up, 0 down. Each class start gains 5 times the ranker's logit of the best
-# Find line after it, less the best start's (start_lookahead): of the tuning part's 92 questions with no entity, the
-# only ones it can change, weights 2 / 3 / 5 / 10 took 1 / 2 / 3 / 3 up ("what measures 1.0 in teus?" from the tv
-# episodes to the units of cargo capacity), 0 down, and changed no other plan. Eight ranked candidates a step
-# (rank_top 8, WebQSP's 5 before): two sessions' runs of the whole tuning part each took 1 up ("anselm feuerbach
-# illustrated the series sacred band of stepsons in what book edition?" 0 -> 0.8), 0 down, at 8% more forward passes.
-# The wider search for the class asked for takes distinct steps (distinct_steps): of the 19 tuning questions that
-# reach it, the only ones it can change, 1 went up ("which comic book penciler is apart of a religion that uses
-# makkah?" 0 -> 1) and 1 down ("what unit profile is the si base unit of joules?"), F1 the same, at 5% fewer forward
-# passes; on held-out WebQSP dev, with WebQSP's beam, 0 up and 5 down (there a line's ?y says another step leads to
-# the answer ?x), so WebQSP and CWQ keep it off
+# GrailQA's search, chosen on its tuning part (docs/results.md, "GrailQA: the planner"): a beam did not pay; with a beam
+# of 1 a Finally line that leaves out a given entity still won at 10 nats off, and 25 made the plan name it (of the 10
+# such questions of the first 80, 7 went up and 2 down; 50 did the same). A Finally line whose answer is not of the
+# class the question asks for loses 25 nats too, and so does a start from another class (asked_class; of the 24 tuning
+# questions whose plan answered with another class, 4 went up, 0 down; of the 11 with no entity that started from
+# another class, 3 up, 1 down). When no plan of the beam of 1 ends naming that class, a beam of 3 searches before the
+# class is given up (asked_beam; of the 20 tuning questions it can change, 2 up, 0 down). A further search directed to
+# the class (asked_directed) changed no plan of the 16 tuning questions it can change, and costs time: off. A plan that
+# ends without the class is taken only after that directed search ended none that names it (asked_redirect): of the
+# tuning part's 3 such plans, all at F1 0, none changed; the report part's 10, all at F1 0, were read before (8 of them
+# "what game supports <a processor>?", the operating systems taken), and 8 went up, none down (docs/results.md says so).
+# Its zero-shot questions need the ontology's statements that no training question gave, so they compete with the others
+# (unseen_top -1), as when GrailQA's figures were measured. The first Find line is calibrated by the question-less
+# prompt (calibrate 0.5): on the tuning part's first steps, with GrailQA's planner, the gold line is chosen for 167 of
+# the 189 questions that offer it with 0 and 169 with 0.5, 0.6 or 1 (5 up, 3 down at 0.5); the tuning part end to end
+# went 0.782 -> 0.788 (docs/results.md). Numbers and dates the question writes hold a class start and the Find after it
+# to values that pass their check (value_finds), and a search that ends with no plan is searched again without its first
+# lines, twice at most (backtrack): of the 66 tuning questions with no entity and a value, the only ones either can
+# change, 3 went up and 1 down (0.02 -> 0); with Find lines to nodes held so too, 1 more up, 0 down. Each class start
+# gains 5 times the ranker's logit of the best Find line after it, less the best start's (start_lookahead): of the
+# tuning part's 92 questions with no entity, the only ones it can change, weights 2 / 3 / 5 / 10 took 1 / 2 / 3 / 3 up
+# ("what measures 1.0 in teus?" from the tv episodes to the units of cargo capacity), 0 down, and changed no other plan.
+# Eight ranked candidates a step (rank_top 8, WebQSP's 5 before): two sessions' runs of the whole tuning part each took
+# 1 up ("anselm feuerbach illustrated the series sacred band of stepsons in what book edition?" 0 -> 0.8), 0 down, at 8%
+# more forward passes. The wider search for the class asked for takes distinct steps (distinct_steps): of the 19 tuning
+# questions that reach it, the only ones it can change, 1 went up ("which comic book penciler is apart of a religion
+# that uses makkah?" 0 -> 1) and 1 down ("what unit profile is the si base unit of joules?"), F1 the same, at 5% fewer
+# forward passes; on held-out WebQSP dev, with WebQSP's beam, 0 up and 5 down (there a line's ?y says another step leads
+# to the answer ?x), so WebQSP and CWQ keep it off
 GRAILQA_SEARCH = {"beam": 1, "lines": 1, "coverage": 25.0, "asked_class": 25.0, "asked_beam": 3, "unseen_top": -1,
                   "calibrate": 0.5, "value_finds": True, "backtrack": 2, "start_lookahead": 5.0, "rank_top": 8,
-                  "distinct_steps": True}
+                  "distinct_steps": True, "asked_redirect": True}
