@@ -279,6 +279,28 @@ def test_the_region_that_places_a_place_is_a_second_reading(places_kg, bank):
                            Trace())[2] == ()
 
 
+def test_a_state_s_postal_code_after_a_place_names_its_region(places_kg, bank):
+    """ "what to do san jose ca", "what county is st paul nc in": WebQSP ends 53 questions
+    with a US state's postal code (32 train, 21 test), and "ca" reads no entity, so the place rule could not tell San
+    Jose, California from San José, Costa Rica. A code that ends the question, but for function words, now names
+    its state for the place before it."""
+    from memq.link.context import state_code
+
+    assert state_code("what county is frederick md in".split(), 4) == "maryland"
+    assert state_code("where is washington dc".split(), 3) == "washington d c"  # as the index's keys are written
+    assert state_code("what la teams play there".split(), 1) is None  # inside the question: a word, a name's part
+    assert state_code("what county is paris in".split(), 4) is None  # "in", "or", "me", "hi", "oh", "ok", "id": words
+    index = build_index(places_kg, source={"kg": "kg.nt"})
+    fit = MemoryFit(places_kg, bank)
+    on = LinkConfig(fit_weight=0.0)
+    assert on.state_codes
+    links = Linker(index, on, fit).link("where is fresno tx?")
+    assert links[0].id == "m.0ftx" and links[0].to_json()["within"] == "m.0tx"
+    assert Linker(index, replace(on, state_codes=False), fit).link("where is fresno tx?")[0].id == "m.0fca"
+    assert Linker(index, on, fit).link("where is fresno tx airport?")[0].id == "m.0fca"  # not at the question's end
+    assert Linker(index, on, fit).link("where is fresno ca?")[0].id == "m.0fca"  # no California in this KG: as before
+
+
 WALTON = f"""
 <{FB}m.0walton> {NAME} "Walton"@en .
 <{FB}m.0goggins> {NAME} "Walton Goggins"@en .

@@ -2,21 +2,21 @@
 longer name a span is part of, the place and the title inside "title of place", and the double quotes around a
 name.
 
-**The place beside a place** (:func:`placed`; ``LinkConfig.place_weight``): "fresno texas", "kansas city kansas".
-Many places share a name, and a question tells them apart the way an address does, with the region after the
-place: "where is fresno texas located?" asks about Fresno, Texas, where popularity and the mention prior read
-"fresno" as Fresno, California. The region is a span of its own, so neither the span's match nor its commonness
-sees it, and coherence (:meth:`memq.link.linker.Linker.joined_with`) joins only entities one CVT joins.
-So, with a KG (a linker given a :class:`~memq.link.fit.MemoryFit`), for each span with two readings or more, at
-least ``place_readings`` of them (1; 2 before a later session: two places of one name) with its exact name among
-its ``place_candidates`` best, and a span that starts right where it ends: when the KG
-puts such a reading inside one of the next span's two best readings with an exact name
-(:meth:`~memq.link.fit.MemoryFit.contained`: ``location.location.containedby`` or ``contains``, or two
-``containedby`` edges), that reading gains ``place_weight``. A place is named exactly: "portland" does not lift
-Portland State University. One query a question, only for questions where such spans meet. The region's id is
-kept in the candidate (``Link.within``), and the region itself is linked or not as any other span; linked, it is a
-second reading (``LinkConfig.regions_apart``: WebQSP annotates the region in none of the 37 train questions where a
-place is read so).
+**The place beside a place** (:func:`placed`; ``LinkConfig.place_weight``): "fresno texas", "kansas city kansas". Many
+places share a name, and a question tells them apart the way an address does, with the region after the place: "where
+is fresno texas located?" asks about Fresno, Texas, where popularity and the mention prior read "fresno" as Fresno,
+California. The region is a span of its own, so neither the span's match nor its commonness sees it, and coherence
+(:meth:`memq.link.linker.Linker.joined_with`) joins only entities one CVT joins. So, with a KG (a linker given a
+:class:`~memq.link.fit.MemoryFit`), for each span with two readings or more, at least ``place_readings`` of them (1; 2
+before a later session: two places of one name) with its exact name among its ``place_candidates`` best, and a span
+that starts right where it ends: when the KG puts such a reading inside one of the next span's two best readings with
+an exact name (:meth:`~memq.link.fit.MemoryFit.contained`: ``location.location.containedby`` or ``contains``, or two
+``containedby`` edges), that reading gains ``place_weight``. A US state's postal code that ends the question names its
+state so too (:func:`state_code`; ``LinkConfig.state_codes``): "what to do san jose ca". A place is named exactly:
+"portland" does not lift Portland State University. One query a question, only for questions where such spans meet.
+The region's id is kept in the candidate (``Link.within``), and the region itself is linked or not as any other span;
+linked, it is a second reading (``LinkConfig.regions_apart``: WebQSP annotates the region in none of the 37 train
+questions where a place is read so).
 
 **The longer name around a span** (:func:`nested`; ``LinkConfig.nested_weight``, ``nested_exact_weight``): a
 reading that is not its span's exact name (a part of a longer name, a fuzzy match, the name an adjective is formed
@@ -60,7 +60,7 @@ import re
 
 from memq.errors import MemQError
 
-from .index import fold, normalize
+from .index import STOP_WORDS, fold, normalize
 
 log = logging.getLogger(__name__)
 
@@ -142,10 +142,32 @@ def of_parts(found: list, chosen: list, tokens: list[str]) -> list:
     return out
 
 
-def placed(linker, found: list) -> list:
+# the US states' postal codes but those that are common English words at a question's end ("in", "or", "me", "hi",
+# "oh", "ok", "id"), and the District of Columbia's
+US_STATES = dict(pair.split(":") for pair in (
+    "al:alabama ak:alaska az:arizona ar:arkansas ca:california co:colorado ct:connecticut de:delaware fl:florida "
+    "ga:georgia ia:iowa ks:kansas ky:kentucky la:louisiana ma:massachusetts md:maryland mi:michigan mn:minnesota "
+    "mo:missouri ms:mississippi mt:montana nc:north_carolina nd:north_dakota ne:nebraska nh:new_hampshire "
+    "nj:new_jersey nm:new_mexico nv:nevada ny:new_york pa:pennsylvania ri:rhode_island sc:south_carolina "
+    "sd:south_dakota tn:tennessee tx:texas ut:utah va:virginia vt:vermont wa:washington wi:wisconsin "
+    "wv:west_virginia wy:wyoming dc:washington_d.c.").split())
+
+
+def state_code(tokens: list[str], j: int) -> str | None:
+    """The name of the US state whose postal code is ``tokens[j]`` (normalised) where nothing but function words
+    follows it: "what to do san jose ca", "what county is frederick md in". Else None: a code inside a question is
+    too often a word or a name's part ("la", "co", "pa")."""
+    if j >= len(tokens) or tokens[j] not in US_STATES or not all(t in STOP_WORDS for t in tokens[j + 1:]):
+        return None
+    return normalize(US_STATES[tokens[j]].replace("_", " "))
+
+
+def placed(linker, found: list, tokens: list[str] = ()) -> list:
     """``found`` (:meth:`memq.link.linker.Linker.candidates`' tuples) with ``place_weight`` added to each reading
-    of a span that the KG puts inside a region the next span names; the region's id becomes the fourth part of
-    the candidate's last element (after the fit, its statement and the coherent entity, None here)."""
+    of a span that the KG puts inside a region the next span names, or a US state the next token's postal code
+    names (:func:`state_code`, with ``LinkConfig.state_codes`` and the question's ``tokens``); the region's id
+    becomes the fourth part of the candidate's last element (after the fit, its statement and the coherent entity,
+    None here)."""
     cfg = linker.config
     spans: dict[tuple[int, int], list] = {}
     for c in sorted(found, key=lambda c: (-c[0], c[3])):
@@ -157,6 +179,8 @@ def placed(linker, found: list) -> list:
             continue
         after = [list(dict.fromkeys(c[3] for c in later if c[4] == 1.0))[:2]
                  for (start, _), later in spans.items() if start == j]
+        if cfg.state_codes and (state := state_code(list(tokens), j)) is not None:
+            after.append(linker.index.exact(state)[:3])  # "georgia": the country too, most popular first
         regions[(i, j)] = list(dict.fromkeys(z for names in after for z in names))
     pairs = [(c[3], z) for span, zs in regions.items() for c in spans[span][:cfg.place_candidates] for z in zs
              if c[4] == 1.0 and c[3] != z]

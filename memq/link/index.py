@@ -51,6 +51,15 @@ _ID = re.compile(r"^[mg]\.[0-9a-z_]+$")
 _APOSTROPHE_S = re.compile(r"['\u2019]s\b")
 _NON_WORD = re.compile(r"[^0-9a-z]+")
 BLOCK = 3  # fuzzy lookups compare names that share this many leading characters
+# function words and question words: a span made only of these is not a mention (memq.link.linker)
+STOP_WORDS = frozenset("""
+a about after all also am an and any are as at be been before being between both but by can could did do does
+doing done during each for from had has have having he her hers him his how i if in into is it its just me more
+most my no nor not now of off on once only or other our out over own same she should so some such than that the
+their theirs them then there these they this those through to too under until up very was we were what when where
+which while who whom whose why will with would you your yours s t much many get got go goes went come came make made
+mean means called call name named kind type sort year years first last new old did does whats where's who's
+""".split())
 # words that alone are no partial key of a longer name
 STOP_PARTS = frozenset("a an and at by de for from in is la le of on or the to with".split())
 # how adjectives of places and creeds end: Egyptian, Korean, Jamaican, Chinese, Islamic, Turkish, Israeli

@@ -28,20 +28,11 @@ from dataclasses import dataclass, field, replace
 from ..errors import MemQError
 from .context import asked_other, nested, numbers, of_parts, placed, quoted, title_exact_first
 from .demonyms import countries
-from .index import EntityIndex, normalize
+from .index import STOP_WORDS, EntityIndex, normalize
 from .settings import LinkConfig
 
 log = logging.getLogger(__name__)
 
-# function words and question words: a span made only of these is not a mention
-STOP_WORDS = frozenset("""
-a about after all also am an and any are as at be been before being between both but by can could did do does
-doing done during each for from had has have having he her hers him his how i if in into is it its just me more
-most my no nor not now of off on once only or other our out over own same she should so some such than that the
-their theirs them then there these they this those through to too under until up very was we were what when where
-which while who whom whose why will with would you your yours s t much many get got go goes went come came make made
-mean means called call name named kind type sort year years first last new old did does whats where's who's
-""".split())
 
 # words a name may be written after that are seldom part of it: the same span without one also matches
 # (LinkConfig.title_match). "st" of a place ("st paul") is part of its name, which matches exactly, and better
@@ -219,7 +210,7 @@ class Linker:
         if self.uses_fit and found:
             found = self.with_fit(question, found)
         if self.fit is not None and cfg.place_weight > 0 and found:
-            found = placed(self, found)
+            found = placed(self, found, tokens)
         found.sort(key=best_first)
         return found
 

@@ -84,6 +84,9 @@ class LinkConfig:
     place_weight: float = 0.5
     place_candidates: int = 4
     place_readings: int = 1  # of them with the span's exact name, at least (2: two places of one name only)
+    # a US state's postal code after a place reads as that state for the place beside it ("san jose ca": San Jose,
+    # California), where it ends the question but for function words (memq.link.context.state_code)
+    state_codes: bool = True
     nested_weight: float = 0.3
     nested_exact_weight: float = 0.5
     # the region span that placed a place ("paris france": France) becomes a second reading of its own (optional, left
