@@ -852,6 +852,9 @@ def test_a_second_reading_of_a_linked_span_is_an_optional_entity(pipe, index):
            "(m.01428y)" in a.trace.fallbacks
     shown = show(a)  # what memq ask prints
     assert "Jamaican English (m.01428y)  from 'jamaican'" in shown and "(a second reading: optional)" in shown
+    # marked as every link the prompt leaves out is (memq.link.constraints.left_out): not named in it
+    assert next(x for x in a.trace.links if x["id"] == "m.01428y").get("unprompted") is True
+    assert "(a second reading: optional)  (not named in the planner's prompt)" in shown
     assert "Male (m.05zppz)  suggested by similar training questions  support 0.80" in shown
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..errors import KnowledgeGraphError, LinkingError, MemQError, ReconstructionError
 from ..kg import open_kg
-from ..link.constraints import known_optional, linked_entities, unused_suggestions
+from ..link.constraints import known_optional, left_out, linked_entities, unused_suggestions
 from ..link.resolve import check_names, check_question, known_entities, needs_linking, validate
 from ..plan.asked import of_class
 from ..plan.base import RESCUED
@@ -235,9 +235,7 @@ class Pipeline:
             calls_before = getattr(self.planner, "calls", 0)
             t0 = time.perf_counter()
             if optional and getattr(self.planner, "plans_with_optional", False):
-                if second:
-                    left = ", ".join(f"{entities[m]} ({m})" for m in second)
-                    trace.fallbacks.append(f"second readings, unprompted links not in the planner's prompt: {left}")
+                left_out(trace, second, entities, "second readings, unprompted links not in the planner's prompt")
                 plan = self.planner.plan(question, entities, optional=tuple(optional), unprompted=second)
                 if self.config.link.replan_unused and (unused := unused_suggestions(plan.steps, entities, trace,
                                                                                     second)):
