@@ -280,10 +280,10 @@ def test_the_region_that_places_a_place_is_a_second_reading(places_kg, bank):
 
 
 def test_a_state_s_postal_code_after_a_place_names_its_region(places_kg, bank):
-    """ "what to do san jose ca", "what county is st paul nc in": WebQSP ends 53 questions
-    with a US state's postal code (32 train, 21 test), and "ca" reads no entity, so the place rule could not tell San
-    Jose, California from San José, Costa Rica. A code that ends the question, but for function words, now names
-    its state for the place before it."""
+    """ "what to do san jose ca", "what county is st paul nc in": WebQSP ends 53 questions with a US state's postal
+    code (32 train, 21 test), and "ca" reads no entity, so the place rule could not tell San Jose, California from San
+    José, Costa Rica. A code that ends the question, but for function words, now names its state for the place
+    before it."""
     from memq.link.context import state_code
 
     assert state_code("what county is frederick md in".split(), 4) == "maryland"

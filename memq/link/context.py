@@ -153,7 +153,7 @@ US_STATES = dict(pair.split(":") for pair in (
     "wv:west_virginia wy:wyoming dc:washington_d.c.").split())
 
 
-def state_code(tokens: list[str], j: int) -> str | None:
+def state_code(tokens, j: int) -> str | None:
     """The name of the US state whose postal code is ``tokens[j]`` (normalised) where nothing but function words
     follows it: "what to do san jose ca", "what county is frederick md in". Else None: a code inside a question is
     too often a word or a name's part ("la", "co", "pa")."""
@@ -162,7 +162,7 @@ def state_code(tokens: list[str], j: int) -> str | None:
     return normalize(US_STATES[tokens[j]].replace("_", " "))
 
 
-def placed(linker, found: list, tokens: list[str] = ()) -> list:
+def placed(linker, found: list, tokens=()) -> list:
     """``found`` (:meth:`memq.link.linker.Linker.candidates`' tuples) with ``place_weight`` added to each reading
     of a span that the KG puts inside a region the next span names, or a US state the next token's postal code
     names (:func:`state_code`, with ``LinkConfig.state_codes`` and the question's ``tokens``); the region's id
@@ -179,7 +179,7 @@ def placed(linker, found: list, tokens: list[str] = ()) -> list:
             continue
         after = [list(dict.fromkeys(c[3] for c in later if c[4] == 1.0))[:2]
                  for (start, _), later in spans.items() if start == j]
-        if cfg.state_codes and (state := state_code(list(tokens), j)) is not None:
+        if cfg.state_codes and (state := state_code(tokens, j)) is not None:
             after.append(linker.index.exact(state)[:3])  # "georgia": the country too, most popular first
         regions[(i, j)] = list(dict.fromkeys(z for names in after for z in names))
     pairs = [(c[3], z) for span, zs in regions.items() for c in spans[span][:cfg.place_candidates] for z in zs
