@@ -1,12 +1,14 @@
 """Entity linking: index build and load time, and linking precision/recall/time on a dataset split.
 
     .venv/bin/python benchmarks/bench_link.py [--dataset webqsp] [--split test] [--build] [--set KEY=VALUE ...]
-                                               [--no-fit] [--memory DIR] [--json FILE] [--records FILE]
+                                               [--recount] [--no-fit] [--memory DIR] [--json FILE] [--records FILE]
 
 ``--build`` builds the index of the default KG afresh (into a temporary folder) and times it; otherwise the cached
 index (``memq.link.resolve.cached_index``) is loaded, and that load is timed. ``--set`` changes a
 :class:`memq.link.settings.LinkConfig` field (e.g. ``--set same_span_margin=0.2 --set max_entities=3``) for a
-second row beside the defaults. Recall is of the gold topic entities the question names; precision of the linked
+second row beside the defaults; both rows read the mention prior the defaults count, unless ``--recount`` counts it
+again for the second row with its settings (those the spans are read with, ``alias_match``, ``alias_floor``, ...:
+memq.link.mentions.mention_counts). Recall is of the gold topic entities the question names; precision of the linked
 entities among all gold topic entities (memq.link.evaluate).
 
 The fit through the memory (memq.link.fit) reads the default KG and ``--memory`` (default: the committed bank of
@@ -19,6 +21,7 @@ every statement that only dev questions gave it (as benchmarks/memory_heldout.py
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import sys
 import tempfile
@@ -40,6 +43,9 @@ def main() -> int:
     parser.add_argument("--mentions", default=None, metavar="DATASET,...",
                         help="count the mention prior on these datasets' training questions (default: "
                              "memq.link.mentions.MENTION_DATASETS)")
+    parser.add_argument("--recount", action="store_true",
+                        help="count the mention prior again for the --set row, with its settings (those the "
+                             "spans are read with, alias_match, alias_floor, ...)")
     parser.add_argument("--json", help="write the figures here")
     parser.add_argument("--records", help="write each question's links here, a line for each row's (JSON lines)")
     args = parser.parse_args()
@@ -100,6 +106,10 @@ def main() -> int:
         Path(args.records).write_text("", encoding="utf-8")
     for label, config in configs.items():
         linker = Linker(index, config, fit)
+        if args.recount and label != "default":  # the counts of this row's settings, on the same questions
+            linker.index = copy.copy(index)
+            linker.index.mentions, _ = training_mentions(index, mention_sets, hold_out_dev=args.split == "dev",
+                                                         config=config)
         linker.link(questions[0].question)  # rapidfuzz and the embedder loaded before timing
         records = [{"id": q.id, "question": q.question, **link_record(linker, q)} for q in questions]
         if args.records:
