@@ -194,6 +194,30 @@ def test_a_fuzzy_match_that_swaps_a_word_for_another_is_no_reading():
         LinkConfig(fuzzy_words=-1)
 
 
+def test_a_span_that_starts_or_ends_with_a_function_word_reads_exact_names_only():
+    """ "what is the largest unit of frequency in terms of hertz?" linked *Astronomical Unit of Mass* from "unit of":
+    the function word made the span cover more of the name than "unit" alone does. A span that starts or ends with
+    one reads exact names only ("the beatles" still reads The Beatles); the span without it reads the names it is a
+    part of."""
+    rows = [("m.0aum", 300, "Astronomical Unit of Mass"), ("m.0hz", 50, "Hertz"), ("m.0bt", 900, "The Beatles")]
+    index = EntityIndex([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [() for _ in rows])
+    question = "what is the largest unit of frequency in terms of hertz?"
+
+    def readings(config):
+        return {key: {mid for mid, _ in matches} for _, _, key, matches in Linker(index, config).spans(question)}
+
+    before = readings(replace(LinkConfig(), content_edges=False))
+    assert "m.0aum" in before["unit of"] and "m.0aum" in before["unit"]
+    now = readings(LinkConfig())
+    assert "unit of" not in now and now["unit"] == {"m.0aum"}  # a part of the name, as it was
+    old = {x.id: x for x in Linker(index, replace(LinkConfig(), content_edges=False)).link(question)}
+    new = {x.id: x for x in Linker(index).link(question)}
+    assert old["m.0aum"].mention == "unit of" and new["m.0aum"].mention == "unit"  # it covers less of the name
+    assert new["m.0aum"].score < old["m.0aum"].score
+    beatles = {key: {mid for mid, _ in m} for _, _, key, m in Linker(index).spans("who were the beatles?")}
+    assert beatles["the beatles"] == {"m.0bt"}
+
+
 def test_a_language_or_its_country_is_read_by_the_class_the_question_asks_for():
     """ "german" reads German Language and Germany (a fuzzy match, more popular): "what countries speak german?"
     asks for countries and names the language, "what languages do portuguese people speak?" asks for languages and

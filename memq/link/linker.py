@@ -1,8 +1,9 @@
 """Linker: a question's topic entities from an :class:`~memq.link.index.EntityIndex`.
 
 1. Mention detection: each span of up to ``max_tokens`` normalised tokens, not all stop words, is looked up as a
-   name (exact, else rapidfuzz ``ratio`` >= ``fuzzy_cutoff``: "jamaican" finds "Jamaica"), a learnt alias and a
-   demonym (:mod:`memq.link.demonyms`: "italians" reads Italy).
+   name (exact, a part of a name, else rapidfuzz ``ratio`` >= ``fuzzy_cutoff``: "jamaican" finds "Jamaica"), a
+   learnt alias and a demonym (:mod:`memq.link.demonyms`: "italians" reads Italy); a span that starts or ends with a
+   stop word, as an exact name only (``content_edges``: "unit of" is no part of *Astronomical Unit of Mass*).
 2. Candidate ranking: ``match`` (1 exact, else ratio / 100) + ``popularity_weight`` x popularity (log degree, 0-1)
    + ``length_weight`` x the span's content tokens (up to 3, over 3) + the mention prior (how often the span named a
    gold entity in training, and ``commonness_weight`` x how much less often it named this one than the span's most
@@ -130,9 +131,10 @@ class Linker:
                 if i in inside and j - 1 in inside and inside[i] == inside[j - 1] != (i, j):
                     continue  # a piece of one written number ("0" of "787920.0")
                 key = " ".join(span)
-                matches = self._names(key)
+                edged = span[0] in STOP_WORDS or span[-1] in STOP_WORDS
+                matches = self._names(key, partial=not (cfg.content_edges and edged))
                 named = any(m == 1.0 for m in matches.values())  # some entity has the span's exact name
-                if not named and span[0] not in STOP_WORDS and span[-1] not in STOP_WORDS and len(key) >= 4:
+                if not named and not edged and len(key) >= 4:
                     self._add_fuzzy(key, matches)
                 if cfg.base_match > 0 and j == i + 1 and not named:
                     for name in index.bases(key):  # "egyptian": Egypt
@@ -152,12 +154,12 @@ class Linker:
                 if matches:
                     yield i, j, key, list(matches.items())
 
-    def _names(self, key: str) -> dict[str, float]:
+    def _names(self, key: str, partial: bool = True) -> dict[str, float]:
         """Entity id -> match of the names ``key`` (normalised) is: 1 for an exact name, ``partial_match`` + the
-        rest x the share it covers for a name it is a part of."""
+        rest x the share it covers for a name it is a part of (with ``partial``)."""
         cfg = self.config
         matches = {mid: 1.0 for mid in self.index.exact(key)[:cfg.candidates]}
-        for mid, cover in self.index.partial(key)[:cfg.candidates]:
+        for mid, cover in self.index.partial(key)[:cfg.candidates] if partial else ():
             matches.setdefault(mid, cfg.partial_match + (1 - cfg.partial_match) * cover)
         return matches
 
