@@ -83,14 +83,20 @@ class Config:
             raise ValueError(f"constraints must be in [0, 1], got {self.constraints!r}")
 
     @cached_property
+    def dataset(self) -> str | None:
+        """The dataset whose questions this config plans: ``planner_dataset``, else the memory bank's
+        (:func:`bank_dataset`), else None. Read once a config (the bank's manifests are read to know it; the fields
+        it depends on are frozen, and ``replace`` makes a new config)."""
+        return self.planner_dataset or bank_dataset(self.memory)
+
+    @cached_property
     def kg_file(self) -> str:
-        """The RDF file of the embedded store: ``kg``, else the benchmark KG of the planner's dataset
-        (``planner_dataset``, else the bank's, :func:`bank_dataset`): GrailQA's own (``GRAILQA_KG``) for GrailQA,
-        whose questions' facts the other one does not hold, else ``BENCHMARK_KG``. Read once a config (the bank's
-        manifests are read to know it; the fields it depends on are frozen, and ``replace`` makes a new config)."""
+        """The RDF file of the embedded store: ``kg``, else the benchmark KG of the planner's dataset (``dataset``):
+        GrailQA's own (``GRAILQA_KG``) for GrailQA, whose questions' facts the other one does not hold, else
+        ``BENCHMARK_KG``."""
         if self.kg:
             return self.kg
-        return GRAILQA_KG if (self.planner_dataset or bank_dataset(self.memory)) == "grailqa" else BENCHMARK_KG
+        return GRAILQA_KG if self.dataset == "grailqa" else BENCHMARK_KG
 
 
 def search_for(dataset: str) -> GroundedConfig:

@@ -22,7 +22,7 @@ from ..reconstruct.repair import repair
 from ..sparql import to_standard
 from ..sparql.model import Query, Var
 from ..types import Answer, Plan, Trace
-from .config import BANK_ALONE, FREE_PLANNERS, GROUNDED_BY_DEFAULT, HYBRID_BY_DEFAULT, Config, bank_dataset, search_for
+from .config import BANK_ALONE, FREE_PLANNERS, GROUNDED_BY_DEFAULT, HYBRID_BY_DEFAULT, Config, search_for
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +125,7 @@ class Pipeline:
                 if (bank_planner / "adapter_config.json").is_file():
                     adapter = bank_planner
                     read_manifest(bank_planner)  # an adapter without a readable manifest is refused by name
-                dataset = bank_dataset(config.memory) or "webqsp"
+                dataset = config.dataset or "webqsp"
             adapter = Path(config.adapter) if config.adapter else adapter or default_adapter(dataset)
             self._planner_source = (dataset, adapter)
         return self._planner_source
