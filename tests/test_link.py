@@ -15,6 +15,7 @@ import memq
 from memq import api
 from memq.errors import EntityIndexError, LinkingError
 from memq.kg.oxigraph import OxigraphStore
+from memq.link.context import roman, roman_key
 from memq.link.demonyms import countries, demonyms, plural, plurals
 from memq.link.index import ENTITIES, MANIFEST, EntityIndex, build_index, normalize
 from memq.link.linker import Link, Linker, quoted
@@ -216,6 +217,26 @@ def test_a_span_that_starts_or_ends_with_a_function_word_reads_exact_names_only(
     assert new["m.0aum"].score < old["m.0aum"].score
     beatles = {key: {mid for mid, _ in m} for _, _, key, m in Linker(index).spans("who were the beatles?")}
     assert beatles["the beatles"] == {"m.0bt"}
+
+
+def test_a_number_after_a_word_reads_the_names_that_write_it_as_a_roman_numeral():
+    """ "when did world war 2 end?" linked *World War I*: names write the number of a war, a sequel or a monarch as a
+    Roman numeral, so "world war 2" had no exact reading, and "world war i" was the closest fuzzy one. A number of 1
+    to 99 after a word is now looked up written so too; one after a function word or another number is not."""
+    rows = [("m.0ww1", 900, "World War I"), ("m.0ww2", 800, "World War II"), ("m.0ep3", 300,
+            "Star Wars Episode III: Revenge of the Sith"), ("m.0h8", 200, "Henry VIII of England"), ("m.0ii", 50, "II")]
+    index = EntityIndex([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [() for _ in rows])
+    off = replace(LinkConfig(), numerals=False)
+    assert [x.id for x in Linker(index, off).link("when did world war 2 end?")][:1] == ["m.0ww1"]
+    assert [x.id for x in Linker(index).link("when did world war 2 end?")][:1] == ["m.0ww2"]
+    assert [x.id for x in Linker(index).link("when did world war 1 start?")][:1] == ["m.0ww1"]
+    spans = {key: dict(m) for _, _, key, m in Linker(index).spans("who played vader in episode 3?")}
+    assert spans["episode 3"] == {"m.0ep3": spans["episode 3"]["m.0ep3"]} and spans["episode 3"]["m.0ep3"] < 1.0
+    assert "m.0h8" in {x.id for x in Linker(index).link("how many wives did henry 8 have?")}
+    assert roman_key("in 2".split()) is None and roman_key("2 fast".split()) is None  # "II" stays unread
+    assert roman_key("may 2 2010".split()) == "may ii 2010" and roman(49) == "xlix"
+    with pytest.raises(ValueError, match="100"):
+        roman(100)
 
 
 def test_a_language_or_its_country_is_read_by_the_class_the_question_asks_for():

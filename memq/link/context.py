@@ -51,6 +51,11 @@ no more popular than the name itself keeps its parts out.
 
 **Quotations** (:func:`quoted`; ``LinkConfig.quote_tokens``): a span in double quotes longer than the linker's
 ``max_tokens`` is looked up whole too.
+
+**Numbers written as Roman numerals** (:func:`roman_key`; ``LinkConfig.numerals``): names write the number of a war,
+a sequel, a pope or a monarch in Roman numerals (*World War II*, *Star Wars Episode III*, *Henry VIII*), and people
+write it in digits: "when did world war 2 end?" read *World War I*, a fuzzy match of "world war 2" that swaps no
+word. A span with a number of 1 to 99 right after a word is looked up with the number written so too.
 """
 
 from __future__ import annotations
@@ -232,6 +237,36 @@ def numbers(question: str) -> list[tuple[int, int]]:
     if start is not None:
         out.append((start, len(found)))
     return out
+
+
+# Roman numerals from 90 down, each with its value (numbers of 1 to 99)
+ROMAN = ((90, "xc"), (50, "l"), (40, "xl"), (10, "x"), (9, "ix"), (5, "v"), (4, "iv"), (1, "i"))
+
+
+def roman(number: int) -> str:
+    """``number`` (1 to 99) as a Roman numeral, lower case: 2 -> "ii", 14 -> "xiv"."""
+    if not 1 <= number <= 99:
+        raise ValueError(f"roman numerals are written here for 1 to 99, got {number}")
+    out = []
+    for value, letters in ROMAN:
+        while number >= value:
+            out.append(letters)
+            number -= value
+    return "".join(out)
+
+
+def roman_key(span: list[str]) -> str | None:
+    """The span (normalised tokens) with each whole number of 1 to 99 that follows a word (not a function word or
+    another number) written as a Roman numeral: "world war 2" -> "world war ii", "episode 3" -> "episode iii"; None
+    when it has none. A number that starts the span, or follows a function word or another number ("in 1998"), stays
+    as it is."""
+    out, changed = list(span), False
+    for k in range(1, len(span)):
+        word, before = span[k], span[k - 1]
+        if word.isdigit() and word[0] != "0" and int(word) <= 99 and before not in STOP_WORDS \
+                and not before[0].isdigit():
+            out[k], changed = roman(int(word)), True
+    return " ".join(out) if changed else None
 
 
 def quoted(question: str, tokens: list[str], shorter: int, longest: int) -> list[tuple[int, int]]:

@@ -3,7 +3,8 @@
 1. Mention detection: each span of up to ``max_tokens`` normalised tokens, not all stop words, is looked up as a
    name (exact, a part of a name, else rapidfuzz ``ratio`` >= ``fuzzy_cutoff``: "jamaican" finds "Jamaica"), a
    learnt alias and a demonym (:mod:`memq.link.demonyms`: "italians" reads Italy); a span that starts or ends with a
-   stop word, as an exact name only (``content_edges``: "unit of" is no part of *Astronomical Unit of Mass*).
+   stop word, as an exact name only (``content_edges``: "unit of" is no part of *Astronomical Unit of Mass*); a span
+   with a number after a word, with the number as a Roman numeral too (``numerals``: "world war 2", World War II).
 2. Candidate ranking: ``match`` (1 exact, else ratio / 100) + ``popularity_weight`` x popularity (log degree, 0-1)
    + ``length_weight`` x the span's content tokens (up to 3, over 3) + the mention prior (how often the span named a
    gold entity in training, and ``commonness_weight`` x how much less often it named this one than the span's most
@@ -27,7 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 from ..errors import MemQError
-from .context import asked_other, nested, numbers, of_parts, placed, quoted, title_exact_first
+from .context import asked_other, nested, numbers, of_parts, placed, quoted, roman_key, title_exact_first
 from .demonyms import countries
 from .index import STOP_WORDS, EntityIndex, normalize
 from .settings import LinkConfig
@@ -133,6 +134,9 @@ class Linker:
                 key = " ".join(span)
                 edged = span[0] in STOP_WORDS or span[-1] in STOP_WORDS
                 matches = self._names(key, partial=not (cfg.content_edges and edged))
+                if cfg.numerals and (roman := roman_key(span)) is not None:  # "world war 2": World War II
+                    for mid, match in self._names(roman, partial=not (cfg.content_edges and edged)).items():
+                        matches[mid] = max(matches.get(mid, 0.0), match)
                 named = any(m == 1.0 for m in matches.values())  # some entity has the span's exact name
                 if not named and not edged and len(key) >= 4:
                     self._add_fuzzy(key, matches)

@@ -38,6 +38,9 @@ class LinkConfig:
     # precision: WebQSP 0.9084 -> 0.9108, CWQ 0.6248 -> 0.6316, GrailQA's tuning part 0.4708 -> 0.4783; recall the
     # same or up; False: as before)
     content_edges: bool = True
+    # a span with a number of 1 to 99 after a word is looked up with it as a Roman numeral too ("world war 2": World War
+    # II; memq.link.context.roman_key). False: as before
+    numerals: bool = True
     fuzzy_match: float = 0.95  # a fuzzy match's ratio / 100 is scaled by this
     base_match: float = 0.85  # the match of a name an adjective is formed from ("egyptian": Egypt; 0: off)
     demonym_match: float = 0.85  # the country a demonym names ("italians", "greek people": memq.link.demonyms; 0: off)
