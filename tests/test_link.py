@@ -15,7 +15,7 @@ import memq
 from memq import api
 from memq.errors import EntityIndexError, LinkingError
 from memq.kg.oxigraph import OxigraphStore
-from memq.link.context import roman, roman_key
+from memq.link.context import numbered_initials, numeral_value, roman, roman_key
 from memq.link.demonyms import countries, demonyms, plural, plurals
 from memq.link.index import ENTITIES, MANIFEST, EntityIndex, build_index, normalize
 from memq.link.linker import Link, Linker, quoted
@@ -237,6 +237,26 @@ def test_a_number_after_a_word_reads_the_names_that_write_it_as_a_roman_numeral(
     assert roman_key("may 2 2010".split()) == "may ii 2010" and roman(49) == "xlix"
     with pytest.raises(ValueError, match="100"):
         roman(100)
+
+
+def test_a_word_that_is_a_name_s_initials_and_its_number_reads_that_name():
+    """ "wwii" read no war (a name's initials take its numeral's first letter: "wwi" is the initials of both wars, and
+    "wwii" those of the Williamite War in Ireland), and "ww1" nothing. A word of two letters or more and a number, in
+    digits or as a Roman numeral, now reads the name whose words' initials and last word they are."""
+    rows = [("m.0ww1", 900, "World War I"), ("m.0ww2", 800, "World War II"),
+            ("m.0wwi", 100, "Williamite War in Ireland"), ("m.0nfl", 700, "National Football League")]
+    index = EntityIndex([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [() for _ in rows])
+    assert numbered_initials(index, "wwii") == numbered_initials(index, "ww2") == ["m.0ww2"]
+    assert numbered_initials(index, "ww1") == numbered_initials(index, "wwi") == ["m.0ww1"]
+    assert numbered_initials(index, "nfl") == [] and numbered_initials(index, "ww") == []
+    values = [numeral_value(t) for t in ("2", "ii", "xiv", "iiii", "il", "0", "100")]
+    assert values == [2, 2, 14, None, None, None, None]
+    assert numeral_value("xc") == 90 and numeral_value("xlix") == 49
+    off = replace(LinkConfig(), numerals=False)
+    question = "who led the us during wwii?"
+    assert "m.0ww2" not in {x.id for x in Linker(index, off).link(question)}
+    assert [x.id for x in Linker(index).link(question)][:1] == ["m.0ww2"]
+    assert [x.id for x in Linker(index).link("who won ww1?")][:1] == ["m.0ww1"]
 
 
 def test_a_language_or_its_country_is_read_by_the_class_the_question_asks_for():

@@ -55,7 +55,8 @@ no more popular than the name itself keeps its parts out.
 **Numbers written as Roman numerals** (:func:`roman_key`; ``LinkConfig.numerals``): names write the number of a war,
 a sequel, a pope or a monarch in Roman numerals (*World War II*, *Star Wars Episode III*, *Henry VIII*), and people
 write it in digits: "when did world war 2 end?" read *World War I*, a fuzzy match of "world war 2" that swaps no
-word. A span with a number of 1 to 99 right after a word is looked up with the number written so too.
+word. A span with a number of 1 to 99 right after a word is looked up with the number written so too, and a word
+that is a name's initials and its number reads that name (:func:`numbered_initials`: "wwii", "ww2" *World War II*).
 """
 
 from __future__ import annotations
@@ -267,6 +268,37 @@ def roman_key(span: list[str]) -> str | None:
                 and not before[0].isdigit():
             out[k], changed = roman(int(word)), True
     return " ".join(out) if changed else None
+
+
+# each Roman numeral of 1 to 99 in its usual form, and its value
+ROMAN_VALUES = {roman(n): n for n in range(1, 100)}
+
+
+def numeral_value(text: str) -> int | None:
+    """The number 1 to 99 that ``text`` writes in digits ("2") or as a Roman numeral in its one usual form ("ii"),
+    else None ("iiii", "il", "0")."""
+    if text.isdigit():
+        return int(text) if text[0] != "0" and int(text) <= 99 else None
+    return ROMAN_VALUES.get(text)
+
+
+def numbered_initials(index, key: str) -> list[str]:
+    """The entities whose name is the initials of its words and a number, as one token: "wwii" and "ww2" for *World
+    War II*, "ww1" and "wwi" for *World War I* (a name's initials, :meth:`EntityIndex.partial`, take the numeral's
+    first letter as a word's: "wwi" is the initials of both wars). The longest numeral that leaves two letters or
+    more is read; most popular first."""
+    for k in range(2, len(key)):
+        number = numeral_value(key[k:]) if key[:k].isalpha() else None
+        if number is None:
+            continue
+        letters, numeral = key[:k], roman(number)
+        out = []
+        for mid, _ in index.partial(letters + numeral[0]):
+            words = normalize(index.name(mid) or "").split()
+            if len(words) == len(letters) + 1 and words[-1] == numeral and "".join(w[0] for w in words[:-1]) == letters:
+                out.append(mid)
+        return out
+    return []
 
 
 def quoted(question: str, tokens: list[str], shorter: int, longest: int) -> list[tuple[int, int]]:

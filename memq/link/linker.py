@@ -28,12 +28,26 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 from ..errors import MemQError
-from .context import asked_other, nested, numbers, of_parts, placed, quoted, roman_key, title_exact_first
+from .context import (
+    asked_other,
+    nested,
+    numbered_initials,
+    numbers,
+    of_parts,
+    placed,
+    quoted,
+    roman_key,
+    title_exact_first,
+)
 from .demonyms import countries
 from .index import STOP_WORDS, EntityIndex, normalize
 from .settings import LinkConfig
 
 log = logging.getLogger(__name__)
+
+# the match of a name read from its initials and its number ("wwii": World War II; LinkConfig.numerals), as a learnt
+# alias's (LinkConfig.alias_match): a name's initials alone match 0.85 (EntityIndex.partial)
+NUMBERED_INITIALS = 0.9
 
 
 # words a name may be written after that are seldom part of it: the same span without one also matches
@@ -137,6 +151,9 @@ class Linker:
                 if cfg.numerals and (roman := roman_key(span)) is not None:  # "world war 2": World War II
                     for mid, match in self._names(roman, partial=not (cfg.content_edges and edged)).items():
                         matches[mid] = max(matches.get(mid, 0.0), match)
+                if cfg.numerals and j == i + 1:  # "wwii": World War II
+                    for mid in numbered_initials(index, key)[:cfg.candidates]:
+                        matches[mid] = max(matches.get(mid, 0.0), NUMBERED_INITIALS)
                 named = any(m == 1.0 for m in matches.values())  # some entity has the span's exact name
                 if not named and not edged and len(key) >= 4:
                     self._add_fuzzy(key, matches)

@@ -179,8 +179,8 @@ def counting_code() -> str:
     from . import context, gold, index
 
     parts = (mention_counts, learnt_aliases, index_readings, training_mentions, Linker.spans, Linker._names,
-             Linker._add_fuzzy, context.quoted, context.roman_key, gold.prior_entities, gold.gold_entities,
-             gold.annotated_mentions, index.normalize)
+             Linker._add_fuzzy, context.quoted, context.roman_key, context.numbered_initials, gold.prior_entities,
+             gold.gold_entities, gold.annotated_mentions, index.normalize)
     try:
         text = "".join(inspect.getsource(part) for part in parts) + repr(LinkConfig())
     except (OSError, TypeError):  # no source to read (a frozen build): the rule's words alone

@@ -39,7 +39,8 @@ class LinkConfig:
     # same or up; False: as before)
     content_edges: bool = True
     # a span with a number of 1 to 99 after a word is looked up with it as a Roman numeral too ("world war 2": World War
-    # II; memq.link.context.roman_key). False: as before
+    # II; memq.link.context.roman_key), and a word of initials and a number reads the name they are of ("wwii", "ww2";
+    # memq.link.context.numbered_initials). False: as before
     numerals: bool = True
     fuzzy_match: float = 0.95  # a fuzzy match's ratio / 100 is scaled by this
     base_match: float = 0.85  # the match of a name an adjective is formed from ("egyptian": Egypt; 0: off)
