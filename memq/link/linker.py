@@ -4,7 +4,8 @@
    name (exact, a part of a name, else rapidfuzz ``ratio`` >= ``fuzzy_cutoff``: "jamaican" finds "Jamaica"), a
    learnt alias and a demonym (:mod:`memq.link.demonyms`: "italians" reads Italy); a span that starts or ends with a
    stop word, as an exact name only (``content_edges``: "unit of" is no part of *Astronomical Unit of Mass*); a span
-   with a number after a word, with the number as a Roman numeral too (``numerals``: "world war 2", World War II).
+   with a number after a word, with the number as a Roman numeral too, and a word of a name's initials and its
+   number, as that name (``numerals``: "world war 2", "wwii": World War II).
 2. Candidate ranking: ``match`` (1 exact, else ratio / 100) + ``popularity_weight`` x popularity (log degree, 0-1)
    + ``length_weight`` x the span's content tokens (up to 3, over 3) + the mention prior (how often the span named a
    gold entity in training, and ``commonness_weight`` x how much less often it named this one than the span's most
