@@ -256,20 +256,6 @@ def roman(number: int) -> str:
     return "".join(out)
 
 
-def roman_key(span: list[str]) -> str | None:
-    """The span (normalised tokens) with each whole number of 1 to 99 that follows a word (not a function word or
-    another number) written as a Roman numeral: "world war 2" -> "world war ii", "episode 3" -> "episode iii"; None
-    when it has none. A number that starts the span, or follows a function word or another number ("in 1998"), stays
-    as it is."""
-    out, changed = list(span), False
-    for k in range(1, len(span)):
-        word, before = span[k], span[k - 1]
-        if word.isdigit() and word[0] != "0" and int(word) <= 99 and before not in STOP_WORDS \
-                and not before[0].isdigit():
-            out[k], changed = roman(int(word)), True
-    return " ".join(out) if changed else None
-
-
 # each Roman numeral of 1 to 99 in its usual form, and its value
 ROMAN_VALUES = {roman(n): n for n in range(1, 100)}
 
@@ -280,6 +266,20 @@ def numeral_value(text: str) -> int | None:
     if text.isdigit():
         return int(text) if text[0] != "0" and int(text) <= 99 else None
     return ROMAN_VALUES.get(text)
+
+
+def roman_key(span: list[str]) -> str | None:
+    """The span (normalised tokens) with each whole number of 1 to 99 that follows a word (not a function word or
+    another number) written as a Roman numeral: "world war 2" -> "world war ii", "episode 3" -> "episode iii"; None
+    when it has none. A number that starts the span, or follows a function word or another number ("in 1998"), stays
+    as it is."""
+    out, changed = list(span), False
+    for k in range(1, len(span)):
+        word, before = span[k], span[k - 1]
+        number = numeral_value(word) if word.isdigit() else None
+        if number is not None and before not in STOP_WORDS and not before[0].isdigit():
+            out[k], changed = roman(number), True
+    return " ".join(out) if changed else None
 
 
 def numbered_initials(index, key: str) -> list[str]:

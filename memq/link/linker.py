@@ -148,9 +148,10 @@ class Linker:
                     continue  # a piece of one written number ("0" of "787920.0")
                 key = " ".join(span)
                 edged = span[0] in STOP_WORDS or span[-1] in STOP_WORDS
-                matches = self._names(key, partial=not (cfg.content_edges and edged))
+                partial = not (cfg.content_edges and edged)
+                matches = self._names(key, partial=partial)
                 if cfg.numerals and (roman := roman_key(span)) is not None:  # "world war 2": World War II
-                    for mid, match in self._names(roman, partial=not (cfg.content_edges and edged)).items():
+                    for mid, match in self._names(roman, partial=partial).items():
                         matches[mid] = max(matches.get(mid, 0.0), match)
                 if cfg.numerals and j == i + 1:  # "wwii": World War II
                     for mid in numbered_initials(index, key)[:cfg.candidates]:
