@@ -15,9 +15,9 @@ import memq
 from memq import api
 from memq.errors import EntityIndexError, LinkingError
 from memq.kg.oxigraph import OxigraphStore
-from memq.link.context import numbered_initials, numeral_value, roman, roman_key
+from memq.link.context import numbered_initials, numeral_value, roman, roman_key, spelling
 from memq.link.demonyms import countries, demonyms, plural, plurals
-from memq.link.index import ENTITIES, MANIFEST, EntityIndex, build_index, normalize
+from memq.link.index import ENTITIES, MANIFEST, EntityIndex, MentionCounts, build_index, normalize
 from memq.link.linker import Link, Linker, quoted
 from memq.link.mentions import link_entries, mention_counts
 from memq.link.resolve import resolve
@@ -258,6 +258,40 @@ def test_a_word_that_is_a_name_s_initials_and_its_number_reads_that_name():
     assert [x.id for x in Linker(index).link(question)][:1] == ["m.0ww2"]
     assert [x.id for x in Linker(index).link("who won ww1?")][:1] == ["m.0ww1"]
 
+
+def test_initials_with_full_stops_and_words_with_an_ampersand_read_as_names_write_them():
+    """ "u.s." normalised to the two one-letter words "u s", which name nothing, and "the u.k." read nothing; "at&t"
+    to "at t", two function words, never looked up; "tom & jerry" to "tom jerry", no run of "Tom and Jerry". Initials
+    written with full stops are now also read joined (and counted by the mention prior as the joined word), a word
+    written with "&" is a word, and "&" between words reads "and"."""
+    rows = [("m.0usa", 900, "United States of America", ()), ("m.0uk", 800, "United Kingdom", ("UK",)),
+            ("m.0att", 300, "AT&T", ()), ("m.0tj", 200, "Tom and Jerry", ()), ("m.0tom", 400, "Tom", ()),
+            ("m.0us", 20, "Us", ())]
+    mentions = MentionCounts({"us": (20, 10)}, {"us": {"m.0usa": 9}})  # "us" a learnt alias of the United States
+    index = EntityIndex(*([r[k] for r in rows] for k in range(4)), mentions=mentions)
+    on, off = Linker(index), Linker(index, replace(LinkConfig(), spellings=False))
+    for question, mid in [("what language do u.s. citizens speak?", "m.0usa"), ("who rules the u.k.?", "m.0uk"),
+                          ("who owns at&t?", "m.0att"), ("who voices tom in tom & jerry?", "m.0tj")]:
+        assert [x.id for x in off.link(question)][:1] != [mid], question
+        assert [x.id for x in on.link(question)][:1] == [mid], question
+    assert "us" in {key for _, _, key, _ in on.spans("what language do u.s. citizens speak?")}  # as the prior counts it
+    written = spelling("the U.S.A., at&t, r&b & d.c. in 1.5 u. s. hours")
+    assert set(written.initials.values()) == {"usa", "dc"} and len(written.glued) == 2 and len(written.ands) == 1
+    assert not spelling("in 1.5 u. s. hours") and not spelling("a & b").initials
+    tokens = normalize("the U.S.A. today").split()
+    assert written.key is not None and spelling("the U.S.A. today").key(tokens, 0, 4) == "the usa"
+    assert spelling("the U.S.A. today").key(tokens, 0, 2) is None  # a span that holds a part of the initials
+
+def test_a_name_s_initials_are_read_without_its_suffix():
+    """ "where did mlk go to college?" read *Michael LeMoyne Kennedy*: the initials of "Martin Luther King, Jr." were
+    "mlkj". A name of four words or more that ends with Jr. or Sr. has its initials without the suffix too; a
+    shorter one does not ("John Smith Jr." is no "js")."""
+    rows = [("m.0mlk", 900, "Martin Luther King, Jr."), ("m.0kennedy", 300, "Michael LeMoyne Kennedy"),
+            ("m.0js", 50, "John Smith Jr.")]
+    index = EntityIndex([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [() for _ in rows])
+    assert {mid for mid, _ in index.partial("mlk")} == {"m.0mlk", "m.0kennedy"}
+    assert {mid for mid, _ in index.partial("mlkj")} == {"m.0mlk"} and not index.partial("js")
+    assert Linker(index).link("where did mlk go to college?")[0].id == "m.0mlk"
 
 def test_a_language_or_its_country_is_read_by_the_class_the_question_asks_for():
     """ "german" reads German Language and Germany (a fuzzy match, more popular): "what countries speak german?"

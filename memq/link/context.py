@@ -57,12 +57,18 @@ a sequel, a pope or a monarch in Roman numerals (*World War II*, *Star Wars Epis
 write it in digits: "when did world war 2 end?" read *World War I*, a fuzzy match of "world war 2" that swaps no
 word. A span with a number of 1 to 99 right after a word is looked up with the number written so too, and a word
 that is a name's initials and its number reads that name (:func:`numbered_initials`: "wwii", "ww2" *World War II*).
+
+**How a question writes a name** (:func:`spelling`; ``LinkConfig.spellings``): normalising keeps letters and digits
+apart, so "u.s." is "u s", "at&t" the function words "at t" and "tom & jerry" "tom jerry". Initials written with
+full stops are also read joined ("u s" reads what "us" reads, and is "us" to the mention prior), a word written with
+"&" is one word, and "&" between words also reads "and".
 """
 
 from __future__ import annotations
 
 import logging
 import re
+from dataclasses import dataclass, field
 
 from memq.errors import MemQError
 
@@ -299,6 +305,70 @@ def numbered_initials(index, key: str) -> list[str]:
                 out.append(mid)
         return out
     return []
+
+
+@dataclass(frozen=True)
+class Spelling:
+    """How a question writes some of its words, by the tokens of ``normalize(question).split()`` (:func:`spelling`):
+    ``initials``, (start, end) -> the word that initials written with full stops make ("u.s." -> "us", "j.r.r." ->
+    "jrr"); ``glued``, the (start, end) of words written together with "&" ("at&t", "r&b"); ``ands``, the tokens
+    that come right after an "&" written apart ("tom & jerry")."""
+
+    initials: dict[tuple[int, int], str] = field(default_factory=dict)
+    glued: frozenset[tuple[int, int]] = frozenset()
+    ands: frozenset[int] = frozenset()
+
+    def __bool__(self) -> bool:
+        return bool(self.initials or self.glued or self.ands)
+
+    def key(self, tokens: list[str], i: int, j: int) -> str | None:
+        """The span ``tokens[i:j]`` as a name would write it: the initials it holds whole joined, and "and" for an
+        "&" between two of its words ("u s president" -> "us president", "tom jerry" -> "tom and jerry"); None when
+        that is the span itself."""
+        out, k = [], i
+        while k < j:
+            if k in self.ands and k > i:
+                out.append("and")
+            end, word = next(((b, w) for (a, b), w in self.initials.items() if a == k and b <= j), (k + 1, tokens[k]))
+            out.append(word)
+            k = end
+        key = " ".join(out)
+        return None if key == " ".join(tokens[i:j]) else key
+
+    def one_word(self, i: int, j: int) -> bool:
+        """Whether tokens ``i`` to ``j`` are one word written with "&" ("at&t": not the function words "at" and
+        "t")."""
+        return (i, j) in self.glued
+
+
+def spelling(question: str) -> Spelling:
+    """The initials with full stops and the words with "&" of ``question`` (:class:`Spelling`): a run of two single
+    letters or more, each followed by a full stop but maybe the last ("u.s.", "d.c.", "u.s.a", not "u. s."); two
+    words or more written together with "&" between them; "&" between spaces."""
+    folded = fold(question)
+    found = list(_TOKEN.finditer(folded))
+    gaps = [folded[found[k - 1].end():found[k].start()] if k else "" for k in range(len(found))]
+    letter = [len(t.group()) == 1 and t.group().isalpha() for t in found]
+    initials, glued, ands = {}, set(), set()
+    k = 0
+    while k < len(found):
+        end = k + 1
+        while letter[k] and end < len(found) and letter[end] and gaps[end] == ".":
+            end += 1
+        if end - k >= 2:
+            initials[k, end] = "".join(t.group() for t in found[k:end])
+        k = end
+    k = 1
+    while k < len(found):
+        end = k
+        while end < len(found) and gaps[end] == "&":
+            end += 1
+        if end > k:
+            glued.add((k - 1, end))
+        if gaps[k].strip() == "&" and gaps[k] != "&":
+            ands.add(k)
+        k = max(end, k + 1)
+    return Spelling(initials, frozenset(glued), frozenset(ands))
 
 
 def quoted(question: str, tokens: list[str], shorter: int, longest: int) -> list[tuple[int, int]]:

@@ -60,6 +60,8 @@ their theirs them then there these they this those through to too under until up
 which while who whom whose why will with would you your yours s t much many get got go goes went come came make made
 mean means called call name named kind type sort year years first last new old did does whats where's who's
 """.split())
+# the words that end a person's name after the family name: a name's initials are read without them too
+SUFFIXES = frozenset(("jr", "sr", "jnr", "snr"))
 # words that alone are no partial key of a longer name
 STOP_PARTS = frozenset("a an and at by de for from in is la le of on or the to with".split())
 # how adjectives of places and creeds end: Egyptian, Korean, Jamaican, Chinese, Islamic, Turkish, Israeli
@@ -127,13 +129,14 @@ class EntityIndex:
                 continue
             subs = sorted({" ".join(words[a:b]) for a in range(len(words)) for b in range(a + 1, len(words) + 1)
                            if b - a < len(words)})
-            initials = "".join(w[0] for w in words if w not in ("of", "the", "and", "de"))
-            if len(initials) >= 2:
-                subs.append(initials)
+            initials = {"".join(w[0] for w in words if w not in ("of", "the", "and", "de"))}
+            if words[-1] in SUFFIXES and len(words) > 3:  # "mlk": Martin Luther King, Jr.
+                initials.add("".join(w[0] for w in words[:-1] if w not in ("of", "the", "and", "de")))
+            subs += sorted(sub for sub in initials if len(sub) >= 2)
             for sub in subs:
                 if sub in STOP_PARTS or len(sub) < 2:
                     continue
-                cover = len(sub) / len(key) if sub != initials else 0.5
+                cover = len(sub) / len(key) if sub not in initials else 0.5
                 for i in rows:
                     if part[sub].get(i, 0.0) < cover:
                         part[sub][i] = cover

@@ -5,7 +5,8 @@
    learnt alias and a demonym (:mod:`memq.link.demonyms`: "italians" reads Italy); a span that starts or ends with a
    stop word, as an exact name only (``content_edges``: "unit of" is no part of *Astronomical Unit of Mass*); a span
    with a number after a word, with the number as a Roman numeral too, and a word of a name's initials and its
-   number, as that name (``numerals``: "world war 2", "wwii": World War II).
+   number, as that name (``numerals``: "world war 2", "wwii": World War II); initials written with full stops
+   joined too, a word written with "&" as a word, and "&" as "and" (``spellings``: "u.s.", "at&t", "tom & jerry").
 2. Candidate ranking: ``match`` (1 exact, else ratio / 100) + ``popularity_weight`` x popularity (log degree, 0-1)
    + ``length_weight`` x the span's content tokens (up to 3, over 3) + the mention prior (how often the span named a
    gold entity in training, and ``commonness_weight`` x how much less often it named this one than the span's most
@@ -38,6 +39,7 @@ from .context import (
     placed,
     quoted,
     roman_key,
+    spelling,
     title_exact_first,
 )
 from .demonyms import countries
@@ -139,17 +141,26 @@ class Linker:
             if matches:
                 yield i, j, key, list(matches.items())
         inside = {} if cfg.number_pieces else {k: (a, b) for a, b in numbers(question) for k in range(a, b)}
+        written = spelling(question) if cfg.spellings else None  # "u.s.", "at&t", "tom & jerry"
         for i in range(len(tokens)):
             for j in range(i + 1, min(len(tokens), i + cfg.max_tokens) + 1):
                 span = tokens[i:j]
-                if all(t in STOP_WORDS for t in span):
+                glued = bool(written) and written.one_word(i, j)  # "at&t" is no pair of function words
+                if all(t in STOP_WORDS for t in span) and not glued:
                     continue
                 if i in inside and j - 1 in inside and inside[i] == inside[j - 1] != (i, j):
                     continue  # a piece of one written number ("0" of "787920.0")
                 key = " ".join(span)
-                edged = span[0] in STOP_WORDS or span[-1] in STOP_WORDS
+                edged = not glued and (span[0] in STOP_WORDS or span[-1] in STOP_WORDS)
                 partial = not (cfg.content_edges and edged)
                 matches = self._names(key, partial=partial)
+                if written and (as_written := written.key(tokens, i, j)) is not None:
+                    # "u s" (written "u.s.") reads what "us" reads too, and is "us" to the mention prior
+                    for mid, match in self._names(as_written, partial=partial).items():
+                        matches[mid] = max(matches.get(mid, 0.0), match)
+                    for mid in getattr(index.mentions, "named", {}).get(key, ()) if cfg.alias_match > 0 else ():
+                        matches.setdefault(mid, cfg.alias_match)  # the span's own learnt aliases, as below
+                    key = as_written
                 if cfg.numerals and (roman := roman_key(span)) is not None:  # "world war 2": World War II
                     for mid, match in self._names(roman, partial=partial).items():
                         matches[mid] = max(matches.get(mid, 0.0), match)

@@ -169,7 +169,8 @@ def add_training_mentions(index: EntityIndex, datasets: Iterable[str] = MENTION_
 
 def counting_code() -> str:
     """A digest of the code the counts depend on: the spans the linker looks up (and the settings it looks them up
-    with), how a training question's gold entities are named, and the counting itself. Part of
+    with), the keys of the index it looks them up in, how a training question's gold entities are named, and the
+    counting itself. Part of
     :data:`MENTIONS_RULE`, so that a cached index counted by other code counts again, whether or not the rule's
     words were changed with it (a later session's test run once read counts an earlier form of the rule had
     saved)."""
@@ -179,8 +180,9 @@ def counting_code() -> str:
     from . import context, gold, index
 
     parts = (mention_counts, learnt_aliases, index_readings, training_mentions, Linker.spans, Linker._names,
-             Linker._add_fuzzy, context.quoted, context.roman_key, context.numbered_initials, gold.prior_entities,
-             gold.gold_entities, gold.annotated_mentions, index.normalize)
+             Linker._add_fuzzy, context.quoted, context.roman_key, context.numbered_initials, context.spelling,
+             context.Spelling, index.EntityIndex.__init__, gold.prior_entities, gold.gold_entities,
+             gold.annotated_mentions, index.normalize)
     try:
         text = "".join(inspect.getsource(part) for part in parts) + repr(LinkConfig())
     except (OSError, TypeError):  # no source to read (a frozen build): the rule's words alone

@@ -42,6 +42,10 @@ class LinkConfig:
     # II; memq.link.context.roman_key), and a word of initials and a number reads the name they are of ("wwii", "ww2";
     # memq.link.context.numbered_initials). False: as before
     numerals: bool = True
+    # initials written with full stops are also read joined ("u.s." as "us": the United States, a learnt alias), a
+    # word written with "&" is one word ("at&t": AT&T, not two function words), and "&" between words also reads
+    # "and" ("tom & jerry": Tom and Jerry); memq.link.context.spelling. False: as before
+    spellings: bool = True
     fuzzy_match: float = 0.95  # a fuzzy match's ratio / 100 is scaled by this
     base_match: float = 0.85  # the match of a name an adjective is formed from ("egyptian": Egypt; 0: off)
     demonym_match: float = 0.85  # the country a demonym names ("italians", "greek people": memq.link.demonyms; 0: off)
