@@ -15,7 +15,7 @@ import memq
 from memq import api
 from memq.errors import EntityIndexError, LinkingError
 from memq.kg.oxigraph import OxigraphStore
-from memq.link.context import numbered_initials, numeral_value, roman, roman_key, spelling
+from memq.link.context import numbered_initials, numeral_value, pronoun_us, roman, roman_key, spelling
 from memq.link.demonyms import countries, demonyms, plural, plurals
 from memq.link.index import ENTITIES, MANIFEST, EntityIndex, MentionCounts, build_index, normalize
 from memq.link.linker import Link, Linker, quoted
@@ -281,6 +281,21 @@ def test_initials_with_full_stops_and_words_with_an_ampersand_read_as_names_writ
     tokens = normalize("the U.S.A. today").split()
     assert written.key is not None and spelling("the U.S.A. today").key(tokens, 0, 4) == "the usa"
     assert spelling("the U.S.A. today").key(tokens, 0, 2) is None  # a span that holds a part of the initials
+
+def test_us_as_a_verb_s_object_is_the_pronoun():
+    """ "can you tell us who the president of france is?" linked the United States beside France: "us" reads the
+    country (a learnt alias). A lower-case "us" right after a verb it is the object of, before a function word or
+    nothing, now reads nothing; "show us presidents" (before a content word) and "tell US who" keep the country."""
+    rows = [("m.0usa", 900, "United States of America", ()), ("m.0fr", 800, "France", ())]
+    mentions = MentionCounts({"us": (20, 10)}, {"us": {"m.0usa": 9}})
+    index = EntityIndex(*([r[k] for r in rows] for k in range(4)), mentions=mentions)
+    on, off = Linker(index), Linker(index, replace(LinkConfig(), spellings=False))
+    question = "can you tell us who the president of france is?"
+    assert [x.id for x in off.link(question)] == ["m.0fr", "m.0usa"]
+    assert [x.id for x in on.link(question)] == ["m.0fr"]
+    assert pronoun_us('who said "let us do or die."?') == [3] and pronoun_us("tell us.") == [1]
+    assert pronoun_us("show us presidents") == pronoun_us("tell US who") == pronoun_us("what does the us export?") == []
+    assert "m.0usa" in {x.id for x in on.link("what do they tell US about france?")}
 
 def test_a_name_s_initials_are_read_without_its_suffix():
     """ "where did mlk go to college?" read *Michael LeMoyne Kennedy*: the initials of "Martin Luther King, Jr." were

@@ -61,7 +61,8 @@ that is a name's initials and its number reads that name (:func:`numbered_initia
 **How a question writes a name** (:func:`spelling`; ``LinkConfig.spellings``): normalising keeps letters and digits
 apart, so "u.s." is "u s", "at&t" the function words "at t" and "tom & jerry" "tom jerry". Initials written with
 full stops are also read joined ("u s" reads what "us" reads, and is "us" to the mention prior), a word written with
-"&" is one word, and "&" between words also reads "and".
+"&" is one word, and "&" between words also reads "and". A lower-case "us" that is a verb's object ("can you tell us
+who ...?") reads nothing (:func:`pronoun_us`).
 """
 
 from __future__ import annotations
@@ -312,14 +313,16 @@ class Spelling:
     """How a question writes some of its words, by the tokens of ``normalize(question).split()`` (:func:`spelling`):
     ``initials``, (start, end) -> the word that initials written with full stops make ("u.s." -> "us", "j.r.r." ->
     "jrr"); ``glued``, the (start, end) of words written together with "&" ("at&t", "r&b"); ``ands``, the tokens
-    that come right after an "&" written apart ("tom & jerry")."""
+    that come right after an "&" written apart ("tom & jerry"); ``pronouns``, each "us" that is the pronoun ("can
+    you tell us who ...?", not the United States)."""
 
     initials: dict[tuple[int, int], str] = field(default_factory=dict)
     glued: frozenset[tuple[int, int]] = frozenset()
     ands: frozenset[int] = frozenset()
+    pronouns: frozenset[int] = frozenset()
 
     def __bool__(self) -> bool:
-        return bool(self.initials or self.glued or self.ands)
+        return bool(self.initials or self.glued or self.ands or self.pronouns)
 
     def key(self, tokens: list[str], i: int, j: int) -> str | None:
         """The span ``tokens[i:j]`` as a name would write it: the initials it holds whole joined, and "and" for an
@@ -368,7 +371,28 @@ def spelling(question: str) -> Spelling:
         if gaps[k].strip() == "&" and gaps[k] != "&":
             ands.add(k)
         k = max(end, k + 1)
-    return Spelling(initials, frozenset(glued), frozenset(ands))
+    return Spelling(initials, frozenset(glued), frozenset(ands), frozenset(pronoun_us(question)))
+
+
+# verbs whose object a lower-case "us" after them is ("tell us", "let us"); "with us", "to us", "for us" may name
+# the country ("what countries trade with us?"), so those are left out
+US_OBJECT_OF = frozenset("""tell tells told let lets give gives gave show shows showed help helps helped teach teaches
+taught send sends sent bring brings brought join joins joined remind reminds reminded""".split())
+_LOWER_US = re.compile(r"(?<![\w.&])us(?![\w&]|\.\w)")  # case-sensitive: "US" is the country
+
+
+def pronoun_us(question: str) -> list[int]:
+    """The tokens of ``normalize(question).split()`` that are the pronoun "us": written in lower case, right after
+    a verb it is the object of (:data:`US_OBJECT_OF`), and before a function word or nothing ("can you tell us who
+    ...?", "let us be moral"); "show us presidents" and "tell US who" keep their reading of the country."""
+    tokens = normalize(question).split()
+    out = []
+    for found in _LOWER_US.finditer(question):
+        k = len(normalize(question[:found.start()]).split())
+        if (0 < k < len(tokens) and tokens[k] == "us" and tokens[k - 1] in US_OBJECT_OF
+                and (k + 1 == len(tokens) or tokens[k + 1] in STOP_WORDS)):
+            out.append(k)
+    return out
 
 
 def quoted(question: str, tokens: list[str], shorter: int, longest: int) -> list[tuple[int, int]]:

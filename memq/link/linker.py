@@ -6,7 +6,8 @@
    stop word, as an exact name only (``content_edges``: "unit of" is no part of *Astronomical Unit of Mass*); a span
    with a number after a word, with the number as a Roman numeral too, and a word of a name's initials and its
    number, as that name (``numerals``: "world war 2", "wwii": World War II); initials written with full stops
-   joined too, a word written with "&" as a word, and "&" as "and" (``spellings``: "u.s.", "at&t", "tom & jerry").
+   joined too, a word written with "&" as a word, "&" as "and", and no "us" that a verb has as its object
+   (``spellings``: "u.s.", "at&t", "tom & jerry", "tell us").
 2. Candidate ranking: ``match`` (1 exact, else ratio / 100) + ``popularity_weight`` x popularity (log degree, 0-1)
    + ``length_weight`` x the span's content tokens (up to 3, over 3) + the mention prior (how often the span named a
    gold entity in training, and ``commonness_weight`` x how much less often it named this one than the span's most
@@ -145,6 +146,8 @@ class Linker:
         for i in range(len(tokens)):
             for j in range(i + 1, min(len(tokens), i + cfg.max_tokens) + 1):
                 span = tokens[i:j]
+                if written and j == i + 1 and i in written.pronouns:
+                    continue  # "can you tell us who ...?": no United States
                 glued = bool(written) and written.one_word(i, j)  # "at&t" is no pair of function words
                 if all(t in STOP_WORDS for t in span) and not glued:
                     continue

@@ -181,7 +181,7 @@ def counting_code() -> str:
 
     parts = (mention_counts, learnt_aliases, index_readings, training_mentions, Linker.spans, Linker._names,
              Linker._add_fuzzy, context.quoted, context.roman_key, context.numbered_initials, context.spelling,
-             context.Spelling, index.EntityIndex.__init__, gold.prior_entities, gold.gold_entities,
+             context.Spelling, context.pronoun_us, index.EntityIndex.__init__, gold.prior_entities, gold.gold_entities,
              gold.annotated_mentions, index.normalize)
     try:
         text = "".join(inspect.getsource(part) for part in parts) + repr(LinkConfig())

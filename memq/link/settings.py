@@ -44,7 +44,8 @@ class LinkConfig:
     numerals: bool = True
     # initials written with full stops are also read joined ("u.s." as "us": the United States, a learnt alias), a
     # word written with "&" is one word ("at&t": AT&T, not two function words), and "&" between words also reads
-    # "and" ("tom & jerry": Tom and Jerry); memq.link.context.spelling. False: as before
+    # "and" ("tom & jerry": Tom and Jerry), and a lower-case "us" that is a verb's object is no mention ("can you tell
+    # us who ...?"); memq.link.context.spelling. False: as before
     spellings: bool = True
     fuzzy_match: float = 0.95  # a fuzzy match's ratio / 100 is scaled by this
     base_match: float = 0.85  # the match of a name an adjective is formed from ("egyptian": Egypt; 0: off)
