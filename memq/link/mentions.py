@@ -170,10 +170,9 @@ def add_training_mentions(index: EntityIndex, datasets: Iterable[str] = MENTION_
 def counting_code() -> str:
     """A digest of the code the counts depend on: the spans the linker looks up (and the settings it looks them up
     with), the keys of the index it looks them up in, how a training question's gold entities are named, and the
-    counting itself. Part of
-    :data:`MENTIONS_RULE`, so that a cached index counted by other code counts again, whether or not the rule's
-    words were changed with it (a later session's test run once read counts an earlier form of the rule had
-    saved)."""
+    counting itself. Part of :data:`MENTIONS_RULE`, so that a cached index counted by other code counts again,
+    whether or not the rule's words were changed with it (a later session's test run once read counts an earlier
+    form of the rule had saved)."""
     import hashlib
     import inspect
 
