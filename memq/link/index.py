@@ -129,10 +129,10 @@ class EntityIndex:
                 continue
             subs = sorted({" ".join(words[a:b]) for a in range(len(words)) for b in range(a + 1, len(words) + 1)
                            if b - a < len(words)})
-            initials = {"".join(w[0] for w in words if w not in ("of", "the", "and", "de"))}
-            if words[-1] in SUFFIXES and len(words) > 3:  # "mlk": Martin Luther King, Jr.
-                initials.add("".join(w[0] for w in words[:-1] if w not in ("of", "the", "and", "de")))
-            subs += sorted(sub for sub in initials if len(sub) >= 2)
+            letters = "".join(w[0] for w in words if w not in ("of", "the", "and", "de"))
+            # "mlk": Martin Luther King, Jr. (a suffix is never one of the words left out, so it is the last letter)
+            initials = {letters, letters[:-1]} if words[-1] in SUFFIXES and len(words) > 3 else {letters}
+            subs += sorted(initials)
             for sub in subs:
                 if sub in STOP_PARTS or len(sub) < 2:
                     continue

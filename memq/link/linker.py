@@ -112,6 +112,12 @@ def swaps_a_word(key: str, name: str, cutoff: float) -> bool:
     return unmatched(a, b) and unmatched(b, a)
 
 
+def keep_best(matches: dict[str, float], readings: dict[str, float]) -> None:
+    """Adds ``readings`` (id -> match) to ``matches``, keeping each id's better match."""
+    for mid, match in readings.items():
+        matches[mid] = max(matches.get(mid, 0.0), match)
+
+
 def best_first(candidate: tuple) -> tuple:
     """The order of the linker's candidates: the highest score first, then the earlier span, then the id."""
     return -candidate[0], candidate[1], candidate[3]
@@ -143,6 +149,7 @@ class Linker:
                 yield i, j, key, list(matches.items())
         inside = {} if cfg.number_pieces else {k: (a, b) for a, b in numbers(question) for k in range(a, b)}
         written = spelling(question) if cfg.spellings else None  # "u.s.", "at&t", "tom & jerry"
+        aliases = getattr(index.mentions, "named", {}) if cfg.alias_match > 0 else {}  # learnt aliases, by span
         for i in range(len(tokens)):
             for j in range(i + 1, min(len(tokens), i + cfg.max_tokens) + 1):
                 span = tokens[i:j]
@@ -159,14 +166,12 @@ class Linker:
                 matches = self._names(key, partial=partial)
                 if written and (as_written := written.key(tokens, i, j)) is not None:
                     # "u s" (written "u.s.") reads what "us" reads too, and is "us" to the mention prior
-                    for mid, match in self._names(as_written, partial=partial).items():
-                        matches[mid] = max(matches.get(mid, 0.0), match)
-                    for mid in getattr(index.mentions, "named", {}).get(key, ()) if cfg.alias_match > 0 else ():
+                    keep_best(matches, self._names(as_written, partial=partial))
+                    for mid in aliases.get(key, ()):
                         matches.setdefault(mid, cfg.alias_match)  # the span's own learnt aliases, as below
                     key = as_written
                 if cfg.numerals and (roman := roman_key(span)) is not None:  # "world war 2": World War II
-                    for mid, match in self._names(roman, partial=partial).items():
-                        matches[mid] = max(matches.get(mid, 0.0), match)
+                    keep_best(matches, self._names(roman, partial=partial))
                 if cfg.numerals and j == i + 1:  # "wwii": World War II
                     for mid in numbered_initials(index, key)[:cfg.candidates]:
                         matches[mid] = max(matches.get(mid, 0.0), NUMBERED_INITIALS)
@@ -186,7 +191,7 @@ class Linker:
                         found.update((mid, 1.0) for mid in index.exact(f"saint {rest}")[:cfg.candidates])
                     for mid, match in found.items():  # below the span's own exact name: "st paul" is St. Paul first
                         matches[mid] = max(matches.get(mid, 0.0), cfg.title_match * match)
-                for mid in getattr(index.mentions, "named", {}).get(key, ()) if cfg.alias_match > 0 else ():
+                for mid in aliases.get(key, ()):
                     matches.setdefault(mid, cfg.alias_match)  # a learnt alias (a reading the index has is kept)
                 if matches:
                     yield i, j, key, list(matches.items())
