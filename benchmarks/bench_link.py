@@ -2,14 +2,18 @@
 
     .venv/bin/python benchmarks/bench_link.py [--dataset webqsp] [--split test] [--build] [--set KEY=VALUE ...]
                                                [--recount] [--no-fit] [--memory DIR] [--json FILE] [--records FILE]
+                                               [--turns N]
 
 ``--build`` builds the index of the default KG afresh (into a temporary folder) and times it; otherwise the cached
 index (``memq.link.resolve.cached_index``) is loaded, and that load is timed. ``--set`` changes a
 :class:`memq.link.settings.LinkConfig` field (e.g. ``--set same_span_margin=0.2 --set max_entities=3``) for a
 second row beside the defaults; both rows read the mention prior the defaults count, unless ``--recount`` counts it
 again for the second row with its settings (those the spans are read with, ``alias_match``, ``alias_floor``, ...:
-memq.link.mentions.mention_counts). Recall is of the gold topic entities the question names; precision of the linked
-entities among all gold topic entities (memq.link.evaluate).
+memq.link.mentions.mention_counts). ``--turns N`` times the rows again on the first N questions, taking turns question
+by question (which goes first alternates), each row with a fit of its own whose caches start cold, so that neither
+links on the other's warm caches (the rows above run one after the other: the first is the cold one). Recall is of
+the gold topic entities the question names; precision of the linked entities among all gold topic entities
+(memq.link.evaluate).
 
 The fit through the memory (memq.link.fit) reads the default KG and ``--memory`` (default: the committed bank of
 ``--dataset``, memory_bank/DATASET, with the banks it includes); its load is timed apart. ``--no-fit`` links
@@ -23,6 +27,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import statistics
 import sys
 import tempfile
 import time
@@ -48,6 +53,9 @@ def main() -> int:
                              "spans are read with, alias_match, alias_floor, ...)")
     parser.add_argument("--json", help="write the figures here")
     parser.add_argument("--records", help="write each question's links here, a line for each row's (JSON lines)")
+    parser.add_argument("--turns", type=int, default=0, metavar="N",
+                        help="then time the rows again on the first N questions, taking turns question by question "
+                             "(which goes first alternates), each with a fit of its own that starts cold")
     args = parser.parse_args()
 
     from memq.evaluate.run import questions_for
@@ -102,6 +110,7 @@ def main() -> int:
     if args.set:
         configs[" ".join(args.set)] = with_settings(LinkConfig(), args.set)
     out["linking"] = {}
+    linkers = {}
     if args.records:
         Path(args.records).write_text("", encoding="utf-8")
     for label, config in configs.items():
@@ -110,6 +119,7 @@ def main() -> int:
             linker.index = copy.copy(index)
             linker.index.mentions, _ = training_mentions(index, mention_sets, hold_out_dev=args.split == "dev",
                                                          config=config)
+        linkers[label] = linker
         linker.link(questions[0].question)  # rapidfuzz and the embedder loaded before timing
         records = [{"id": q.id, "question": q.question, **link_record(linker, q)} for q in questions]
         if args.records:
@@ -120,11 +130,31 @@ def main() -> int:
         if linker.uses_fit:
             block["fit_kg_queries"] = fit.queries
         out["linking"][label] = block
+    if args.turns:
+        out["turns"] = turns(configs, linkers, fit, questions[:args.turns])
     text = json.dumps(out, indent=2)
     print(text)
     if args.json:
         Path(args.json).write_text(text + "\n", encoding="utf-8")
     return 0
+
+
+def turns(configs: dict, linkers: dict, fit, questions: list) -> dict:
+    """Each row's linking time on ``questions``, the rows taking turns question by question (which goes first
+    alternates), each with a fresh fit on the same KG and bank (its caches cold): p50 and mean in ms."""
+    from memq.link.fit import MemoryFit
+    from memq.link.linker import Linker
+
+    fresh = {label: Linker(linkers[label].index, config, MemoryFit(fit.kg, fit.bank) if fit is not None else None)
+             for label, config in configs.items()}
+    times: dict[str, list[float]] = {label: [] for label in fresh}
+    for k, q in enumerate(questions):
+        for label in (list(fresh) if k % 2 == 0 else list(fresh)[::-1]):
+            t0 = time.perf_counter()
+            fresh[label].link(q.question)
+            times[label].append((time.perf_counter() - t0) * 1000)
+    return {label: {"questions": len(ms), "p50_ms": round(statistics.median(ms), 2),
+                    "mean_ms": round(statistics.fmean(ms), 2)} for label, ms in times.items()}
 
 
 if __name__ == "__main__":

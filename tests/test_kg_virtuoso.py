@@ -294,6 +294,26 @@ def test_entity_pairs_one_cvt_joins_agree_on_virtuoso_and_oxigraph(loaded):
     assert MemoryFit(loaded["endpoint"], None).connected(pairs) == on_store
 
 
+def test_entities_one_cvt_joins_with_one_agree_on_virtuoso_and_oxigraph(loaded):
+    # the linker's names beside the first entity (memq.link.fit.MemoryFit.beside) ask the same two queries
+    import re
+
+    from memq.kg.base import NAME_PREDICATE
+    from memq.link.fit import MemoryFit
+
+    rows = loaded["store"].select(
+        f"SELECT DISTINCT ?a ?b WHERE {{ ?a ?p ?m . ?m ?q ?b . ?a <{NAME_PREDICATE}> ?x . ?b <{NAME_PREDICATE}> ?y . "
+        f"FILTER NOT EXISTS {{ ?m <{NAME_PREDICATE}> ?n }} FILTER(?a != ?b) }} LIMIT 40")
+    ids = re.compile(r"^[mg]\.[0-9a-z_]+$")
+    joined = [(r["a"].local, r["b"].local) for r in rows if ids.match(r["a"].local) and ids.match(r["b"].local)]
+    assert len(joined) >= 3
+    for a, b in joined[:3]:
+        on_store = MemoryFit(loaded["store"], None).beside(a, 1000)
+        assert b in on_store[0] and on_store[1]
+        assert MemoryFit(loaded["endpoint"], None).beside(a, 1000) == on_store
+        assert a in MemoryFit(loaded["endpoint"], None).beside(b, 1000)[0]  # the path read the other way
+
+
 def test_places_inside_regions_agree_on_virtuoso_and_oxigraph(loaded):
     # the linker's place rule (memq.link.fit.MemoryFit.contained) asks the same query of an endpoint
     import re

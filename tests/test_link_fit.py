@@ -4,6 +4,7 @@ vice president binds only at the person, and one about a mayor only at the city.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from memq.errors import MemoryBankError
 from memq.kg.oxigraph import OxigraphStore
 from memq.link.fit import MemoryFit
-from memq.link.index import build_index
+from memq.link.index import MentionCounts, build_index
 from memq.link.linker import Linker
 from memq.link.resolve import open_linker, resolve
 from memq.link.settings import LinkConfig
@@ -199,6 +200,52 @@ def test_coherence_prefers_the_reading_one_cvt_joins_with_another_span(coherent_
     assert "Rings (m.0ringb)  from 'rings'" in shown and "(one CVT joins it with m.0sar)" in shown
     with pytest.raises(ValueError, match="coherence_weight"):
         LinkConfig(coherence_weight=-0.1)
+
+
+# The names beside the first entity: a show's regular cast is a CVT that joins it with a character, Sam Goodson.
+# "sam" is the exact name of one entity and part of two more names, the more popular Sam Shepard's first: with one
+# candidate a name (`candidates`), Sam Goodson is no reading of "sam" at all, until the KG's entities beside the show
+# are read.
+BESIDE = f"""
+<{FB}m.0show> {NAME} "Anger Management"@en .
+<{FB}m.0sam> {NAME} "Sam"@en .
+<{FB}m.0shep> {NAME} "Sam Shepard"@en .
+<{FB}m.0good> {NAME} "Sam Goodson"@en .
+<{FB}m.0dan> {NAME} "Daniela Bobadilla"@en .
+<{FB}m.0show> <{FB}tv.tv_program.regular_cast> <{FB}m.0cast> .
+<{FB}m.0cast> <{FB}tv.regular_tv_appearance.character> <{FB}m.0good> .
+<{FB}m.0cast> <{FB}tv.regular_tv_appearance.actor> <{FB}m.0dan> .
+<{FB}m.0show> <{FB}tv.tv_program.genre> <{FB}m.0sam> .
+""" + "".join(f"<{FB}m.0shep> <{FB}film.actor.film> <{FB}m.0f{i}> .\n" for i in range(4)) \
+  + "".join(f"<{FB}m.0sam> <{FB}common.topic.subject> <{FB}m.0s{i}> .\n" for i in range(3))
+
+
+def test_a_span_reads_a_name_beside_the_first_entity_past_the_popular_ones(tmp_path_factory, bank):
+    kg = store(tmp_path_factory, BESIDE)
+    index = build_index(kg, source={"kg": "kg.nt"})
+    assert [mid for mid, _ in index.partial("sam")] == ["m.0shep", "m.0good"]
+    fit = MemoryFit(kg, bank)
+    assert fit.beside("m.0show", 10) == (frozenset({"m.0good", "m.0dan"}), True)  # not m.0sam: a direct edge
+    assert fit.beside("m.0show", 1)[1] is False  # more than the limit: not all of them
+    question = "who plays sam in anger management?"
+    plain = LinkConfig(fit_weight=0.0, candidates=1, second_threshold=0.0, max_entities=2, beside=False)
+    assert [link.id for link in Linker(index, plain, fit).link(question)] == ["m.0show", "m.0sam"]
+    links = Linker(index, replace(plain, beside=True), fit).link(question)
+    assert [link.id for link in links] == ["m.0show", "m.0good"]
+    assert links[1].mention == "sam" and links[1].coherent == "m.0show"
+    assert links[1].score == pytest.approx(max(c[0] for c in Linker(index, plain, fit).candidates(question)
+                                               if c[1:3] == (2, 3)) + plain.coherence_weight)
+    # a span the training questions read as naming an entity keeps its readings ("harry potter": the franchise)
+    read = copy.copy(index)
+    read.mentions = MentionCounts({"sam": (5, 3)}, {"sam": {"m.0sam": 3}})
+    assert [link.id for link in Linker(read, replace(plain, beside=True), fit).link(question)] == ["m.0show", "m.0sam"]
+    # a first entity with more edges than beside_degree is not read
+    shy = replace(plain, beside=True, beside_degree=2)
+    assert [link.id for link in Linker(index, shy, fit).link(question)] == ["m.0show", "m.0sam"]
+    with pytest.raises(ValueError, match="not a Freebase id"):
+        fit.beside("m.0show> ?p ?o } #", 10)
+    with pytest.raises(ValueError, match="beside_limit must be >= 1"):
+        LinkConfig(beside_limit=0)
 
 
 def test_coherence_checks_ids_before_they_reach_sparql(coherent_kg, bank):

@@ -46,6 +46,7 @@ class MemoryFit:
         self._statement_edges: dict[str, frozenset[Edge]] = {}
         self._connected: dict[frozenset[str], bool] = {}
         self._contained: dict[tuple[str, str], bool] = {}
+        self._beside: dict[tuple[str, int], tuple[frozenset[str], bool]] = {}
         self.queries = 0
         self.seconds = 0.0
 
@@ -88,6 +89,33 @@ class MemoryFit:
         found = self._ask(self._connected, [k for k in keys if len(k) == 2],
                           lambda todo: connected_query([tuple(sorted(k)) for k in todo]), frozenset, "connects")
         return {k for k in keys if k in found}
+
+    def beside(self, mid: str, limit: int) -> tuple[frozenset[str], bool]:
+        """The entities that one CVT joins with ``mid`` in the KG (as :meth:`connected` joins a pair), up to
+        ``limit`` of them, and whether that is all of them; one query, cached. The id is checked; a query that fails
+        finds none (logged, not asked again)."""
+        found = self._beside.get((mid, limit))
+        if found is None:
+            check_ids({mid})
+            t0 = time.perf_counter()
+            try:
+                nodes = self.kg.select(cvt_query(mid), timeout=self.timeout)
+                ends = [(r["m"].value, getattr(r.get("out"), "value", "") in ("true", "1")) for r in nodes
+                        if isinstance(r.get("m"), Iri)]
+                out, into = [m for m, forward in ends if forward], [m for m, forward in ends if not forward]
+                rows = self.kg.select(beside_query(mid, out, into, limit + 1), timeout=self.timeout) \
+                    if out or into else []
+                ids = [r["x"].local for r in rows if isinstance(r.get("x"), Iri) and r["x"].is_freebase]
+                found = frozenset(ids[:limit]), len(ids) <= limit
+            except KnowledgeGraphError as exc:
+                log.warning("entity linking: the entities one CVT joins with %s could not be read: %s", mid, exc)
+                found = frozenset(), False
+            self.seconds += time.perf_counter() - t0
+            self.queries += 1
+            if len(self._beside) >= MAX_CACHED:
+                self._beside.clear()
+            self._beside[(mid, limit)] = found
+        return found
 
     def contained(self, pairs: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
         """The ``(place, region)`` pairs where the KG puts the place in the region (:func:`contained_query`: one
@@ -160,6 +188,25 @@ def connected_query(pairs: list[tuple[str, str]]) -> str:
     unnamed = f"FILTER NOT EXISTS {{ ?m <{NAME_PREDICATE}> ?n }}"
     return (f"SELECT DISTINCT ?a ?b WHERE {{ VALUES (?a ?b) {{ {values} }} "
             f"{{ ?a ?p ?m . ?m ?q ?b . {unnamed} }} UNION {{ ?b ?p ?m . ?m ?q ?a . {unnamed} }} }}")
+
+
+def cvt_query(mid: str) -> str:
+    """Standard SPARQL: the nodes without a ``type.object.name`` (CVTs) at one edge from ``mid`` (a checked
+    Freebase id), each with ``?out`` true where ``mid`` is the edge's subject."""
+    entity, unnamed = f"<{FB}{mid}>", f"FILTER NOT EXISTS {{ ?m <{NAME_PREDICATE}> ?n }}"
+    return (f"SELECT DISTINCT ?m ?out WHERE {{ {{ {entity} ?p ?m . BIND(true AS ?out) }} UNION "
+            f"{{ ?m ?p {entity} . BIND(false AS ?out) }} FILTER(isIRI(?m)) {unnamed} }}")
+
+
+def beside_query(mid: str, out: list[str], into: list[str], limit: int) -> str:
+    """Standard SPARQL: up to ``limit`` entities ``?x`` at the far edge of the CVTs ``out`` (nodes ``mid`` has an
+    edge to; full IRIs from :func:`cvt_query`) and ``into`` (nodes with an edge to ``mid``), in the direction of the
+    path: :func:`connected_query`'s shape with one end open. Asked apart from :func:`cvt_query` because a store may
+    otherwise read every edge into the far end first (a US state: half a second against 10 ms)."""
+    entity = f"<{FB}{mid}>"
+    parts = [f"{{ VALUES ?m {{ {' '.join(f'<{m}>' for m in out)} }} ?m ?q ?x }}"] if out else []
+    parts += [f"{{ VALUES ?m {{ {' '.join(f'<{m}>' for m in into)} }} ?x ?p ?m }}"] if into else []
+    return f"SELECT DISTINCT ?x WHERE {{ {' UNION '.join(parts)} FILTER(isIRI(?x) && ?x != {entity}) }} LIMIT {limit}"
 
 
 CONTAINEDBY, CONTAINS = f"<{FB}location.location.containedby>", f"<{FB}location.location.contains>"

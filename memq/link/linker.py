@@ -20,8 +20,10 @@
    ``same_span_margin`` (off by default), a second reading of a chosen span within it, after every span's best one
    (``alternatives_last``). With a KG, once the first is chosen, a candidate of another span that one CVT joins
    with it gains ``coherence_weight`` (:meth:`Linker.joined_with`: the film beside the character of "who plays
-   saruman in lord of the rings?"). The place and the title of a chosen "title of place" follow as second readings
-   (``of_parts``). Each chosen entity is a :class:`Link` (mention, score, runners-up) in the trace.
+   saruman in lord of the rings?"); with ``beside``, the entities one CVT joins with it are read from the KG, and a
+   span the training questions never read may name one past its more popular readings ("sam" of "who plays sam in
+   anger management?": the show's character). The place and the title of a chosen "title of place" follow as second
+   readings (``of_parts``). Each chosen entity is a :class:`Link` (mention, score, runners-up) in the trace.
 """
 
 from __future__ import annotations
@@ -235,8 +237,7 @@ class Linker:
         cfg, index = self.config, self.index
         found = []
         for i, j, key, matches in self.spans(question):
-            content = min(sum(1 for t in key.split() if t not in STOP_WORDS), 3)
-            bonus = cfg.length_weight * content / 3 + cfg.mention_weight * min(0.0, self.keyphraseness(key) - 0.5)
+            bonus = self.span_bonus(key)
             # the entity the span named most often in training keeps its score, the others lose by how much less
             # often: it chooses among a span's readings, and never lifts a span above another
             common = {mid: self.commonness(key, mid) for mid, _ in matches} if cfg.commonness_weight else {}
@@ -257,6 +258,13 @@ class Linker:
             found = placed(self, found, tokens)
         found.sort(key=best_first)
         return found
+
+    def span_bonus(self, key: str) -> float:
+        """What a span adds to each of its readings' scores: ``length_weight`` x its content tokens (up to 3, over
+        3), and ``mention_weight`` x min(0, keyphraseness - 0.5)."""
+        cfg = self.config
+        content = min(sum(1 for t in key.split() if t not in STOP_WORDS), 3)
+        return cfg.length_weight * content / 3 + cfg.mention_weight * min(0.0, self.keyphraseness(key) - 0.5)
 
     def with_fit(self, question: str, found: list) -> list:
         """``found`` with ``fit_weight`` x fit added to the score of the ``fit_candidates`` best candidates of each
@@ -343,33 +351,84 @@ class Linker:
         connected`): of the ``coherence_entities`` best entities on spans apart from the first's whose score could
         reach the second threshold so, each at its best span, but for spans that are part of more than
         ``coherence_max_names`` names (class words). The first entity's id becomes the last part of a joined
-        candidate's last element. The first choice never changes: coherence only finds the entities beside it."""
-        cfg = self.config
-        i0, j0 = first.span
+        candidate's last element. The first choice never changes: coherence only finds the entities beside it.
+
+        With ``beside``, the entities one CVT joins with ``first`` (:meth:`MemoryFit.beside`, for a first entity of
+        at most ``beside_degree`` edges) are all joined, unasked. A span that named no entity in the training
+        questions (the mention prior's ``named``; "harry potter" named the franchise) also reads those it names past
+        its ``candidates`` readings (:meth:`beside_readings`: "sam", Sam Goodson of the show's cast), and its joined
+        readings are lifted together until the best scores as the span's best reading did, before the bonus."""
+        cfg, (i0, j0) = self.config, first.span
 
         def apart(c) -> bool:  # on a span that does not overlap the first's
             return c[2] <= i0 or j0 <= c[1]
 
+        worded: dict[tuple[int, int], bool] = {}  # span -> it is no class word
+
+        def eligible(c) -> bool:
+            if (c[1], c[2]) not in worded:
+                worded[c[1], c[2]] = len(self.index.partial(" ".join(tokens[c[1]:c[2]]))) <= cfg.coherence_max_names
+            return apart(c) and worded[c[1], c[2]]
+
+        near, complete, unread = frozenset(), False, set()
+        if cfg.beside and self.index.degree(first.id) <= cfg.beside_degree:
+            try:
+                near, complete = self.fit.beside(first.id, cfg.beside_limit)
+            except (MemQError, OSError) as exc:  # the KG could not be loaded: link without coherence
+                log.warning("entity linking goes on without coherence: %s", exc)
+                return rest
+            named = getattr(self.index.mentions, "named", {})
+            unread = {(c[1], c[2]) for c in rest if eligible(c) and not named.get(" ".join(tokens[c[1]:c[2]]))}
+            rest = rest + self.beside_readings(near, rest, tokens, unread)
+        partners = {c[3] for c in rest if c[3] in near and eligible(c)}
         best: list[str] = []
         for c in filter(apart, rest):
             if c[0] + cfg.coherence_weight < cfg.second_threshold or len(best) >= cfg.coherence_entities:
                 break
-            if c[3] not in best and c[3] != first.id \
-                    and len(self.index.partial(" ".join(tokens[c[1]:c[2]]))) <= cfg.coherence_max_names:
+            if c[3] not in best and c[3] != first.id and c[3] not in partners and eligible(c):
                 best.append(c[3])
-        if not best:
-            return rest
-        try:
-            joined = self.fit.connected([(first.id, mid) for mid in best])
-        except (MemQError, OSError) as exc:  # the KG could not be loaded: link without coherence
-            log.warning("entity linking goes on without coherence: %s", exc)
-            return rest
-        partners = {mid for mid in best if frozenset((first.id, mid)) in joined}
+        if best and not complete:
+            try:
+                joined = self.fit.connected([(first.id, mid) for mid in best])
+            except (MemQError, OSError) as exc:  # the KG could not be loaded: link without coherence
+                log.warning("entity linking goes on without coherence: %s", exc)
+                joined = set()
+            partners |= {mid for mid in best if frozenset((first.id, mid)) in joined}
         if not partners:
             return rest
-        out = [(c[0] + cfg.coherence_weight, *c[1:6], (*c[6][:2], first.id, *c[6][3:]))
-               if c[3] in partners and apart(c) else c for c in rest]
+        top: dict[tuple[int, int], float] = {}  # an unread span's best score, and its joined readings' best
+        lift: dict[tuple[int, int], float] = {}
+        for c in rest:
+            if (c[1], c[2]) in unread:
+                top[c[1], c[2]] = max(top.get((c[1], c[2]), c[0]), c[0])
+                if c[3] in partners:
+                    lift[c[1], c[2]] = max(lift.get((c[1], c[2]), c[0]), c[0])
+        out = [(c[0] + top.get((c[1], c[2]), 0.0) - lift.get((c[1], c[2]), 0.0) + cfg.coherence_weight, *c[1:6],
+                (*c[6][:2], first.id, *c[6][3:])) if c[3] in partners and apart(c) else c for c in rest]
         out.sort(key=best_first)
+        return out
+
+    def beside_readings(self, near: frozenset[str], rest: list, tokens: list[str], spans: set) -> list:
+        """New candidates of ``spans`` (of ``rest``): the entities of ``near`` that a span names exactly or as a part
+        of their name (a span with a function word at an edge: exactly, as ``content_edges`` reads it) and that
+        ``rest`` does not already have on that span, each scored as :meth:`candidates` scores a reading, without the
+        mention prior's commonness and the fit."""
+        cfg, index = self.config, self.index
+        have = {(c[1], c[2], c[3]) for c in rest}
+        out = []
+        for i, j in sorted(spans):
+            span = tokens[i:j]
+            key = " ".join(span)
+            readings = {mid: 1.0 for mid in index.exact(key) if mid in near}
+            if not (cfg.content_edges and (span[0] in STOP_WORDS or span[-1] in STOP_WORDS)):
+                for mid, cover in index.partial(key):
+                    if mid in near:
+                        readings.setdefault(mid, cfg.partial_match + (1 - cfg.partial_match) * cover)
+            bonus = self.span_bonus(key) if readings else 0.0
+            for mid, match in readings.items():
+                if (i, j, mid) not in have:
+                    pop = index.popularity(mid)
+                    out.append((match + cfg.popularity_weight * pop + bonus, i, j, mid, match, pop, (None, None)))
         return out
 
     def resolve_name(self, name: str) -> Link | None:

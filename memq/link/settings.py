@@ -92,6 +92,14 @@ class LinkConfig:
     # a span that is part of more names than this is a class word ("language" of Italian Language, "team"): its
     # candidates get no coherence (the answer of "what language did jewish people speak?" is joined with the people)
     coherence_max_names: int = 100
+    # the names beside the first entity (a Linker given a MemoryFit): the entities one CVT joins with it, read from
+    # the KG (up to beside_limit, for a first entity of at most beside_degree edges), are all joined without asking
+    # pair by pair; a span that named no entity in training also reads those of them it names past its `candidates`
+    # most popular readings, and its joined readings come first ("sam" of "who plays sam in anger management?":
+    # Sam Goodson, a character of the show, not the more popular Sam Shepard). Linker.joined_with
+    beside: bool = True
+    beside_limit: int = 2000
+    beside_degree: int = 400
     # memq.link.context: + place_weight for a place inside the region the next span names ("fresno texas"), among a
     # span's place_candidates best readings; - nested_weight for a reading not its span's exact name inside a longer
     # span that is one ("america" of "latin america"), - nested_exact_weight for one that is ("africa"). 0: off
@@ -161,6 +169,9 @@ class LinkConfig:
         if self.coherence_weight < 0 or self.coherence_entities < 2 or self.coherence_max_names < 0:
             raise ValueError(f"coherence_weight and coherence_max_names must be >= 0 and coherence_entities >= 2, "
                              f"got {self.coherence_weight}, {self.coherence_max_names}, {self.coherence_entities}")
+        if self.beside_limit < 1 or self.beside_degree < 0:
+            raise ValueError(f"beside_limit must be >= 1 and beside_degree >= 0, got {self.beside_limit}, "
+                             f"{self.beside_degree}")
         if self.asked_other < 0:
             raise ValueError(f"asked_other must be >= 0 (0: off), got {self.asked_other}")
         if not 0 <= self.fuzzy_words <= 100:
