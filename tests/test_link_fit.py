@@ -239,6 +239,10 @@ def test_a_span_reads_a_name_beside_the_first_entity_past_the_popular_ones(tmp_p
     read = copy.copy(index)
     read.mentions = MentionCounts({"sam": (5, 3)}, {"sam": {"m.0sam": 3}})
     assert [link.id for link in Linker(read, replace(plain, beside=True), fit).link(question)] == ["m.0show", "m.0sam"]
+    # nor where no span the training questions never read could reach the second threshold with the bonus
+    queries = fit.queries
+    high = replace(plain, beside=True, beside_limit=7, second_threshold=9.0)
+    assert [link.id for link in Linker(index, high, fit).link(question)] == ["m.0show"] and fit.queries == queries
     # a first entity with more edges than beside_degree is not read
     shy = replace(plain, beside=True, beside_degree=2)
     assert [link.id for link in Linker(index, shy, fit).link(question)] == ["m.0show", "m.0sam"]

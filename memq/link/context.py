@@ -1,6 +1,6 @@
 """What a span's neighbours in the question say about its readings: the region named right after a place, the
-longer name a span is part of, the place and the title inside "title of place", and the double quotes around a
-name.
+longer name a span is part of, the place and the title inside "title of place", the double quotes around a name,
+and the names beside the first entity linked (:func:`beside_readings`).
 
 **The place beside a place** (:func:`placed`; ``LinkConfig.place_weight``): "fresno texas", "kansas city kansas". Many
 places share a name, and a question tells them apart the way an address does, with the region after the place: "where
@@ -406,4 +406,28 @@ def quoted(question: str, tokens: list[str], shorter: int, longest: int) -> list
             continue
         n = len(part)
         out += [(i, i + n) for i in range(len(tokens) - n + 1) if tokens[i:i + n] == part][:1]
+    return out
+
+
+def beside_readings(linker, near: frozenset[str], rest: list, tokens: list[str], spans: set) -> list:
+    """New candidates of ``spans`` (of ``rest``, the linker's candidates): the entities of ``near`` that a span names
+    exactly or as a part of their name (a span with a function word at an edge: exactly, as ``content_edges`` reads
+    it) and that ``rest`` does not already have on that span, each scored as ``Linker.candidates`` scores a reading,
+    without the mention prior's commonness and the fit (``LinkConfig.beside``: Linker.joined_with)."""
+    cfg, index = linker.config, linker.index
+    have = {(c[1], c[2], c[3]) for c in rest}
+    out = []
+    for i, j in sorted(spans):
+        span = tokens[i:j]
+        key = " ".join(span)
+        readings = {mid: 1.0 for mid in index.exact(key) if mid in near}
+        if not (cfg.content_edges and (span[0] in STOP_WORDS or span[-1] in STOP_WORDS)):
+            for mid, cover in index.partial(key):
+                if mid in near:
+                    readings.setdefault(mid, cfg.partial_match + (1 - cfg.partial_match) * cover)
+        bonus = linker.span_bonus(key) if readings else 0.0
+        for mid, match in readings.items():
+            if (i, j, mid) not in have:
+                pop = index.popularity(mid)
+                out.append((match + cfg.popularity_weight * pop + bonus, i, j, mid, match, pop, (None, None)))
     return out

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, replace
 from ..errors import MemQError
 from .context import (
     asked_other,
+    beside_readings,
     nested,
     numbered_initials,
     numbers,
@@ -353,10 +354,11 @@ class Linker:
         ``coherence_max_names`` names (class words). The first entity's id becomes the last part of a joined
         candidate's last element. The first choice never changes: coherence only finds the entities beside it.
 
-        With ``beside``, the entities one CVT joins with ``first`` (:meth:`MemoryFit.beside`, for a first entity of
-        at most ``beside_degree`` edges) are all joined, unasked. A span that named no entity in the training
-        questions (the mention prior's ``named``; "harry potter" named the franchise) also reads those it names past
-        its ``candidates`` readings (:meth:`beside_readings`: "sam", Sam Goodson of the show's cast), and its joined
+        With ``beside``, where a span that named no entity in the training questions (the mention prior's
+        ``named``; "harry potter" named the franchise) could reach the second threshold with the bonus, the entities
+        one CVT joins with ``first`` (:meth:`MemoryFit.beside`, for a first entity of at most ``beside_degree``
+        edges) are all joined, unasked; such a span also reads those it names past its ``candidates`` readings
+        (:func:`~memq.link.context.beside_readings`: "sam", Sam Goodson of the show's cast), and its joined
         readings are lifted together until the best scores as the span's best reading did, before the bonus."""
         cfg, (i0, j0) = self.config, first.span
 
@@ -372,14 +374,18 @@ class Linker:
 
         near, complete, unread = frozenset(), False, set()
         if cfg.beside and self.index.degree(first.id) <= cfg.beside_degree:
+            named, tops = getattr(self.index.mentions, "named", {}), {}
+            for c in rest:  # best first: a span's first candidate is its best
+                tops.setdefault((c[1], c[2]), c[0])
+            unread = {(c[1], c[2]) for c in rest if eligible(c) and not named.get(" ".join(tokens[c[1]:c[2]]))
+                      and tops[c[1], c[2]] + cfg.coherence_weight >= cfg.second_threshold}
+        if unread:  # a span the KG's entities beside the first may be read on
             try:
                 near, complete = self.fit.beside(first.id, cfg.beside_limit)
             except (MemQError, OSError) as exc:  # the KG could not be loaded: link without coherence
                 log.warning("entity linking goes on without coherence: %s", exc)
                 return rest
-            named = getattr(self.index.mentions, "named", {})
-            unread = {(c[1], c[2]) for c in rest if eligible(c) and not named.get(" ".join(tokens[c[1]:c[2]]))}
-            rest = rest + self.beside_readings(near, rest, tokens, unread)
+            rest = rest + beside_readings(self, near, rest, tokens, unread)
         partners = {c[3] for c in rest if c[3] in near and eligible(c)}
         best: list[str] = []
         for c in filter(apart, rest):
@@ -406,29 +412,6 @@ class Linker:
         out = [(c[0] + top.get((c[1], c[2]), 0.0) - lift.get((c[1], c[2]), 0.0) + cfg.coherence_weight, *c[1:6],
                 (*c[6][:2], first.id, *c[6][3:])) if c[3] in partners and apart(c) else c for c in rest]
         out.sort(key=best_first)
-        return out
-
-    def beside_readings(self, near: frozenset[str], rest: list, tokens: list[str], spans: set) -> list:
-        """New candidates of ``spans`` (of ``rest``): the entities of ``near`` that a span names exactly or as a part
-        of their name (a span with a function word at an edge: exactly, as ``content_edges`` reads it) and that
-        ``rest`` does not already have on that span, each scored as :meth:`candidates` scores a reading, without the
-        mention prior's commonness and the fit."""
-        cfg, index = self.config, self.index
-        have = {(c[1], c[2], c[3]) for c in rest}
-        out = []
-        for i, j in sorted(spans):
-            span = tokens[i:j]
-            key = " ".join(span)
-            readings = {mid: 1.0 for mid in index.exact(key) if mid in near}
-            if not (cfg.content_edges and (span[0] in STOP_WORDS or span[-1] in STOP_WORDS)):
-                for mid, cover in index.partial(key):
-                    if mid in near:
-                        readings.setdefault(mid, cfg.partial_match + (1 - cfg.partial_match) * cover)
-            bonus = self.span_bonus(key) if readings else 0.0
-            for mid, match in readings.items():
-                if (i, j, mid) not in have:
-                    pop = index.popularity(mid)
-                    out.append((match + cfg.popularity_weight * pop + bonus, i, j, mid, match, pop, (None, None)))
         return out
 
     def resolve_name(self, name: str) -> Link | None:
