@@ -325,10 +325,19 @@ def test_a_language_or_its_country_is_read_by_the_class_the_question_asks_for():
     assert linker.link("which nations speak german?")[0].id == "m.0german"
     assert off.link("what languages do portuguese people speak?")[0].id == "m.0portuguese"
     assert linker.link("what languages do portuguese people speak?")[0].id == "m.0portugal"
-    for question in ("who speaks german?", "what language family is german in?"):  # asks for neither
+    for question in ("who is german?", "what language family is german in?"):  # asks for neither
         assert linker.link(question)[0].id == off.link(question)[0].id
     with pytest.raises(ValueError, match="asked_other must be >= 0"):
         LinkConfig(asked_other=-1)
+    # a span said to be spoken reads the language, however the question asks (LinkConfig.spoken)
+    unsaid = Linker(index, replace(LinkConfig(), spoken=False))
+    for question in ("where do they speak german?", "what german speaking country has the capital bonn?",
+                     "what german-speaking country has the lowest iso number?", "where is german spoken?",
+                     "who speaks german?"):
+        assert unsaid.link(question)[0].id == "m.0germany", question
+        assert linker.link(question)[0].id == "m.0german", question
+    # but not a people who speak ("what languages do portuguese people speak?" asks for a language: the country)
+    assert linker.link("what do portuguese speak?")[0].id == off.link("what do portuguese speak?")[0].id
 
 
 def test_an_exact_name_inside_a_longer_exact_name_loses_to_it():

@@ -110,16 +110,33 @@ ASKS_COUNTRY = re.compile(r"\b(?:what|which)\s+(?:countr(?:y|ies)|nations?)\b|\b
 ASKS_LANGUAGE = re.compile(r"\b(?:what|which)\s+(?:\w+\s+)?languages?\b(?!\s+(?:family|group))")
 
 
-def asked_other(index, found: list, tokens: list[str], weight: float) -> list:
+# a form of "speak" right before a span ("speak turkish") or right after it ("turkish speaking", "turkish is spoken")
+SPEAK_BEFORE = frozenset("speak speaks spoke speaking".split())
+SPEAK_AFTER = frozenset("speaking spoken speaker speakers".split())
+
+
+def spoken(tokens: list[str], i: int) -> bool:
+    """Whether the one-word span ``tokens[i]`` is said to be spoken: a form of "speak" right before it, or
+    "speaking", "spoken" or "speakers" right after it (after "is" or "are" too)."""
+    after = tokens[i + 1:i + 3]
+    if after[:1] and after[0] in ("is", "are"):
+        after = after[1:]
+    return (i > 0 and tokens[i - 1] in SPEAK_BEFORE) or bool(after[:1]) and after[0] in SPEAK_AFTER
+
+
+def asked_other(index, found: list, tokens: list[str], weight: float, speech: bool = False) -> list:
     """``found`` (:meth:`memq.link.linker.Linker.candidates`' tuples) with ``weight`` added, on each one-word span
     that reads both a language (an entity named "<span> Language") and the country the span is a demonym or an
     adjective of, to the language where the question asks for a country, and to the country where it asks for a
-    language; as it is where it asks for both or neither."""
+    language; as it is where it asks for both or neither. With ``speech``, a span said to be spoken (:func:`spoken`:
+    "where do they speak turkish?", "what turkish speaking country ...?") reads the language however the question
+    asks."""
     from .demonyms import country_ids
 
     text = " ".join(tokens)
     country, language = bool(ASKS_COUNTRY.search(text)), bool(ASKS_LANGUAGE.search(text))
-    if country == language:
+    said = {i for i in range(len(tokens)) if spoken(tokens, i)} if speech else set()
+    if country == language and not said:
         return found
     lift: dict[tuple[int, str], float] = {}
     for i in sorted({c[1] for c in found if c[2] - c[1] == 1}):
@@ -127,8 +144,8 @@ def asked_other(index, found: list, tokens: list[str], weight: float) -> list:
         readings = {c[3] for c in found if (c[1], c[2]) == (i, i + 1)}
         languages = {m for m in readings if normalize(index.name(m) or "") == f"{key} language"}
         countries = readings & {*country_ids(index, key), *(m for n in index.bases(key) for m in index.exact(n)[:1])}
-        if languages and countries:
-            lift.update(((i, m), weight) for m in (languages if country else countries))
+        if languages and countries and (i in said or country != language):
+            lift.update(((i, m), weight) for m in (languages if country or i in said else countries))
     if not lift:
         return found
     return [(c[0] + lift.get((c[1], c[3]), 0.0), *c[1:]) if c[2] - c[1] == 1 else c for c in found]

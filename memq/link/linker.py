@@ -251,7 +251,7 @@ class Linker:
         if cfg.title_exact_first:  # "miss america": the pageant, not what "america" reads
             found = title_exact_first(found, tokens, TITLES)
         if cfg.asked_other > 0:  # "what countries speak german?": German Language, not Germany
-            found = asked_other(index, found, tokens, cfg.asked_other)
+            found = asked_other(index, found, tokens, cfg.asked_other, cfg.spoken)
         found = nested(found, cfg.nested_weight, cfg.nested_exact_weight)
         if self.uses_fit and found:
             found = self.with_fit(question, found)
