@@ -340,6 +340,30 @@ def test_a_language_or_its_country_is_read_by_the_class_the_question_asks_for():
     assert linker.link("what do portuguese speak?")[0].id == off.link("what do portuguese speak?")[0].id
 
 
+def test_a_part_of_a_name_written_with_capitals_that_nothing_reads_loses_unread_weight():
+    """ "Peter Minuit" is written as a name, and the index reads it nowhere whole: "peter", a part of *Peter Crouch*,
+    is seldom him. A part of a written name that is read whole ("Hector Camacho"), an exact name inside an unread
+    one, and a question in lower case are as before."""
+    from memq.link.capitals import cased_runs
+
+    question = "Where does Hector Camacho live and has assets owned by Peter Minuit?"
+    tokens = normalize(question).split()
+    assert [" ".join(tokens[a:b]) for a, b in cased_runs(question, tokens)] == ["hector camacho", "peter minuit"]
+    assert cased_runs(question.lower(), normalize(question).split()) == []
+    title = "Where Does Hector Camacho Live And Has Assets Owned By Peter Minuit?"  # a title: most words capitalised
+    assert cased_runs(title, normalize(title).split()) == []
+    odd = "Which peer of the Order of St Michael and St George was Côte d'Ivoire's President?"
+    assert [" ".join(normalize(odd).split()[a:b]) for a, b in cased_runs(odd, normalize(odd).split())] == [
+        "order of st michael and st george", "cote d ivoire president"]
+    rows = [("m.0crouch", 40, "Peter Crouch"), ("m.0hector", 30, "Héctor Camacho"), ("m.0minuit", 5, "Minuit"),
+            ("m.0big", 1000, "Big Entity")]
+    index = EntityIndex([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [() for _ in rows])
+    off = Linker(index, replace(LinkConfig(), unread_weight=0.0))
+    assert [link.id for link in off.link(question)] == ["m.0hector", "m.0crouch", "m.0minuit"]
+    assert [link.id for link in Linker(index).link(question)] == ["m.0hector", "m.0minuit"]  # Minuit: exact
+    assert [link.id for link in Linker(index).link(question.lower())] == [link.id for link in off.link(question)]
+
+
 def test_an_exact_name_inside_a_longer_exact_name_loses_to_it():
     """ "north africa" is North Africa's exact name, and "africa" and "north" are exact names of their own: the more
     popular Africa won, and North came beside it. A reading of a span inside a longer span that is some entity's

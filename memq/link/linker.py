@@ -14,7 +14,8 @@
    named reading: :mod:`memq.link.mentions`), and, with a KG and a memory bank (:class:`~memq.link.fit.MemoryFit`),
    ``fit_weight`` x the best similarity of a statement recalled for the question that binds at the candidate; the
    question's other spans (:mod:`memq.link.context`): ``place_weight`` for a place inside the region named right
-   after it, ``-nested_weight`` for a part of a longer name the question writes (``-nested_exact_weight``: exact).
+   after it, ``-nested_weight`` for a part of a longer name the question writes (``-nested_exact_weight``: exact),
+   ``-unread_weight`` for a part of a name it writes with capitals that nothing reads whole (:mod:`memq.link.capitals`).
 3. Choice: the best (span, entity) first, then the next whose span does not overlap a chosen one, while the
    score reaches ``threshold`` (``second_threshold`` after the first), at most ``max_entities``; with
    ``same_span_margin`` (off by default), a second reading of a chosen span within it, after every span's best one
@@ -33,6 +34,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 from ..errors import MemQError
+from .capitals import cased_runs, unread_names
 from .context import (
     asked_other,
     beside_readings,
@@ -253,6 +255,8 @@ class Linker:
         if cfg.asked_other > 0:  # "what countries speak german?": German Language, not Germany
             found = asked_other(index, found, tokens, cfg.asked_other, cfg.spoken)
         found = nested(found, cfg.nested_weight, cfg.nested_exact_weight)
+        if cfg.unread_weight > 0:  # "Peter Minuit", a name the index lacks: "peter" is no Peter Crouch
+            found = unread_names(found, cased_runs(question, tokens), cfg.unread_weight)
         if self.uses_fit and found:
             found = self.with_fit(question, found)
         if self.fit is not None and cfg.place_weight > 0 and found:

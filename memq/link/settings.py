@@ -58,6 +58,9 @@ class LinkConfig:
     # asks for a country, to the country where it asks for a language (memq.link.context.asked_other; 0: off).
     # 0.6 from CWQ dev: the country led the language by 0.58 at most where the language was the gold entity
     asked_other: float = 0.6
+    # - unread_weight for a reading not its span's exact name inside a name the question writes with capitals that
+    # nothing reads whole ("peter" of "Peter Minuit"; memq.link.context.unread_names; 0: off)
+    unread_weight: float = 0.5
     spoken: bool = True  # and a one-word span said to be spoken ("speak turkish", "turkish speaking") the language
     # a learnt alias (memq.link.mentions.learnt_aliases: "the us", "king tut"): a reading at this match (0: off); of a
     # span that is an exact name in the index, only with alias_floor training questions for it (1: with any)
