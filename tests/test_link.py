@@ -343,7 +343,8 @@ def test_a_language_or_its_country_is_read_by_the_class_the_question_asks_for():
 def test_a_part_of_a_name_written_with_capitals_that_nothing_reads_loses_unread_weight():
     """ "Peter Minuit" is written as a name, and the index reads it nowhere whole: "peter", a part of *Peter Crouch*,
     is seldom him. A part of a written name that is read whole ("Hector Camacho"), an exact name inside an unread
-    one, and a question in lower case are as before."""
+    one, a reading whose name is close to the written one ("Payton Manning"), and a question in lower case are as
+    before."""
     from memq.link.capitals import cased_runs
 
     question = "Where does Hector Camacho live and has assets owned by Peter Minuit?"
@@ -354,7 +355,7 @@ def test_a_part_of_a_name_written_with_capitals_that_nothing_reads_loses_unread_
     assert cased_runs(title, normalize(title).split()) == []
     odd = "Which peer of the Order of St Michael and St George was Côte d'Ivoire's President?"
     assert [" ".join(normalize(odd).split()[a:b]) for a, b in cased_runs(odd, normalize(odd).split())] == [
-        "order of st michael and st george", "cote d ivoire president"]
+        "order of st michael", "st george", "cote d ivoire president"]
     rows = [("m.0crouch", 40, "Peter Crouch"), ("m.0hector", 30, "Héctor Camacho"), ("m.0minuit", 5, "Minuit"),
             ("m.0big", 1000, "Big Entity")]
     index = EntityIndex([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [() for _ in rows])
@@ -362,6 +363,15 @@ def test_a_part_of_a_name_written_with_capitals_that_nothing_reads_loses_unread_
     assert [link.id for link in off.link(question)] == ["m.0hector", "m.0crouch", "m.0minuit"]
     assert [link.id for link in Linker(index).link(question)] == ["m.0hector", "m.0minuit"]  # Minuit: exact
     assert [link.id for link in Linker(index).link(question.lower())] == [link.id for link in off.link(question)]
+    # "and" joins no two names; a reading whose name is close to the written one is kept (a name misspelt)
+    two = "Name the movie Demi Moore and Tupac played in."
+    assert [" ".join(normalize(two).split()[a:b]) for a, b in cased_runs(two, normalize(two).split())] == ["demi moore"]
+    rows.append(("m.0peyton", 40, "Peyton Manning"))
+    index = EntityIndex([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [() for _ in rows])
+    misspelt = "What team did Payton Manning play for?"
+    kept = Linker(index).link(misspelt)[0]
+    unruled = Linker(index, replace(LinkConfig(), unread_weight=0.0)).link(misspelt)[0]
+    assert (kept.id, kept.mention) == ("m.0peyton", "manning") and kept.score == pytest.approx(unruled.score)
 
 
 def test_an_exact_name_inside_a_longer_exact_name_loses_to_it():

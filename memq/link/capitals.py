@@ -15,7 +15,10 @@ _NON_ALNUM = re.compile(r"[^0-9A-Za-z]+")
 _APOSTROPHE_S = re.compile(r"['\u2019][sS]\b")
 
 # lower-case words inside a written name ("Order of St Michael", "Côte d'Ivoire", "Ludwig van Beethoven")
-CONNECTORS = frozenset("of the and de d da del du la le van von".split())
+# ("and" is none: "Demi Moore and Tupac" are two names)
+CONNECTORS = frozenset("of the de d da del du la le van von".split())
+# a reading whose name is this close to the written name (rapidfuzz ratio) is kept: "manning" of "Payton Manning"
+KEPT_RATIO = 70.0
 
 
 def cased_runs(question: str, tokens: list[str]) -> list[tuple[int, int]]:
@@ -51,13 +54,24 @@ def cased_runs(question: str, tokens: list[str]) -> list[tuple[int, int]]:
     return runs
 
 
-def unread_names(found: list, runs: list[tuple[int, int]], weight: float) -> list:
+def unread_names(index, found: list, tokens: list[str], runs: list[tuple[int, int]], weight: float) -> list:
     """``found`` (:meth:`memq.link.linker.Linker.candidates`' tuples) with ``weight`` taken off each reading that is
-    not its span's exact name on a span inside a run of :func:`cased_runs` that no candidate's span holds whole: the
-    question writes a name the index does not read, so a part of it is seldom a part of another name ("peter" of
+    not its span's exact name on a span inside a run of :func:`cased_runs` that no candidate's span holds whole,
+    unless the reading's name is within :data:`KEPT_RATIO` of the run (a name written otherwise: "Payton Manning"):
+    the question writes a name the index does not read, so a part of it is seldom a part of another name ("peter" of
     "Peter Minuit" is not Peter Crouch)."""
+    from rapidfuzz import fuzz
+
+    from .index import normalize
+
     unread = [(a, b) for a, b in runs if not any(c[1] <= a and b <= c[2] for c in found)]
     if not unread:
         return found
-    return [(c[0] - weight, *c[1:]) if c[4] < 1.0 and any(a <= c[1] and c[2] <= b for a, b in unread) else c
-            for c in found]
+    out = []
+    for c in found:
+        run = next(((a, b) for a, b in unread if a <= c[1] and c[2] <= b), None) if c[4] < 1.0 else None
+        if run is not None and fuzz.ratio(normalize(index.name(c[3]) or ""), " ".join(tokens[run[0]:run[1]])) \
+                < KEPT_RATIO:
+            c = (c[0] - weight, *c[1:])
+        out.append(c)
+    return out

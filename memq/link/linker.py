@@ -256,7 +256,7 @@ class Linker:
             found = asked_other(index, found, tokens, cfg.asked_other, cfg.spoken)
         found = nested(found, cfg.nested_weight, cfg.nested_exact_weight)
         if cfg.unread_weight > 0:  # "Peter Minuit", a name the index lacks: "peter" is no Peter Crouch
-            found = unread_names(found, cased_runs(question, tokens), cfg.unread_weight)
+            found = unread_names(index, found, tokens, cased_runs(question, tokens), cfg.unread_weight)
         if self.uses_fit and found:
             found = self.with_fit(question, found)
         if self.fit is not None and cfg.place_weight > 0 and found:
