@@ -327,7 +327,7 @@ def test_a_language_or_its_country_is_read_by_the_class_the_question_asks_for():
     assert linker.link("what languages do portuguese people speak?")[0].id == "m.0portugal"
     for question in ("who is german?", "what language family is german in?"):  # asks for neither
         assert linker.link(question)[0].id == off.link(question)[0].id
-    with pytest.raises(ValueError, match="asked_other must be >= 0"):
+    with pytest.raises(ValueError, match="asked_other and unread_weight must be >= 0"):
         LinkConfig(asked_other=-1)
     # a span said to be spoken reads the language, however the question asks (LinkConfig.spoken)
     unsaid = Linker(index, replace(LinkConfig(), spoken=False))
@@ -369,6 +369,8 @@ def test_a_part_of_a_name_written_with_capitals_that_nothing_reads_loses_unread_
     rows.append(("m.0peyton", 40, "Peyton Manning"))
     index = EntityIndex([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [() for _ in rows])
     misspelt = "What team did Payton Manning play for?"
+    with pytest.raises(ValueError, match=r"unread_weight must be >= 0 \(0: off\), got 0.6, -0.5"):
+        LinkConfig(unread_weight=-0.5)
     kept = Linker(index).link(misspelt)[0]
     unruled = Linker(index, replace(LinkConfig(), unread_weight=0.0)).link(misspelt)[0]
     assert (kept.id, kept.mention) == ("m.0peyton", "manning") and kept.score == pytest.approx(unruled.score)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from .index import normalize
+
 __all__ = ["cased_runs", "unread_names"]
 
 _NON_ALNUM = re.compile(r"[^0-9A-Za-z]+")
@@ -61,8 +63,6 @@ def unread_names(index, found: list, tokens: list[str], runs: list[tuple[int, in
     the question writes a name the index does not read, so a part of it is seldom a part of another name ("peter" of
     "Peter Minuit" is not Peter Crouch)."""
     from rapidfuzz import fuzz
-
-    from .index import normalize
 
     unread = [(a, b) for a, b in runs if not any(c[1] <= a and b <= c[2] for c in found)]
     if not unread:

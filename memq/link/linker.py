@@ -378,11 +378,11 @@ class Linker:
 
         near, complete, unread = frozenset(), False, set()
         if cfg.beside and self.index.degree(first.id) <= cfg.beside_degree:
-            named, tops = getattr(self.index.mentions, "named", {}), {}
+            named, first_scores = getattr(self.index.mentions, "named", {}), {}
             for c in rest:  # best first: a span's first candidate is its best
-                tops.setdefault((c[1], c[2]), c[0])
+                first_scores.setdefault((c[1], c[2]), c[0])
             unread = {(c[1], c[2]) for c in rest if eligible(c) and not named.get(" ".join(tokens[c[1]:c[2]]))
-                      and tops[c[1], c[2]] + cfg.coherence_weight >= cfg.second_threshold}
+                      and first_scores[c[1], c[2]] + cfg.coherence_weight >= cfg.second_threshold}
         if unread:  # a span the KG's entities beside the first may be read on
             try:
                 near, complete = self.fit.beside(first.id, cfg.beside_limit)
@@ -406,7 +406,8 @@ class Linker:
             partners |= {mid for mid in best if frozenset((first.id, mid)) in joined}
         if not partners:
             return rest
-        top: dict[tuple[int, int], float] = {}  # an unread span's best score, and its joined readings' best
+        top: dict[tuple[int, int], float] = {}  # an unread span's best score (its new readings too), and its joined
+        # readings' best
         lift: dict[tuple[int, int], float] = {}
         for c in rest:
             if (c[1], c[2]) in unread:

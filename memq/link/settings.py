@@ -58,10 +58,10 @@ class LinkConfig:
     # asks for a country, to the country where it asks for a language (memq.link.context.asked_other; 0: off).
     # 0.6 from CWQ dev: the country led the language by 0.58 at most where the language was the gold entity
     asked_other: float = 0.6
-    # - unread_weight for a reading not its span's exact name inside a name the question writes with capitals that
-    # nothing reads whole ("peter" of "Peter Minuit"; memq.link.context.unread_names; 0: off)
-    unread_weight: float = 0.5
     spoken: bool = True  # and a one-word span said to be spoken ("speak turkish", "turkish speaking") the language
+    # - unread_weight for a reading not its span's exact name inside a name the question writes with capitals that
+    # nothing reads whole ("peter" of "Peter Minuit"; memq.link.capitals.unread_names; 0: off). 0.5 from CWQ dev
+    unread_weight: float = 0.5
     # a learnt alias (memq.link.mentions.learnt_aliases: "the us", "king tut"): a reading at this match (0: off); of a
     # span that is an exact name in the index, only with alias_floor training questions for it (1: with any)
     alias_match: float = 0.9
@@ -176,8 +176,9 @@ class LinkConfig:
         if self.beside_limit < 1 or self.beside_degree < 0:
             raise ValueError(f"beside_limit must be >= 1 and beside_degree >= 0, got {self.beside_limit}, "
                              f"{self.beside_degree}")
-        if self.asked_other < 0:
-            raise ValueError(f"asked_other must be >= 0 (0: off), got {self.asked_other}")
+        if self.asked_other < 0 or self.unread_weight < 0:
+            raise ValueError(f"asked_other and unread_weight must be >= 0 (0: off), got {self.asked_other}, "
+                             f"{self.unread_weight}")
         if not 0 <= self.fuzzy_words <= 100:
             raise ValueError(f"fuzzy_words is a rapidfuzz ratio in 0-100 (0: off), got {self.fuzzy_words}")
         if not 0 <= self.fuzzy_cutoff <= 100 or not 0 <= self.alias_match <= 1 or not 0 <= self.demonym_match <= 1:
