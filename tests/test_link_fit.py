@@ -22,6 +22,13 @@ from memq.types import MemoryRecord, Statement, Trace
 
 FB = "http://rdf.freebase.com/ns/"
 NAME = f"<{FB}type.object.name>"
+
+
+def edges(subject: str, predicate: str, prefix: str, n: int) -> str:
+    """``n`` triples from ``subject`` to ``prefix``0, 1, ...: edges that make an entity more popular (its degree)."""
+    return "".join(f"<{FB}{subject}> <{FB}{predicate}> <{FB}{prefix}{i}> .\n" for i in range(n))
+
+
 CITY, PERSON = "m.0city", "m.0abe"
 TRIPLES = f"""
 <{FB}{CITY}> {NAME} "Lincoln"@en .
@@ -30,7 +37,7 @@ TRIPLES = f"""
 <{FB}m.0mayor> {NAME} "Leirion Gaylor Baird"@en .
 <{FB}{PERSON}> <{FB}government.us_president.vice_president> <{FB}m.0vp> .
 <{FB}{CITY}> <{FB}government.governmental_jurisdiction.governing_officials> <{FB}m.0mayor> .
-""" + "".join(f"<{FB}{CITY}> <{FB}location.location.contains> <{FB}m.0p{i}> .\n" for i in range(6))
+""" + edges(CITY, "location.location.contains", "m.0p", 6)
 STATEMENTS = [
     ("?entity1 ns:government.us_president.vice_president ?entity2 .", "government.us_president.vice_president",
      "?entity2 is the vice president of the us president ?entity1"),
@@ -153,9 +160,8 @@ COHERENT = f"""
 <{FB}m.0sar> <{FB}film.film_character.portrayed_in_films> <{FB}m.0perf> .
 <{FB}m.0perf> <{FB}film.performance.film> <{FB}m.0ringb> .
 <{FB}m.0sar> <{FB}fictional_universe.fictional_character.things> <{FB}m.0staff> .
-""" + "".join(f"<{FB}m.0ringa> <{FB}film.film.starring> <{FB}m.0p{i}> .\n" for i in range(2)) \
-  + "".join(f"<{FB}m.0sar> <{FB}fictional_universe.fictional_character.appears_in> <{FB}m.0w{i}> .\n"
-            for i in range(6))
+""" + edges("m.0ringa", "film.film.starring", "m.0p", 2) \
+  + edges("m.0sar", "fictional_universe.fictional_character.appears_in", "m.0w", 6)
 
 
 def store(tmp_path_factory, triples: str) -> OxigraphStore:
@@ -216,8 +222,7 @@ BESIDE = f"""
 <{FB}m.0cast> <{FB}tv.regular_tv_appearance.character> <{FB}m.0good> .
 <{FB}m.0cast> <{FB}tv.regular_tv_appearance.actor> <{FB}m.0dan> .
 <{FB}m.0show> <{FB}tv.tv_program.genre> <{FB}m.0sam> .
-""" + "".join(f"<{FB}m.0shep> <{FB}film.actor.film> <{FB}m.0f{i}> .\n" for i in range(4)) \
-  + "".join(f"<{FB}m.0sam> <{FB}common.topic.subject> <{FB}m.0s{i}> .\n" for i in range(3))
+""" + edges("m.0shep", "film.actor.film", "m.0f", 4) + edges("m.0sam", "common.topic.subject", "m.0s", 3)
 
 
 def test_a_span_reads_a_name_beside_the_first_entity_past_the_popular_ones(tmp_path_factory, bank):
@@ -267,7 +272,7 @@ PLACES = f"""
 <{FB}m.0ftx> <{FB}location.location.containedby> <{FB}m.0county> .
 <{FB}m.0county> <{FB}location.location.containedby> <{FB}m.0tx> .
 <{FB}m.0tx> <{FB}location.location.contains> <{FB}m.0fsu> .
-""" + "".join(f"<{FB}m.0fca> <{FB}location.location.contains> <{FB}m.0p{i}> .\n" for i in range(6))
+""" + edges("m.0fca", "location.location.contains", "m.0p", 6)
 
 
 @pytest.fixture(scope="module")
@@ -357,8 +362,7 @@ WALTON = f"""
 <{FB}m.0goggins> {NAME} "Walton Goggins"@en .
 <{FB}m.0in> {NAME} "Indiana"@en .
 <{FB}m.0walton> <{FB}location.location.containedby> <{FB}m.0in> .
-""" + "".join(f"<{FB}m.0goggins> <{FB}film.actor.film> <{FB}m.0f{i}> .\n" for i in range(12)) + "".join(
-    f"<{FB}m.0in> <{FB}location.location.contains> <{FB}m.0c{i}> .\n" for i in range(8))
+""" + edges("m.0goggins", "film.actor.film", "m.0f", 12) + edges("m.0in", "location.location.contains", "m.0c", 8)
 
 
 def test_a_place_named_by_no_other_place_gains_by_the_region_after_it_too(tmp_path_factory, bank):

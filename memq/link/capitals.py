@@ -7,14 +7,12 @@ in lower case, where nothing here acts (``LinkConfig.unread_weight``; :meth:`mem
 from __future__ import annotations
 
 import re
-import unicodedata
 
-from .index import normalize
+from .index import fold, normalize
 
 __all__ = ["cased_runs", "unread_names"]
 
 _NON_ALNUM = re.compile(r"[^0-9A-Za-z]+")
-_APOSTROPHE_S = re.compile(r"['\u2019][sS]\b")
 
 # lower-case words inside a written name ("Order of St Michael", "Côte d'Ivoire", "Ludwig van Beethoven")
 # ("and" is none: "Demi Moore and Tupac" are two names)
@@ -28,9 +26,7 @@ def cased_runs(question: str, tokens: list[str]) -> list[tuple[int, int]]:
     or more that start with a capital, with :data:`CONNECTORS` ("of", "de") between them, the question's first word not
     counted ("Where does Hector Camacho live and has assets owned by Peter Minuit?": "Hector Camacho", "Peter
     Minuit"). None in a question written in lower case, or with most words capitalised (a title)."""
-    text = question if question.isascii() else "".join(
-        ch for ch in unicodedata.normalize("NFKD", question) if not unicodedata.combining(ch))
-    cased = _NON_ALNUM.sub(" ", _APOSTROPHE_S.sub("", text)).split()
+    cased = _NON_ALNUM.sub(" ", fold(question, lower=False)).split()
     if [t.lower() for t in cased] != tokens:
         return []
     upper = [k > 0 and t[0].isupper() for k, t in enumerate(cased)]

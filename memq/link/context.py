@@ -437,11 +437,8 @@ def beside_readings(linker, near: frozenset[str], rest: list, tokens: list[str],
     for i, j in sorted(spans):
         span = tokens[i:j]
         key = " ".join(span)
-        readings = {mid: 1.0 for mid in index.exact(key) if mid in near}
-        if not (cfg.content_edges and (span[0] in STOP_WORDS or span[-1] in STOP_WORDS)):
-            for mid, cover in index.partial(key):
-                if mid in near:
-                    readings.setdefault(mid, cfg.partial_match + (1 - cfg.partial_match) * cover)
+        partial = not (cfg.content_edges and (span[0] in STOP_WORDS or span[-1] in STOP_WORDS))
+        readings = {mid: m for mid, m in linker._names(key, partial=partial, capped=False).items() if mid in near}
         bonus = linker.span_bonus(key) if readings else 0.0
         for mid, match in readings.items():
             if (i, j, mid) not in have:

@@ -48,7 +48,7 @@ MENTIONS = "mentions.tsv"
 ALIAS_PREDICATE = FB + "common.topic.alias"
 _SEP = "\x1f"
 _ID = re.compile(r"^[mg]\.[0-9a-z_]+$")
-_APOSTROPHE_S = re.compile(r"['\u2019]s\b")
+_APOSTROPHE_S = re.compile(r"['\u2019][sS]\b")
 _NON_WORD = re.compile(r"[^0-9a-z]+")
 BLOCK = 3  # fuzzy lookups compare names that share this many leading characters
 # function words and question words: a span made only of these is not a mention (memq.link.linker)
@@ -68,15 +68,13 @@ STOP_PARTS = frozenset("a an and at by de for from in is la le of on or the to w
 ADJECTIVE_ENDINGS = ("an", "ese", "ic", "ish", "i")
 
 
-def fold(text: str) -> str:
+def fold(text: str, lower: bool = True) -> str:
     """Lower case, accents and a possessive ``'s`` dropped: :func:`normalize` before it keeps letters and digits
-    alone, so that the runs of ``[0-9a-z]`` in it are ``normalize(text).split()``, with what stood between them."""
-    if text.isascii():  # most names: nothing to fold
-        folded = text.lower()
-    else:
-        folded = unicodedata.normalize("NFKD", text)
-        folded = "".join(ch for ch in folded if not unicodedata.combining(ch)).lower()
-    return _APOSTROPHE_S.sub("", folded)
+    alone, so that the runs of ``[0-9a-z]`` in it are ``normalize(text).split()``, with what stood between them.
+    ``lower=False`` keeps the case (the capitals a question writes a name with: :mod:`memq.link.capitals`)."""
+    if not text.isascii():  # most names: nothing to fold
+        text = "".join(ch for ch in unicodedata.normalize("NFKD", text) if not unicodedata.combining(ch))
+    return _APOSTROPHE_S.sub("", text.lower() if lower else text)
 
 
 def normalize(text: str) -> str:

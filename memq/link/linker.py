@@ -201,12 +201,14 @@ class Linker:
                 if matches:
                     yield i, j, key, list(matches.items())
 
-    def _names(self, key: str, partial: bool = True) -> dict[str, float]:
+    def _names(self, key: str, partial: bool = True, capped: bool = True) -> dict[str, float]:
         """Entity id -> match of the names ``key`` (normalised) is: 1 for an exact name, ``partial_match`` + the
-        rest x the share it covers for a name it is a part of (with ``partial``)."""
+        rest x the share it covers for a name it is a part of (with ``partial``); the ``candidates`` most popular of
+        each, or all of them (``capped=False``)."""
         cfg = self.config
-        matches = {mid: 1.0 for mid in self.index.exact(key)[:cfg.candidates]}
-        for mid, cover in self.index.partial(key)[:cfg.candidates] if partial else ():
+        top = cfg.candidates if capped else None
+        matches = {mid: 1.0 for mid in self.index.exact(key)[:top]}
+        for mid, cover in self.index.partial(key)[:top] if partial else ():
             matches.setdefault(mid, cfg.partial_match + (1 - cfg.partial_match) * cover)
         return matches
 
