@@ -1245,8 +1245,8 @@ def test_a_part_of_a_longer_name_the_question_writes_loses_to_it(tmp_path):
     assert nested(found, 0.0) == found
 
 
-def test_a_title_of_a_place_links_the_place_and_the_title_too_as_second_readings(tmp_path):
-    from memq.link.context import of_parts
+def test_a_title_of_a_place_links_the_place_and_the_title_in_its_place(tmp_path):
+    from memq.link.titles import of_parts, parts_first
 
     path = tmp_path / "kg.nt"
     names = (("m.0pres_pk", "President of Pakistan"), ("m.0pk", "Pakistan"), ("m.0pres", "President"),
@@ -1259,10 +1259,17 @@ def test_a_title_of_a_place_links_the_place_and_the_title_too_as_second_readings
     index = build_index(OxigraphStore.from_file(path), source={"kg": "kg.nt"})
     question = "who was the president of pakistan in 1980?"
     assert [link.id for link in Linker(index, LinkConfig(of_parts=False)).link(question)] == ["m.0pres_pk"]
-    links = Linker(index).link(question)
+    links = Linker(index, LinkConfig(parts_first=False)).link(question)
     assert [(link.id, link.alternative) for link in links] == [
         ("m.0pres_pk", False), ("m.0pk", True), ("m.0pres", True)]  # the place first, then the title
-    assert Linker(index, LinkConfig(max_entities=2)).link(question)[1].id == "m.0pk"
+    # by default both parts are read in the name's place (named in the prompt), the name a second reading
+    links = Linker(index).link(question)
+    assert [(link.id, link.mention, link.alternative) for link in links] == [
+        ("m.0pk", "pakistan", False), ("m.0pres", "president", False),
+        ("m.0pres_pk", "president of pakistan", True)]
+    # with room for the place alone the name keeps its place: a part without the other is a second reading
+    assert [(link.id, link.alternative) for link in Linker(index, LinkConfig(max_entities=2)).link(question)] == [
+        ("m.0pres_pk", False), ("m.0pk", True)]
     # only where the place is the more popular: the university is not read as Texas
     assert [link.id for link in Linker(index).link("where is the university of texas?")] == ["m.0ut"]
     tokens = "the president of pakistan".split()
@@ -1272,3 +1279,19 @@ def test_a_title_of_a_place_links_the_place_and_the_title_too_as_second_readings
     assert [c[3] for c in of_parts(found, chosen, tokens)] == ["m.0pk", "m.0pres"]
     partial = [replace(chosen[0], match=0.9)]  # a chosen name that is not the span's exact name has no parts
     assert of_parts(found, partial, tokens) == []
+    # parts_first moves a place and a title only when both are second readings inside the name, either side of "of",
+    # and keeps what came after the name in its order
+    other = Link("m.0x", "X", "x", 1.0, 1.0, 0.5, span=(5, 6))
+    place = Link("m.0pk", "Pakistan", "pakistan", 1.8, 1.0, 0.6, span=(3, 4), alternative=True)
+    title = Link("m.0pres", "President", "president", 1.1, 1.0, 0.4, span=(1, 2), alternative=True)
+    moved = parts_first([chosen[0], other, place, title], tokens)
+    assert [(x.id, x.alternative) for x in moved] == [
+        ("m.0pk", False), ("m.0pres", False), ("m.0x", False), ("m.0pres_pk", True)]
+    assert parts_first([chosen[0], other, place], tokens) == [chosen[0], other, place]
+    elsewhere = replace(title, span=(0, 1))  # not the "A" of "A of B"
+    assert parts_first([chosen[0], place, elsewhere], tokens) == [chosen[0], place, elsewhere]
+    # a name the question writes as a constraint, after a content word, keeps its place; words of time may stand before
+    assert parts_first([chosen[0], place, title], "country president of pakistan".split())[0] == chosen[0]
+    assert parts_first([chosen[0], place, title], "current president of pakistan".split())[0] == replace(
+        place, alternative=False)
+    assert Linker(index).link("which country has a president of pakistan?")[0].id == "m.0pres_pk"

@@ -1,6 +1,6 @@
 """What a span's neighbours in the question say about its readings: the region named right after a place, the
-longer name a span is part of, the place and the title inside "title of place", the double quotes around a name,
-and the names beside the first entity linked (:func:`beside_readings`).
+longer name a span is part of, the double quotes around a name, and the names beside the first entity linked
+(:func:`beside_readings`). The place and the title inside "title of place" are read in :mod:`memq.link.titles`.
 
 **The place beside a place** (:func:`placed`; ``LinkConfig.place_weight``): "fresno texas", "kansas city kansas". Many
 places share a name, and a question tells them apart the way an address does, with the region after the place: "where
@@ -43,12 +43,6 @@ country: on CWQ dev, 68 questions that ask for a country have such a span and th
 country was read first in 40 of them), and 4 that ask for a language have the country; none the other way. So the
 reading of the other class gains ``asked_other``.
 
-**The title of a place** (:func:`of_parts`; ``LinkConfig.of_parts``): a chosen exact name "A of B" whose B side is
-the exact name of a more popular entity ("president of pakistan", "prime minister of canada") brings the place and
-the title as second readings (optional, left out of the prompt), the place first, while there is room: WebQSP
-annotates such questions with the place, and the title as the constraint its query checks. A name whose B side is
-no more popular than the name itself keeps its parts out.
-
 **Quotations** (:func:`quoted`; ``LinkConfig.quote_tokens``): a span in double quotes longer than the linker's
 ``max_tokens`` is looked up whole too.
 
@@ -77,7 +71,7 @@ from .index import STOP_WORDS, fold, normalize
 
 log = logging.getLogger(__name__)
 
-__all__ = ["asked_other", "nested", "of_parts", "placed", "quoted", "title_exact_first"]
+__all__ = ["asked_other", "nested", "placed", "quoted", "title_exact_first"]
 
 
 def nested(found: list, weight: float, exact_weight: float = 0.0) -> list:
@@ -149,27 +143,6 @@ def asked_other(index, found: list, tokens: list[str], weight: float, speech: bo
     if not lift:
         return found
     return [(c[0] + lift.get((c[1], c[3]), 0.0), *c[1:]) if c[2] - c[1] == 1 else c for c in found]
-
-
-def of_parts(found: list, chosen: list, tokens: list[str]) -> list:
-    """The best exact-name reading of each side of "of" in a chosen exact name "A of B" whose B side names a more
-    popular entity (a title of a place: "president of pakistan": Pakistan, then President), not chosen yet; from
-    ``found`` (best first), the place first."""
-    out, have = [], {x.id for x in chosen}
-    for link in [x for x in chosen if not x.alternative and x.match == 1.0]:
-        i, j = link.span
-        for m in range(i + 1, j - 1):
-            if tokens[m] != "of":
-                continue
-            place = next((c for c in found if (c[1], c[2]) == (m + 1, j) and c[4] == 1.0), None)
-            if place is None or place[5] <= link.popularity:
-                continue
-            title = next((c for c in found if (c[1], c[2]) == (i, m) and c[4] == 1.0), None)
-            for part in (place, title):
-                if part is not None and part[3] not in have:
-                    out.append(part)
-                    have.add(part[3])
-    return out
 
 
 # the US states' postal codes but those that are common English words at a question's end ("in", "or", "me", "hi",

@@ -41,7 +41,6 @@ from .context import (
     nested,
     numbered_initials,
     numbers,
-    of_parts,
     placed,
     quoted,
     roman_key,
@@ -51,6 +50,7 @@ from .context import (
 from .demonyms import countries
 from .index import STOP_WORDS, EntityIndex, normalize
 from .settings import LinkConfig
+from .titles import of_parts, parts_first
 
 log = logging.getLogger(__name__)
 
@@ -335,6 +335,7 @@ class Linker:
         if cfg.of_parts:
             for part in of_parts(found, chosen, tokens)[:cfg.max_entities - len(chosen)]:
                 chosen.append(self._link(part, found, tokens, True))
+            chosen = parts_first(chosen, tokens) if cfg.parts_first else chosen
         return chosen
 
     def _link(self, candidate: tuple, found: list, tokens: list[str], alternative: bool) -> Link:

@@ -119,7 +119,9 @@ class LinkConfig:
     # out of the prompt); of the 37 WebQSP train questions where the linker reads a place so, none has the region among
     # its gold topic entities (docs/linking.md)
     regions_apart: bool = True
-    of_parts: bool = True  # the place and the title of a chosen "title of place" as second readings (context.of_parts)
+    of_parts: bool = True  # the place and the title of a chosen "title of place" as second readings (titles.of_parts)
+    # ... and with both, they are read in its place (named in the prompt), the name a second reading (parts_first)
+    parts_first: bool = True
     # how many linked entities (best first, second readings aside) a plan must name (the grounded planner's entity
     # coverage); the others are optional: named in the prompt, and a plan may name them. -1: all of them; 0: none
     # (a plan still starts from one). 0 chosen on WebQSP dev (first 100, end to end: F1 0.642 with -1, 0.669
