@@ -532,6 +532,33 @@ def test_commonness_chooses_the_reading_a_span_named_in_training_and_never_lifts
         index.mentions = {}
 
 
+def test_a_reading_of_a_span_the_training_questions_use_as_a_common_noun_loses_generic_weight(index):
+    from memq.link.context import generic_span
+
+    # "bieber" in 30 training questions, one of whose readings was gold in 3, and never the span that named it best
+    # (a longer span did): a common noun to them, like "city" (New York City) or "time zone" (Eastern Time Zone)
+    index.mentions = MentionCounts({"bieber": (30, 3), "jamaica": (30, 3)}, {})
+    try:
+        plain, generic = Linker(index, LinkConfig(generic_weight=0.0)), Linker(index, LinkConfig(generic_weight=0.5))
+        assert generic_span(generic, "bieber") and generic_span(generic, "jamaica")
+        before = {(c[3], c[1]): c[0] for c in plain.candidates("is bieber from jamaica?")}
+        after = {(c[3], c[1]): c[0] for c in generic.candidates("is bieber from jamaica?")}
+        # a part of a longer name loses; an exact name ("jamaica") keeps its score
+        assert after[("m.06w2sn5", 1)] == pytest.approx(before[("m.06w2sn5", 1)] - 0.5)
+        assert after[("m.03_r3", 3)] == pytest.approx(before[("m.03_r3", 3)])
+        # not a common noun: a span that named an entity best, one seen in fewer questions, or a keyphrase
+        index.mentions = MentionCounts({"bieber": (30, 3)}, {"bieber": {"m.06w2sn5": 1}})
+        assert not generic_span(generic, "bieber")
+        index.mentions = MentionCounts({"bieber": (19, 1)}, {})
+        assert not generic_span(generic, "bieber")
+        index.mentions = MentionCounts({"bieber": (30, 9)}, {})  # keyphraseness 10 / 32
+        assert not generic_span(generic, "bieber")
+        with pytest.raises(ValueError, match="generic_weight"):
+            LinkConfig(generic_weight=-0.5)
+    finally:
+        index.mentions = {}
+
+
 def test_every_span_s_best_reading_comes_before_a_second_reading(index):
     # "bieber" has second readings within the margin that outscore "jamaica", which the mention prior holds down
     index.mentions = {"jamaica": (10, 0)}

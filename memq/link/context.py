@@ -71,7 +71,7 @@ from .index import STOP_WORDS, fold, normalize
 
 log = logging.getLogger(__name__)
 
-__all__ = ["asked_other", "nested", "placed", "quoted", "title_exact_first"]
+__all__ = ["asked_other", "generic_span", "nested", "placed", "quoted", "title_exact_first"]
 
 
 def nested(found: list, weight: float, exact_weight: float = 0.0) -> list:
@@ -143,6 +143,15 @@ def asked_other(index, found: list, tokens: list[str], weight: float, speech: bo
     if not lift:
         return found
     return [(c[0] + lift.get((c[1], c[3]), 0.0), *c[1:]) if c[2] - c[1] == 1 else c for c in found]
+
+
+def generic_span(linker, key: str) -> bool:
+    """Whether the span ``key`` is a common noun phrase to the training questions (``LinkConfig.generic_weight``): in
+    ``generic_seen`` of them or more, with a keyphraseness below ``generic_keyphraseness``, and never the span that
+    named a gold entity best (its commonness counts none)."""
+    cfg, counts = linker.config, linker.index.mentions
+    return (counts.get(key, (0, 0))[0] >= cfg.generic_seen and not getattr(counts, "named", {}).get(key)
+            and linker.keyphraseness(key) < cfg.generic_keyphraseness)
 
 
 # the US states' postal codes but those that are common English words at a question's end ("in", "or", "me", "hi",

@@ -38,6 +38,7 @@ from .capitals import cased_runs, unread_names
 from .context import (
     asked_other,
     beside_readings,
+    generic_span,
     nested,
     numbered_initials,
     numbers,
@@ -243,6 +244,7 @@ class Linker:
         found = []
         for i, j, key, matches in self.spans(question):
             bonus = self.span_bonus(key)
+            generic = cfg.generic_weight if cfg.generic_weight and generic_span(self, key) else 0.0
             # the entity the span named most often in training keeps its score, the others lose by how much less
             # often: it chooses among a span's readings, and never lifts a span above another
             common = {mid: self.commonness(key, mid) for mid, _ in matches} if cfg.commonness_weight else {}
@@ -250,7 +252,8 @@ class Linker:
             for mid, match in matches:
                 pop = index.popularity(mid)
                 found.append((match + cfg.popularity_weight * pop + bonus + cfg.commonness_weight * (
-                    common.get(mid, top) - top), i, j, mid, match, pop, (None, None)))
+                    common.get(mid, top) - top) - (generic if match < 1.0 else 0.0), i, j, mid, match, pop,
+                              (None, None)))
         tokens = normalize(question).split()
         if cfg.title_exact_first:  # "miss america": the pageant, not what "america" reads
             found = title_exact_first(found, tokens, TITLES)

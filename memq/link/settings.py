@@ -72,6 +72,13 @@ class LinkConfig:
     # gold entity, the share that named this one ("sony": Sony Corporation, not Sony BMG; Linker.commonness). 0.5
     # chosen on WebQSP dev (end to end 18 of 321 changed, 4 up, 1 down; 1.0 tied; 0: off)
     commonness_weight: float = 0.5
+    # a reading that is not its span's exact name loses generic_weight where the span is a common noun to the training
+    # questions: in generic_seen of them or more, with a keyphraseness below generic_keyphraseness, and never the span
+    # that named a gold entity best ("time zone" of "where is the time zone in kentucky?": Eastern Time Zone; "city":
+    # New York City; memq.link.context.generic_span; 0: off). 1.0 from WebQSP and CWQ dev (docs/linking.md)
+    generic_weight: float = 1.0
+    generic_seen: int = 20
+    generic_keyphraseness: float = 0.3
     length_weight: float = 1.0
     threshold: float = 0.9
     second_threshold: float = 1.4
@@ -164,6 +171,9 @@ class LinkConfig:
         if self.required < -1 or self.prompted < -1:
             raise ValueError(f"required and prompted must be >= 0, or -1 for every linked entity, got "
                              f"{self.required}, {self.prompted}")
+        if self.generic_weight < 0 or self.generic_seen < 1 or not 0 <= self.generic_keyphraseness <= 1:
+            raise ValueError(f"generic_weight must be >= 0, generic_seen >= 1 and generic_keyphraseness in [0, 1], got "
+                             f"{self.generic_weight}, {self.generic_seen}, {self.generic_keyphraseness}")
         if self.fit_weight < 0 or self.commonness_weight < 0:
             raise ValueError(f"fit_weight and commonness_weight must be >= 0, got {self.fit_weight}, "
                              f"{self.commonness_weight}")
