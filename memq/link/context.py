@@ -147,10 +147,11 @@ def asked_other(index, found: list, tokens: list[str], weight: float, speech: bo
 
 def generic_span(linker, key: str) -> bool:
     """Whether the span ``key`` is a common noun phrase to the training questions (``LinkConfig.generic_weight``): in
-    ``generic_seen`` of them or more, with a keyphraseness below ``generic_keyphraseness``, and never the span that
-    named a gold entity best (its commonness counts none)."""
+    ``generic_seen`` of them or more, with a keyphraseness below ``generic_keyphraseness``, and the span that named a
+    gold entity best in at most ``generic_named`` of them (0: never; its commonness counts none)."""
     cfg, counts = linker.config, linker.index.mentions
-    return (counts.get(key, (0, 0))[0] >= cfg.generic_seen and not getattr(counts, "named", {}).get(key)
+    seen, named = counts.get(key, (0, 0))[0], sum(getattr(counts, "named", {}).get(key, {}).values())
+    return (seen >= cfg.generic_seen and named <= cfg.generic_named * seen
             and linker.keyphraseness(key) < cfg.generic_keyphraseness)
 
 

@@ -45,7 +45,8 @@ def parts_first(chosen: list, tokens: list[str]) -> list:
     the name was, as links of their own, and the name last, as a second reading (``LinkConfig.parts_first``), where
     the question asks for its holder: nothing but function words and words of time before the name ("who was the
     president of pakistan ...", "who is the current ..."). A name written as a constraint is left as it is ("the
-    country with a Vice President of Argentina", "a government position called ...": CWQ's gold entity is the name).
+    country with a Vice President of Argentina", "a government position called ...": CWQ's gold entity is then the
+    name, or another, not its parts).
     ``tokens``: the normalised question's."""
     for name in [x for x in chosen if not x.alternative]:
         (i, j), seconds = name.span, [x for x in chosen if x.alternative]
