@@ -546,8 +546,8 @@ def test_a_reading_of_a_span_the_training_questions_use_as_a_common_noun_loses_g
         # a part of a longer name loses; an exact name ("jamaica") keeps its score
         assert after[("m.06w2sn5", 1)] == pytest.approx(before[("m.06w2sn5", 1)] - 0.5)
         assert after[("m.03_r3", 3)] == pytest.approx(before[("m.03_r3", 3)])
-        # not a common noun: a span that named an entity best, one seen in fewer questions, or a keyphrase
-        # a span that named an entity best in more than generic_named (0.1) of the questions it occurs in is none
+        # not a common noun: a span that named an entity best in more than generic_named (0.1) of the questions it
+        # occurs in, one seen in fewer questions, or a keyphrase
         index.mentions = MentionCounts({"bieber": (30, 3)}, {"bieber": {"m.06w2sn5": 4}})
         assert not generic_span(generic, "bieber")
         index.mentions = MentionCounts({"bieber": (30, 3)}, {"bieber": {"m.06w2sn5": 1}})  # 1 of 30
