@@ -1296,9 +1296,15 @@ def test_a_title_of_a_place_links_the_place_and_the_title_in_its_place(tmp_path)
         ("m.0pres_pk", False), ("m.0pk", True), ("m.0pres", True)]  # the place first, then the title
     # by default both parts are read in the name's place (named in the prompt), the name a second reading
     links = Linker(index).link(question)
-    assert [(link.id, link.mention, link.alternative) for link in links] == [
-        ("m.0pk", "pakistan", False), ("m.0pres", "president", False),
-        ("m.0pres_pk", "president of pakistan", True)]
+    assert [(link.id, link.mention, link.alternative, link.of_name) for link in links] == [
+        ("m.0pk", "pakistan", False, "President of Pakistan"), ("m.0pres", "president", False, "President of Pakistan"),
+        ("m.0pres_pk", "president of pakistan", True, None)]
+    # the trace says why: each part names the name it was read in place of
+    trace = Trace()
+    assert list(resolve(Linker(index), question, None, trace)) == ["m.0pk", "m.0pres", "m.0pres_pk"]
+    assert trace.links[0]["of_name"] == "President of Pakistan" and "of_name" not in trace.links[2]
+    assert "Pakistan (m.0pk) from 'pakistan' (score" in trace.fallbacks[0]
+    assert "read in place of President of Pakistan, whose holder the question asks for" in trace.fallbacks[0]
     # with room for the place alone the name keeps its place: a part without the other is a second reading
     assert [(link.id, link.alternative) for link in Linker(index, LinkConfig(max_entities=2)).link(question)] == [
         ("m.0pres_pk", False), ("m.0pk", True)]
@@ -1325,5 +1331,5 @@ def test_a_title_of_a_place_links_the_place_and_the_title_in_its_place(tmp_path)
     # a name the question writes as a constraint, after a content word, keeps its place; words of time may stand before
     assert parts_first([chosen[0], place, title], "country president of pakistan".split())[0] == chosen[0]
     assert parts_first([chosen[0], place, title], "current president of pakistan".split())[0] == replace(
-        place, alternative=False)
+        place, alternative=False, of_name="President of Pakistan")
     assert Linker(index).link("which country has a president of pakistan?")[0].id == "m.0pres_pk"

@@ -84,6 +84,7 @@ class Link:
     coherent: str | None = None  # the first entity, when one CVT joins it with this one (coherence_weight)
     within: str | None = None  # the region the next span names, when the KG puts this place in it (place_weight)
     within_name: str | None = None
+    of_name: str | None = None  # the name "A of B" this place or title is read in place of (titles.parts_first)
 
     def to_json(self) -> dict:
         out = {"id": self.id, "name": self.name, "mention": self.mention, "score": round(self.score, 4),
@@ -98,6 +99,8 @@ class Link:
             out["coherent"] = self.coherent
         if self.within:
             out["within"], out["within_name"] = self.within, self.within_name
+        if self.of_name:
+            out["of_name"] = self.of_name
         return out
 
 

@@ -42,12 +42,11 @@ def of_parts(found: list, chosen: list, tokens: list[str]) -> list:
 
 def parts_first(chosen: list, tokens: list[str]) -> list:
     """``chosen`` with the place and the title that :func:`of_parts` found in a chosen name "A of B" (both) put where
-    the name was, as links of their own, and the name last, as a second reading (``LinkConfig.parts_first``), where
-    the question asks for its holder: nothing but function words and words of time before the name ("who was the
-    president of pakistan ...", "who is the current ..."). A name written as a constraint is left as it is ("the
-    country with a Vice President of Argentina", "a government position called ...": CWQ's gold entity is then the
-    name, or another, not its parts).
-    ``tokens``: the normalised question's."""
+    the name was, as links of their own (``Link.of_name``: the name), and the name last, as a second reading
+    (``LinkConfig.parts_first``), where the question asks for its holder: nothing but function words and words of time
+    before the name ("who was the president of pakistan ...", "who is the current ..."). A name written as a
+    constraint is left as it is ("the country with a Vice President of Argentina", "a government position called
+    ...": CWQ's gold entity is then the name, or another, not its parts). ``tokens``: the normalised question's."""
     for name in [x for x in chosen if not x.alternative]:
         (i, j), seconds = name.span, [x for x in chosen if x.alternative]
         places, titles = ([x for x in seconds if x.span[1] == j and x.span[0] > i],
@@ -56,6 +55,6 @@ def parts_first(chosen: list, tokens: list[str]) -> list:
                 and all(t in STOP_WORDS or t in HOLDER_WORDS for t in tokens[:i])):
             k = chosen.index(name)
             rest = [x for x in chosen[k + 1:] if x not in (*places, *titles)]
-            chosen = [*chosen[:k], *(replace(x, alternative=False) for x in (*places, *titles)), *rest,
-                      replace(name, alternative=True)]
+            chosen = [*chosen[:k], *(replace(x, alternative=False, of_name=name.name) for x in (*places, *titles)),
+                      *rest, replace(name, alternative=True)]
     return chosen
