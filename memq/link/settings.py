@@ -59,7 +59,7 @@ class LinkConfig:
     # 0.6 from CWQ dev: the country led the language by 0.58 at most where the language was the gold entity
     asked_other: float = 0.6
     spoken: bool = True  # and a one-word span said to be spoken ("speak turkish", "turkish speaking") the language
-    # - unread_weight for a reading not its span's exact name inside a name the question writes with capitals that
+    # unread_weight off a reading not its span's exact name inside a name the question writes with capitals that
     # nothing reads whole ("peter" of "Peter Minuit"; memq.link.capitals.unread_names; 0: off). 0.5 from CWQ dev
     unread_weight: float = 0.5
     # a learnt alias (memq.link.mentions.learnt_aliases: "the us", "king tut"): a reading at this match (0: off); of a
