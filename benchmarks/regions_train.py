@@ -1,18 +1,27 @@
-"""Whether the region that placed a place is a gold topic entity: the count behind ``LinkConfig.regions_apart``.
+"""Whether the region beside a place is a gold topic entity: the counts behind ``LinkConfig.regions_apart`` and
+``LinkConfig.regions_beside``.
 
-    .venv/bin/python benchmarks/regions_train.py [--dataset webqsp] [--split train]
+    .venv/bin/python benchmarks/regions_train.py [--dataset webqsp] [--split train] [--limit N]
 
 Links each question of the split with a pipeline's default linker (``memq.link.resolve.open_linker``: the cached
-entity index, the dataset's memory as the fit)
-and, for each link the linker read inside the region named right after it ("fresno texas": ``Link.within``),
-prints whether that region is among the question's gold topic entities and whether it was linked too; then the
-totals.
+entity index, the dataset's memory as the fit), with ``regions_apart`` off so that every region stays a link, and
+prints:
+
+- each link the linker read inside the region named right after it ("fresno texas": ``Link.within``), whether that
+  region is among the question's gold topic entities and whether it was linked too;
+- each two links whose spans meet, one of which the KG puts inside the other (``MemoryFit.contained``; "texas
+  houston", "newark california", the first kind too where both were linked), whether the place and the region are
+  gold topic entities;
+
+then the totals.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,26 +32,42 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="webqsp")
     parser.add_argument("--split", default="train")
+    parser.add_argument("--limit", type=int, default=0, help="the first N questions only (0: all)")
     args = parser.parse_args()
 
     from memq.datasets import load
-    from memq.link.evaluate import link_record
+    from memq.link.evaluate import gold_entities
     from memq.link.resolve import open_linker
     from memq.pipeline import Config
 
-    linker = open_linker(Config(memory=str(ROOT / "memory_bank" / args.dataset)))
+    config = Config(memory=str(ROOT / "memory_bank" / args.dataset))
+    linker = open_linker(replace(config, link=replace(config.link, regions_apart=False)))
     placed = in_gold = 0
-    for q in load(args.dataset, args.split):
-        record = link_record(linker, q)
-        linked = [x["id"] for x in record["linked"]]
-        for link in record["linked"]:
-            if link.get("within"):
+    beside: Counter = Counter()
+    questions = load(args.dataset, args.split)
+    for q in questions[:args.limit or None]:
+        links = linker.link(q.question)
+        gold = set(gold_entities(q)[1])
+        linked = {x.id for x in links}
+        for link in links:
+            if link.within:
                 placed += 1
-                gold = link["within"] in record["gold_all"]
-                in_gold += gold
-                print(f"{q.id}\t{q.question}\t{link['name']} in {link['within_name']}\tregion in gold: {gold}\t"
-                      f"region linked: {link['within'] in linked}")
+                in_gold += link.within in gold
+                print(f"{q.id}\t{q.question}\t{link.name} in {link.within_name}\tregion in gold: "
+                      f"{link.within in gold}\tregion linked: {link.within in linked}")
+        named = [x for x in links if not x.alternative]
+        pairs = [(a, b) for a in named for b in named if a.id != b.id and (a.span[1] == b.span[0] or
+                                                                           b.span[1] == a.span[0])]
+        inside = linker.fit.contained([(a.id, b.id) for a, b in pairs]) if pairs else set()
+        for a, b in pairs:
+            if (a.id, b.id) in inside and (b.id, a.id) not in inside:
+                beside[a.id in gold, b.id in gold] += 1
+                print(f"{q.id}\t{q.question}\tbeside: {a.name} in {b.name}\tplace in gold: {a.id in gold}\t"
+                      f"region in gold: {b.id in gold}")
     print(f"{placed} places read inside the region named after them; the region a gold topic entity in {in_gold}")
+    place, region = beside[True, True] + beside[True, False], beside[True, True] + beside[False, True]
+    print(f"{sum(beside.values())} linked places beside a linked region the KG puts them in; the place a gold topic "
+          f"entity in {place}, the region in {region}")
     return 0
 
 

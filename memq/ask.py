@@ -207,7 +207,7 @@ def show(a: Answer, gold: list[tuple[str, str]] | None = None) -> str:
             f"from {x.get('given', x['mention'])!r}  score {x['score']:.3f}"
             + ("  (a second reading: optional)" if x.get("alternative") else "")
             + (f"  (one CVT joins it with {x['coherent']})" if x.get("coherent") else "")
-            + (f"  (in {x.get('within_name')} ({x['within']}), named after it)" if x.get("within") else "")
+            + (f"  (in {x.get('within_name')} ({x['within']}), named beside it)" if x.get("within") else "")
             + ("  (dropped: a word of the class asked for)" if x.get("class_word") else
                "  (optional: a plan may leave it out)" if x.get("optional") else ""))
             + ("  (not named in the planner's prompt)" if x.get("unprompted") else "") for x in a.trace.links]

@@ -16,7 +16,7 @@ from memq import api
 from memq.errors import EntityIndexError, LinkingError
 from memq.kg.oxigraph import OxigraphStore
 from memq.link.context import numbered_initials, numeral_value, pronoun_us, roman, roman_key, spelling
-from memq.link.demonyms import countries, demonyms, plural, plurals
+from memq.link.demonyms import asks_language, countries, demonyms, plural, plurals, speakers
 from memq.link.index import ENTITIES, MANIFEST, EntityIndex, MentionCounts, build_index, normalize
 from memq.link.linker import Link, Linker, quoted
 from memq.link.mentions import link_entries, mention_counts
@@ -336,8 +336,42 @@ def test_a_language_or_its_country_is_read_by_the_class_the_question_asks_for():
                      "who speaks german?"):
         assert unsaid.link(question)[0].id == "m.0germany", question
         assert linker.link(question)[0].id == "m.0german", question
-    # but not a people who speak ("what languages do portuguese people speak?" asks for a language: the country)
-    assert linker.link("what do portuguese speak?")[0].id == off.link("what do portuguese speak?")[0].id
+    # but not a people who speak: "what do portuguese speak?" asks for a language (LinkConfig.speech_asked), so the
+    # country, as the test below says
+    unasked = Linker(index, replace(LinkConfig(), speech_asked=False))
+    assert unasked.link("what do portuguese speak?")[0].id == off.link("what do portuguese speak?")[0].id
+
+
+def test_a_question_asking_what_someone_speaks_asks_for_a_language_and_its_speakers_name_their_country():
+    """ "what do portuguese people speak?" asks for a language without the word, so the country the demonym reads
+    gains asked_other; "what language is spoken in greek?" writes a singular demonym that only a question asking for
+    a language reads as its country (LinkConfig.speech_asked). A span said to be spoken, or one before "language",
+    still reads the language; a question about a speech asks for none."""
+    rows = [("m.0greece", 900, "Greece"), ("m.0greek", 300, "Greek Language"), ("m.0portugal", 300, "Portugal"),
+            ("m.0portuguese", 900, "Portuguese Language")]
+    index = EntityIndex([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [() for _ in rows])
+    linker, unasked = Linker(index), Linker(index, replace(LinkConfig(), speech_asked=False))
+
+    def read(linker: Linker, question: str, word: str) -> str:  # the best reading of the one-word span ``word``
+        at = normalize(question).split().index(word)
+        return next(c[3] for c in linker.candidates(question) if (c[1], c[2]) == (at, at + 1))
+
+    for question, word, country, language in (
+            ("what do portuguese people speak?", "portuguese", "m.0portugal", "m.0portuguese"),
+            ("what language is spoken in greek?", "greek", "m.0greece", "m.0greek"),
+            ("what kind of language do greek speak?", "greek", "m.0greece", "m.0greek")):
+        assert read(unasked, question, word) == language, question
+        assert read(linker, question, word) == country, question
+    for question in ("what countries speak greek?", "where is greek language spoken?", "what does greek mean?",
+                     "what did the greek speak about?",
+                     "what country speaks portuguese and has greek as its language?"):
+        assert read(linker, question, "greek") == read(unasked, question, "greek") == "m.0greek", question
+    tokens = "what language do they speak in greek".split()
+    assert speakers(tokens, 6) and not speakers("what countries speak greek".split(), 3)
+    assert not speakers("where is greek language spoken".split(), 2)
+    assert asks_language("what do portuguese people speak", speech=True)
+    assert not asks_language("what do portuguese people speak") and not asks_language("what did he speak about", True)
+    assert not asks_language("what country speaks italian but has german as its official language", speech=True)
 
 
 def test_a_part_of_a_name_written_with_capitals_that_nothing_reads_loses_unread_weight():

@@ -35,14 +35,6 @@ starts with a title word ("st", "miss", "king") also reads what the rest of it r
 score just below its best exact one before the fit and the spans beside it weigh in: the string alone puts the
 exact name first, and the question's context may still move another reading above it.
 
-**A language or its country, by the class asked for** (:func:`asked_other`; ``LinkConfig.asked_other``): "german"
-reads both *German Language* and, as a demonym, *Germany*, and the mention prior prefers the country by about 0.5.
-Where the question asks for a country ("what countries ... speak german?", "which nation ... turkish?"), the entity
-it names is the language, and where it asks for a language ("what language do portuguese people speak?"), the
-country: on CWQ dev, 68 questions that ask for a country have such a span and the language as a gold entity (the
-country was read first in 40 of them), and 4 that ask for a language have the country; none the other way. So the
-reading of the other class gains ``asked_other``.
-
 **Quotations** (:func:`quoted`; ``LinkConfig.quote_tokens``): a span in double quotes longer than the linker's
 ``max_tokens`` is looked up whole too.
 
@@ -63,7 +55,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from memq.errors import MemQError
 
@@ -71,7 +63,7 @@ from .index import STOP_WORDS, fold, normalize
 
 log = logging.getLogger(__name__)
 
-__all__ = ["asked_other", "generic_span", "nested", "placed", "quoted", "title_exact_first"]
+__all__ = ["generic_span", "nested", "placed", "quoted", "regions_apart", "title_exact_first"]
 
 
 def nested(found: list, weight: float, exact_weight: float = 0.0) -> list:
@@ -97,52 +89,6 @@ def title_exact_first(found: list, tokens: list[str], titles: frozenset[str]) ->
         return found
     return [(min(c[0], best[c[1], c[2]] - 0.001), *c[1:]) if c[4] < 1.0 and (c[1], c[2]) in best else c
             for c in found]
-
-
-# the question asks for a country, or for a language (not its family or group)
-ASKS_COUNTRY = re.compile(r"\b(?:what|which)\s+(?:countr(?:y|ies)|nations?)\b|\bin what countr")
-ASKS_LANGUAGE = re.compile(r"\b(?:what|which)\s+(?:\w+\s+)?languages?\b(?!\s+(?:family|group))")
-
-
-# a form of "speak" right before a span ("speak turkish") or right after it ("turkish speaking", "turkish is spoken")
-SPEAK_BEFORE = frozenset("speak speaks spoke speaking".split())
-SPEAK_AFTER = frozenset("speaking spoken speaker speakers".split())
-
-
-def spoken(tokens: list[str], i: int) -> bool:
-    """Whether the one-word span ``tokens[i]`` is said to be spoken: a form of "speak" right before it, or
-    "speaking", "spoken" or "speakers" right after it (after "is" or "are" too)."""
-    after = tokens[i + 1:i + 3]
-    if after[:1] and after[0] in ("is", "are"):
-        after = after[1:]
-    return (i > 0 and tokens[i - 1] in SPEAK_BEFORE) or bool(after[:1]) and after[0] in SPEAK_AFTER
-
-
-def asked_other(index, found: list, tokens: list[str], weight: float, speech: bool = False) -> list:
-    """``found`` (:meth:`memq.link.linker.Linker.candidates`' tuples) with ``weight`` added, on each one-word span
-    that reads both a language (an entity named "<span> Language") and the country the span is a demonym or an
-    adjective of, to the language where the question asks for a country, and to the country where it asks for a
-    language; as it is where it asks for both or neither. With ``speech``, a span said to be spoken (:func:`spoken`:
-    "where do they speak turkish?", "what turkish speaking country ...?") reads the language however the question
-    asks."""
-    from .demonyms import country_ids
-
-    text = " ".join(tokens)
-    country, language = bool(ASKS_COUNTRY.search(text)), bool(ASKS_LANGUAGE.search(text))
-    said = {i for i in range(len(tokens)) if spoken(tokens, i)} if speech else set()
-    if country == language and not said:
-        return found
-    lift: dict[tuple[int, str], float] = {}
-    for i in sorted({c[1] for c in found if c[2] - c[1] == 1}):
-        key = tokens[i]
-        readings = {c[3] for c in found if (c[1], c[2]) == (i, i + 1)}
-        languages = {m for m in readings if normalize(index.name(m) or "") == f"{key} language"}
-        countries = readings & {*country_ids(index, key), *(m for n in index.bases(key) for m in index.exact(n)[:1])}
-        if languages and countries and (i in said or country != language):
-            lift.update(((i, m), weight) for m in (languages if country or i in said else countries))
-    if not lift:
-        return found
-    return [(c[0] + lift.get((c[1], c[3]), 0.0), *c[1:]) if c[2] - c[1] == 1 else c for c in found]
 
 
 def generic_span(linker, key: str) -> bool:
@@ -215,6 +161,30 @@ def placed(linker, found: list, tokens=()) -> list:
             fit, statement, *_ = c[6]
             out.append((c[0] + cfg.place_weight, *c[1:6], (fit, statement, None, region)))
     return out
+
+
+def regions_apart(linker, chosen: list, beside: bool = True) -> list:
+    """``chosen`` (links, :class:`memq.link.linker.Link`) with each region that placed a place (``Link.within``,
+    :func:`placed`) a second reading (``alternative``: optional, and left out of the planner's prompt); with
+    ``beside``, each one the KG puts a place linked right beside it in too, before it or after it ("texas houston",
+    "newark california" where "newark" had one reading, so :func:`placed` asked nothing), the place's ``within``
+    naming it. A KG that cannot be read leaves those (logged)."""
+    regions = {x.within for x in chosen if x.within}
+    named = [x for x in chosen if not x.alternative and x.id not in regions]
+    pairs = [(a.id, b.id) for a in named for b in named if a.id != b.id
+             and (a.span[1] == b.span[0] or b.span[1] == a.span[0])] if beside and linker.fit is not None else []
+    inside: set = set()
+    if pairs:
+        try:
+            inside = linker.fit.contained(pairs)
+        except (MemQError, OSError) as exc:  # the KG could not be loaded: the regions that placed a place alone
+            log.warning("entity linking leaves the regions beside a place as they are: %s", exc)
+    inside = {(a, b) for a, b in inside if (b, a) not in inside}  # not two places each in the other
+    within = dict(sorted(inside, reverse=True))  # a place -> a region it is in (the first by id)
+    regions |= set(within.values())
+    return [replace(x, alternative=True) if x.id in regions else
+            replace(x, within=within[x.id], within_name=linker.index.name(within[x.id]) or within[x.id])
+            if x.id in within and not x.within else x for x in chosen]
 
 
 QUOTED = re.compile(r'["\u201c\u201d]([^"\u201c\u201d]+)["\u201c\u201d]')

@@ -31,12 +31,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from ..errors import MemQError
 from .capitals import cased_runs, unread_names
 from .context import (
-    asked_other,
     beside_readings,
     generic_span,
     nested,
@@ -44,11 +43,12 @@ from .context import (
     numbers,
     placed,
     quoted,
+    regions_apart,
     roman_key,
     spelling,
     title_exact_first,
 )
-from .demonyms import countries
+from .demonyms import asked_other, countries
 from .index import STOP_WORDS, EntityIndex, normalize
 from .settings import LinkConfig
 from .titles import of_parts, parts_first
@@ -191,7 +191,8 @@ class Linker:
                     for name in index.bases(key):  # "egyptian": Egypt
                         for mid in index.exact(name)[:cfg.candidates]:
                             matches[mid] = max(matches.get(mid, 0.0), cfg.base_match)
-                for mid in countries(index, tokens, i, j, STOP_WORDS) if cfg.demonym_match > 0 else ():  # "italians"
+                speech = cfg.speech_asked  # "italians"; "what language do british speak?"
+                for mid in countries(index, tokens, i, j, STOP_WORDS, speech) if cfg.demonym_match > 0 else ():
                     matches[mid] = max(matches.get(mid, 0.0), cfg.demonym_match)
                 if cfg.title_match > 0 and j > i + 1 and span[0] in TITLES and span[1] not in STOP_WORDS:
                     rest = " ".join(span[1:])  # "st augustine": Augustine of Hippo, as "augustine" finds him
@@ -261,7 +262,7 @@ class Linker:
         if cfg.title_exact_first:  # "miss america": the pageant, not what "america" reads
             found = title_exact_first(found, tokens, TITLES)
         if cfg.asked_other > 0:  # "what countries speak german?": German Language, not Germany
-            found = asked_other(index, found, tokens, cfg.asked_other, cfg.spoken)
+            found = asked_other(index, found, tokens, cfg.asked_other, cfg.spoken, cfg.speech_asked)
         found = nested(found, cfg.nested_weight, cfg.nested_exact_weight)
         if cfg.unread_weight > 0:  # "Peter Minuit", a name the index lacks: "peter" is no Peter Crouch
             found = unread_names(index, found, tokens, cased_runs(question, tokens), cfg.unread_weight)
@@ -335,9 +336,8 @@ class Linker:
                 chosen.append(self._link(found[k - 1], found, tokens, alternative))
                 if len(chosen) == 1 and self.fit is not None and cfg.coherence_weight > 0:
                     found = found[:k] + self.joined_with(chosen[0], found[k:], tokens)
-        if cfg.regions_apart:  # the region that placed a place: a topic entity of none of 37 WebQSP train questions
-            regions = {x.within for x in chosen if x.within}
-            chosen = [replace(x, alternative=True) if x.id in regions else x for x in chosen]
+        if cfg.regions_apart:  # a region beside a place in it: a topic entity of none of 54 WebQSP train questions
+            chosen = regions_apart(self, chosen, cfg.regions_beside)
         if cfg.of_parts:
             for part in of_parts(found, chosen, tokens)[:cfg.max_entities - len(chosen)]:
                 chosen.append(self._link(part, found, tokens, True))

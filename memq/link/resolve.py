@@ -132,7 +132,7 @@ def config_bank(config):
 
 def _shown(link: Link, how: str) -> str:
     joined = f", one CVT joins it with {link.coherent}" if link.coherent else ""
-    joined += f", the KG puts it in {link.within_name} ({link.within}), named after it" if link.within else ""
+    joined += f", the KG puts it in {link.within_name} ({link.within}), named beside it" if link.within else ""
     joined += f", read in place of {link.of_name}, whose holder the question asks for" if link.of_name else ""
     return f"{link.name} ({link.id}) from {how} (score {link.score:.2f}, match {link.match:.2f}{joined})"
 

@@ -55,10 +55,14 @@ class LinkConfig:
     # rest: "miss america", the United States of America) score just below it before the fit (False: as before)
     title_exact_first: bool = True
     # a one-word span that reads a language and its country ("german"): + this to the language where the question
-    # asks for a country, to the country where it asks for a language (memq.link.context.asked_other; 0: off).
+    # asks for a country, to the country where it asks for a language (memq.link.demonyms.asked_other; 0: off).
     # 0.6 from CWQ dev: the country led the language by 0.58 at most where the language was the gold entity
     asked_other: float = 0.6
     spoken: bool = True  # and a one-word span said to be spoken ("speak turkish", "turkish speaking") the language
+    # a question asking what someone speaks in any words asks for a language ("what do portuguese people speak?"), and
+    # a singular demonym naming who speaks in a question asking for a language reads its country ("what language do
+    # british speak?"; memq.link.demonyms.speakers). False: as before
+    speech_asked: bool = True
     # unread_weight off a reading not its span's exact name inside a name the question writes with capitals that
     # nothing reads whole ("peter" of "Peter Minuit"; memq.link.capitals.unread_names; 0: off). 0.5 from CWQ dev
     unread_weight: float = 0.5
@@ -129,6 +133,11 @@ class LinkConfig:
     # out of the prompt); of the 37 WebQSP train questions where the linker reads a place so, none has the region among
     # its gold topic entities (docs/linking.md)
     regions_apart: bool = True
+    # ... and so does a linked region the KG puts a place linked right beside it in, before it or after it ("texas
+    # houston", "newark california": where the place had one reading, placed() asked nothing); of 44 such pairs the
+    # linker reads in WebQSP train, the region is a gold topic entity in none, the place in 43
+    # (benchmarks/regions_train.py; context.regions_apart; False: the regions that placed a place alone)
+    regions_beside: bool = True
     of_parts: bool = True  # the place and the title of a chosen "title of place" as second readings (titles.of_parts)
     # ... and with both, they are read in its place (named in the prompt), the name a second reading (parts_first)
     parts_first: bool = True
