@@ -269,7 +269,8 @@ def test_initials_with_full_stops_and_words_with_an_ampersand_read_as_names_writ
             ("m.0us", 20, "Us", ())]
     mentions = MentionCounts({"us": (20, 10)}, {"us": {"m.0usa": 9}})  # "us" a learnt alias of the United States
     index = EntityIndex(*([r[k] for r in rows] for k in range(4)), mentions=mentions)
-    on, off = Linker(index), Linker(index, replace(LinkConfig(), spellings=False))
+    # off: neither the spellings nor the words beside a span ("tom" beside "jerry" also reads Tom and Jerry)
+    on, off = Linker(index), Linker(index, replace(LinkConfig(), spellings=False, neighbour_weight=0.0))
     for question, mid in [("what language do u.s. citizens speak?", "m.0usa"), ("who rules the u.k.?", "m.0uk"),
                           ("who owns at&t?", "m.0att"), ("who voices tom in tom & jerry?", "m.0tj")]:
         assert [x.id for x in off.link(question)][:1] != [mid], question
@@ -1309,6 +1310,43 @@ def test_a_part_of_a_longer_name_the_question_writes_loses_to_it(tmp_path):
              (1.5, 3, 4, "m.0x", 1.0, 0.4, (None, None)), (1.4, 5, 6, "m.0y", 0.8, 0.4, (None, None))]
     assert [round(c[0], 2) for c in nested(found, 0.3)] == [1.7, 1.9, 1.5, 1.4]
     assert nested(found, 0.0) == found
+
+
+def test_a_reading_whose_name_holds_the_words_beside_its_span_gains_neighbour_weight(tmp_path):
+    """ "what college did john nash go to?": "john nash" is no name in the index, and "nash" read Steve Nash, the
+    most popular name with it, before John Forbes Nash, Jr., whose name holds "john" too. A reading that is not its
+    span's exact name gains neighbour_weight where its name holds every word beside the span (up to a function word
+    each way, one or two of them), unless a longer span reads the same entity."""
+    from memq.link.context import neighbours
+
+    path = tmp_path / "kg.nt"
+    path.write_text("".join(f'<{FB}{mid}> {NAME} "{name}"@en .\n' for mid, name in (
+        ("m.0steve", "Steve Nash"), ("m.0john", "John Forbes Nash, Jr."), ("m.0czech", "Czech Republic"),
+        ("m.0kc", "Kansas City"))) + "".join(
+        f"<{FB}{mid}> <{FB}people.person.sibling_s> <{FB}m.0p{i}> .\n" for mid, n in (("m.0steve", 8), ("m.0john", 5))
+        for i in range(n)), encoding="utf-8")
+    index = build_index(OxigraphStore.from_file(path), source={"kg": "kg.nt"})
+    question = "what college did john nash go to?"
+    assert Linker(index, LinkConfig(neighbour_weight=0.0)).link(question)[0].id == "m.0steve"  # popular
+    assert Linker(index).link(question)[0].id == "m.0john"
+    assert Linker(index).link("what college did steve nash go to?")[0].id == "m.0steve"
+    tokens = "what college did john nash go to".split()
+    found = [(2.0, 4, 5, "m.0steve", 0.8, 1.0, (None, None)), (1.9, 4, 5, "m.0john", 0.7, 0.4, (None, None)),
+             (1.5, 4, 5, "m.0x", 1.0, 0.4, (None, None))]
+    # only a reading that is not its span's exact name and whose name holds "john"
+    assert [round(c[0], 2) for c in neighbours(index, found, tokens, 0.3)] == [2.0, 2.2, 1.5]
+    assert neighbours(index, found, tokens, 0.0) == found
+    # not where a longer span reads it ("czech" of "czech republic"), nor with three words beside the span
+    czech = [(1.0, 2, 3, "m.0czech", 0.8, 1.0, (None, None)), (2.0, 2, 4, "m.0czech", 1.0, 1.0, (None, None))]
+    assert neighbours(index, czech, "who is czech republic president".split(), 0.3) == czech
+    # nor where a word beside is part of another name the question writes ("kansas city kansas": "city")
+    kansas = [(1.0, 5, 6, "m.0kc", 0.8, 1.0, (None, None)), (2.0, 3, 5, "m.0kc", 1.0, 1.0, (None, None))]
+    assert neighbours(index, kansas, "what county is kansas city kansas".split(), 0.3) == kansas
+    assert neighbours(index, kansas[:1], "what county is kansas city kansas".split(), 0.3)[0][0] == 1.3
+    three = "what college did john forbes jr nash go to".split()
+    assert neighbours(index, [(1.9, 6, 7, "m.0john", 0.7, 0.4, (None, None))], three, 0.3)[0][0] == 1.9
+    with pytest.raises(ValueError, match="neighbour_weight must be >= 0"):
+        LinkConfig(neighbour_weight=-0.1)
 
 
 def test_a_title_of_a_place_links_the_place_and_the_title_in_its_place(tmp_path):

@@ -308,7 +308,7 @@ def test_a_places_reading_is_the_one_inside_the_region_named_after_it(places_kg,
     from memq.types import Answer, Plan
 
     assert "(in Texas (m.0tx), named beside it)" in show(Answer("where is fresno texas?", [], "", Plan([]), [], trace))
-    with pytest.raises(ValueError, match="place_weight, nested_weight and nested_exact_weight must be >= 0"):
+    with pytest.raises(ValueError, match="nested_exact_weight and neighbour_weight must be >= 0"):
         LinkConfig(place_weight=-0.5)
 
 

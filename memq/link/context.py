@@ -63,7 +63,7 @@ from .index import STOP_WORDS, fold, normalize
 
 log = logging.getLogger(__name__)
 
-__all__ = ["generic_span", "nested", "placed", "quoted", "regions_apart", "title_exact_first"]
+__all__ = ["generic_span", "neighbours", "nested", "placed", "quoted", "regions_apart", "title_exact_first"]
 
 
 def nested(found: list, weight: float, exact_weight: float = 0.0) -> list:
@@ -75,6 +75,47 @@ def nested(found: list, weight: float, exact_weight: float = 0.0) -> list:
         return found
     return [(c[0] - (weight if c[4] < 1.0 else exact_weight), *c[1:])
             if any(a <= c[1] and c[2] <= b and (a, b) != (c[1], c[2]) for a, b in exact) else c for c in found]
+
+
+def neighbours(index, found: list, tokens: list[str], weight: float, most: int = 2) -> list:
+    """``found`` (:meth:`memq.link.linker.Linker.candidates`' tuples) with ``weight`` added to each reading that is
+    not its span's exact name where its name holds every word beside its span, the words up to a function word or
+    the question's end each way, one to ``most`` of them: "nash" of "what college did john nash go to?" reads *John
+    Forbes Nash, Jr.* (who holds "john") before *Steve Nash*. Not where a longer span reads the same entity (it is
+    weighed there: "czech" of "czech republic" gains nothing for *Czech Republic*), nor where a word beside is part of
+    another name the question writes, an exact name of two words or more apart from the span ("kansas" of "kansas
+    city kansas" is no second *Kansas City*)."""
+    if weight <= 0:
+        return found
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for c in found:
+        spans.setdefault(c[3], []).append((c[1], c[2]))
+    names = {(c[1], c[2]) for c in found if c[4] == 1.0 and c[2] - c[1] > 1}
+    words: dict[str, set[str]] = {}
+    out = []
+    for c in found:
+        i, j = c[1], c[2]
+        before, after = _run(tokens, i, j)
+        beside = set(tokens[before:i] + tokens[j:after]) - set(tokens[i:j])
+        if c[4] < 1.0 and 0 < len(beside) <= most and not any(
+                a <= i and j <= b and (a, b) != (i, j) for a, b in spans[c[3]]) and not any(
+                not (a <= i and j <= b) and (a < i and b > before or b > j and a < after) for a, b in names):
+            if c[3] not in words:
+                words[c[3]] = set(normalize(index.name(c[3]) or "").split())
+            if beside <= words[c[3]]:
+                c = (c[0] + weight, *c[1:])
+        out.append(c)
+    return out
+
+
+def _run(tokens: list[str], i: int, j: int) -> tuple[int, int]:
+    """Where the run of words around the span ``tokens[i:j]`` starts and ends: up to a function word each way."""
+    before, after = i, j
+    while before > 0 and tokens[before - 1] not in STOP_WORDS:
+        before -= 1
+    while after < len(tokens) and tokens[after] not in STOP_WORDS:
+        after += 1
+    return before, after
 
 
 def title_exact_first(found: list, tokens: list[str], titles: frozenset[str]) -> list:

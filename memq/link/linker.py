@@ -38,6 +38,7 @@ from .capitals import cased_runs, unread_names
 from .context import (
     beside_readings,
     generic_span,
+    neighbours,
     nested,
     numbered_initials,
     numbers,
@@ -264,6 +265,7 @@ class Linker:
         if cfg.asked_other > 0:  # "what countries speak german?": German Language, not Germany
             found = asked_other(index, found, tokens, cfg.asked_other, cfg.spoken, cfg.speech_asked)
         found = nested(found, cfg.nested_weight, cfg.nested_exact_weight)
+        found = neighbours(index, found, tokens, cfg.neighbour_weight)  # "john nash": John Forbes Nash, Jr.
         if cfg.unread_weight > 0:  # "Peter Minuit", a name the index lacks: "peter" is no Peter Crouch
             found = unread_names(index, found, tokens, cased_runs(question, tokens), cfg.unread_weight)
         if self.uses_fit and found:
@@ -336,7 +338,7 @@ class Linker:
                 chosen.append(self._link(found[k - 1], found, tokens, alternative))
                 if len(chosen) == 1 and self.fit is not None and cfg.coherence_weight > 0:
                     found = found[:k] + self.joined_with(chosen[0], found[k:], tokens)
-        if cfg.regions_apart:  # a region beside a place in it: a topic entity of none of 54 WebQSP train questions
+        if cfg.regions_apart:  # a region beside a place in it: never a gold topic entity in WebQSP train
             chosen = regions_apart(self, chosen, cfg.regions_beside)
         if cfg.of_parts:
             for part in of_parts(found, chosen, tokens)[:cfg.max_entities - len(chosen)]:

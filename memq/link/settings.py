@@ -129,6 +129,10 @@ class LinkConfig:
     state_codes: bool = True
     nested_weight: float = 0.3
     nested_exact_weight: float = 0.5
+    # a reading that is not its span's exact name gains this where its name holds the one or two words right beside its
+    # span ("john" of "john nash": John Forbes Nash, Jr. before Steve Nash), unless a longer span reads it too
+    # (memq.link.context.neighbours; 0: off). 0.3 from CWQ dev (0.5 the same)
+    neighbour_weight: float = 0.3
     # the region span that placed a place ("paris france": France) becomes a second reading of its own (optional, left
     # out of the prompt); of the 37 WebQSP train questions where the linker reads a place so, none has the region among
     # its gold topic entities (docs/linking.md)
@@ -191,11 +195,12 @@ class LinkConfig:
         if self.fit_weight < 0 or self.commonness_weight < 0:
             raise ValueError(f"fit_weight and commonness_weight must be >= 0, got {self.fit_weight}, "
                              f"{self.commonness_weight}")
-        if min(self.place_weight, self.nested_weight, self.nested_exact_weight) < 0 or self.place_candidates < 2 \
-                or self.place_readings < 1:
-            raise ValueError(f"place_weight, nested_weight and nested_exact_weight must be >= 0, place_candidates >= 2 "
-                             f"and place_readings >= 1, got {self.place_weight}, {self.nested_weight}, "
-                             f"{self.nested_exact_weight}, {self.place_candidates}, {self.place_readings}")
+        if min(self.place_weight, self.nested_weight, self.nested_exact_weight, self.neighbour_weight) < 0 \
+                or self.place_candidates < 2 or self.place_readings < 1:
+            raise ValueError(f"place_weight, nested_weight, nested_exact_weight and neighbour_weight must be >= 0, "
+                             f"place_candidates >= 2 and place_readings >= 1, got {self.place_weight}, "
+                             f"{self.nested_weight}, {self.nested_exact_weight}, {self.neighbour_weight}, "
+                             f"{self.place_candidates}, {self.place_readings}")
         if self.coherence_weight < 0 or self.coherence_entities < 2 or self.coherence_max_names < 0:
             raise ValueError(f"coherence_weight and coherence_max_names must be >= 0 and coherence_entities >= 2, "
                              f"got {self.coherence_weight}, {self.coherence_max_names}, {self.coherence_entities}")
