@@ -27,8 +27,9 @@ questions the variant pipeline (that configuration with the ``--link`` settings 
 the same plan (:func:`memq.link.evaluate.same_input`: the same entities, optional ones and second readings its
 prompt leaves out) the base record stands, as the pipeline is
 deterministic; otherwise the question is answered again as ``memq.answer(question)`` answers it. Records are
-written as they finish (resumable); the summary (F1 of both, questions changed, up and down, the gold-entity F1
-of the base run) is printed and, with ``--json``, written.
+written as they finish (resumable: each names its run, a digest of the settings and of memq's source, and a
+``--out`` that holds records of another run is refused rather than read as this one's); the summary (F1 of both,
+questions changed, up and down, the gold-entity F1 of the base run) is printed and, with ``--json``, written.
 """
 
 from __future__ import annotations
@@ -41,6 +42,18 @@ from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def run_key(args: argparse.Namespace) -> str:
+    """What a record of this run depends on: its settings (every option but where it writes and which questions it
+    takes) and memq's source, as a digest."""
+    import hashlib
+
+    settings = {k: v for k, v in sorted(vars(args).items()) if k not in ("out", "json", "limit", "shard")}
+    digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
+    for path in sorted((Path(__file__).resolve().parent.parent / "memq").rglob("*.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
 
 
 def main() -> int:
@@ -92,6 +105,10 @@ def main() -> int:
         questions = questions[k - 1::n]
     out = Path(args.out)
     done = load_records(out) if out.exists() else {}
+    run = run_key(args)
+    if stale := [qid for qid, r in done.items() if r.get("run") != run]:
+        raise SystemExit(f"{out} holds {len(stale)} records of another run (other settings, or memq's source changed "
+                         "since): give another --out, or remove it")
     # the configuration `memq evaluate` answers the dataset with (its memory bank: CWQ questions are not to be
     # answered from the default, WebQSP's)
     flags = argparse.Namespace(dataset=args.dataset, planner=args.planner, memory=None, kg=None, endpoint=None)
@@ -145,7 +162,8 @@ def main() -> int:
             done[q.id] = {"id": q.id, "changed": not same, "f1": record.get("f1") or 0.0,
                           "base_f1": was.get("f1") or 0.0, "base_f1_recorded": recorded, "gold_f1": gold_f1,
                           "plan": record.get("plan"), "links": record.get("links"),
-                          "base_links": None if same else was.get("links"), "exception": record.get("exception")}
+                          "base_links": None if same else was.get("links"), "exception": record.get("exception"),
+                          "run": run}
             fh.write(json.dumps(done[q.id]) + "\n")
             fh.flush()
     rows = [done[q.id] for q in questions if q.id in done]
