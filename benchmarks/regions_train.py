@@ -9,9 +9,9 @@ prints:
 
 - each link the linker read inside the region named right after it ("fresno texas": ``Link.within``), whether that
   region is among the question's gold topic entities and whether it was linked too;
-- each two links whose spans meet, one of which the KG puts inside the other (``MemoryFit.contained``; "texas
-  houston", "newark california", the first kind too where both were linked), whether the place and the region are
-  gold topic entities;
+- each two links whose spans meet, one of which the KG puts inside the other (``memq.link.context.regions_inside``;
+  "texas houston", "newark california", the first kind too where both were linked), whether the place and the region
+  are gold topic entities;
 
 then the totals.
 """
@@ -36,6 +36,7 @@ def main() -> int:
     args = parser.parse_args()
 
     from memq.datasets import load
+    from memq.link.context import regions_inside
     from memq.link.evaluate import gold_entities
     from memq.link.resolve import open_linker
     from memq.pipeline import Config
@@ -55,15 +56,11 @@ def main() -> int:
                 in_gold += link.within in gold
                 print(f"{q.id}\t{q.question}\t{link.name} in {link.within_name}\tregion in gold: "
                       f"{link.within in gold}\tregion linked: {link.within in linked}")
-        named = [x for x in links if not x.alternative]
-        pairs = [(a, b) for a in named for b in named if a.id != b.id and (a.span[1] == b.span[0] or
-                                                                           b.span[1] == a.span[0])]
-        inside = linker.fit.contained([(a.id, b.id) for a, b in pairs]) if pairs else set()
-        for a, b in pairs:
-            if (a.id, b.id) in inside and (b.id, a.id) not in inside:
-                beside[a.id in gold, b.id in gold] += 1
-                print(f"{q.id}\t{q.question}\tbeside: {a.name} in {b.name}\tplace in gold: {a.id in gold}\t"
-                      f"region in gold: {b.id in gold}")
+        names = {x.id: x.name for x in links}
+        for a, b in sorted(regions_inside(linker, [x for x in links if not x.alternative])):
+            beside[a in gold, b in gold] += 1
+            print(f"{q.id}\t{q.question}\tbeside: {names[a]} in {names[b]}\tplace in gold: {a in gold}\t"
+                  f"region in gold: {b in gold}")
     print(f"{placed} places read inside the region named after them; the region a gold topic entity in {in_gold}")
     place, region = beside[True, True] + beside[True, False], beside[True, True] + beside[False, True]
     print(f"{sum(beside.values())} linked places beside a linked region the KG puts them in; the place a gold topic "

@@ -63,7 +63,8 @@ from .index import STOP_WORDS, fold, normalize
 
 log = logging.getLogger(__name__)
 
-__all__ = ["generic_span", "neighbours", "nested", "placed", "quoted", "regions_apart", "title_exact_first"]
+__all__ = ["generic_span", "neighbours", "nested", "placed", "quoted", "regions_apart", "regions_inside",
+           "title_exact_first"]
 
 
 def nested(found: list, weight: float, exact_weight: float = 0.0) -> list:
@@ -92,14 +93,17 @@ def neighbours(index, found: list, tokens: list[str], weight: float, most: int =
         spans.setdefault(c[3], []).append((c[1], c[2]))
     names = {(c[1], c[2]) for c in found if c[4] == 1.0 and c[2] - c[1] > 1}
     words: dict[str, set[str]] = {}
+    runs: dict[tuple[int, int], set[str] | None] = {}  # a span -> its words beside, None where none count
     out = []
     for c in found:
         i, j = c[1], c[2]
-        before, after = _run(tokens, i, j)
-        beside = set(tokens[before:i] + tokens[j:after]) - set(tokens[i:j])
-        if c[4] < 1.0 and 0 < len(beside) <= most and not any(
-                a <= i and j <= b and (a, b) != (i, j) for a, b in spans[c[3]]) and not any(
-                not (a <= i and j <= b) and (a < i and b > before or b > j and a < after) for a, b in names):
+        if c[4] < 1.0 and (i, j) not in runs:
+            before, after = _run(tokens, i, j)
+            beside = set(tokens[before:i] + tokens[j:after]) - set(tokens[i:j])
+            runs[i, j] = beside if 0 < len(beside) <= most and not any(
+                not (a <= i and j <= b) and (a < i and b > before or b > j and a < after) for a, b in names) else None
+        if c[4] < 1.0 and (beside := runs[i, j]) is not None and not any(
+                a <= i and j <= b and (a, b) != (i, j) for a, b in spans[c[3]]):
             if c[3] not in words:
                 words[c[3]] = set(normalize(index.name(c[3]) or "").split())
             if beside <= words[c[3]]:
@@ -204,24 +208,29 @@ def placed(linker, found: list, tokens=()) -> list:
     return out
 
 
+def regions_inside(linker, links: list) -> set[tuple[str, str]]:
+    """The ``(place, region)`` ids of ``links`` whose spans meet where the KG puts the place in the region
+    (``MemoryFit.contained``), but two places each inside the other; none without a KG or where it fails (logged)."""
+    pairs = [(a.id, b.id) for a in links for b in links
+             if a.id != b.id and (a.span[1] == b.span[0] or b.span[1] == a.span[0])]
+    if not pairs or linker.fit is None:
+        return set()
+    try:
+        inside = linker.fit.contained(pairs)
+    except (MemQError, OSError) as exc:  # the KG could not be loaded: the regions that placed a place alone
+        log.warning("entity linking leaves the regions beside a place as they are: %s", exc)
+        return set()
+    return {(a, b) for a, b in inside if (b, a) not in inside}
+
+
 def regions_apart(linker, chosen: list, beside: bool = True) -> list:
     """``chosen`` (links, :class:`memq.link.linker.Link`) with each region that placed a place (``Link.within``,
-    :func:`placed`) a second reading (``alternative``: optional, and left out of the planner's prompt); with
-    ``beside``, each one the KG puts a place linked right beside it in too, before it or after it ("texas houston",
-    "newark california" where "newark" had one reading, so :func:`placed` asked nothing), the place's ``within``
-    naming it. A KG that cannot be read leaves those (logged)."""
+    :func:`placed`) a second reading (``alternative``: optional, left out of the planner's prompt); with ``beside``,
+    each one a place linked right beside it is in too (:func:`regions_inside`: "texas houston", "newark california",
+    where :func:`placed` asked nothing of a place with one reading), the place's ``within`` naming it."""
     regions = {x.within for x in chosen if x.within}
     named = [x for x in chosen if not x.alternative and x.id not in regions]
-    pairs = [(a.id, b.id) for a in named for b in named if a.id != b.id
-             and (a.span[1] == b.span[0] or b.span[1] == a.span[0])] if beside and linker.fit is not None else []
-    inside: set = set()
-    if pairs:
-        try:
-            inside = linker.fit.contained(pairs)
-        except (MemQError, OSError) as exc:  # the KG could not be loaded: the regions that placed a place alone
-            log.warning("entity linking leaves the regions beside a place as they are: %s", exc)
-    inside = {(a, b) for a, b in inside if (b, a) not in inside}  # not two places each in the other
-    within = dict(sorted(inside, reverse=True))  # a place -> a region it is in (the first by id)
+    within = dict(sorted(regions_inside(linker, named) if beside else (), reverse=True))  # a place -> a region it is in
     regions |= set(within.values())
     return [replace(x, alternative=True) if x.id in regions else
             replace(x, within=within[x.id], within_name=linker.index.name(within[x.id]) or within[x.id])

@@ -192,8 +192,8 @@ class Linker:
                     for name in index.bases(key):  # "egyptian": Egypt
                         for mid in index.exact(name)[:cfg.candidates]:
                             matches[mid] = max(matches.get(mid, 0.0), cfg.base_match)
-                speech = cfg.speech_asked  # "italians"; "what language do british speak?"
-                for mid in countries(index, tokens, i, j, STOP_WORDS, speech) if cfg.demonym_match > 0 else ():
+                demonym = countries(index, tokens, i, j, STOP_WORDS, cfg.speech_asked) if cfg.demonym_match > 0 else ()
+                for mid in demonym:  # "italians"; "what language do british speak?"
                     matches[mid] = max(matches.get(mid, 0.0), cfg.demonym_match)
                 if cfg.title_match > 0 and j > i + 1 and span[0] in TITLES and span[1] not in STOP_WORDS:
                     rest = " ".join(span[1:])  # "st augustine": Augustine of Hippo, as "augustine" finds him
