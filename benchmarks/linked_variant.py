@@ -140,8 +140,8 @@ def main() -> int:
                 continue
             linked = Trace()
             base_input, variant_input = planner_input(pipe, q.question), planner_input(variant, q.question, linked)
-            same = base_input == variant_input or (isinstance(base_input, tuple) and isinstance(variant_input, tuple)
-                                                   and same_input(base_input, variant_input))
+            same = (same_input(base_input, variant_input) if isinstance(base_input, tuple)
+                    and isinstance(variant_input, tuple) else base_input == variant_input)  # the order counts
             acted = None  # --acted: the variant's record, where the setting may act after linking
             if same and args.acted and any(link.get("suggested") for link in linked.links):
                 acted = evaluate_question(variant, q, args.planner, linked=True)

@@ -1184,6 +1184,63 @@ def test_linked_entities_after_the_prompted_ones_are_left_out_of_the_prompt(pipe
     assert planner.unprompted == ()  # an entity the plan must name is always in the prompt
 
 
+def test_linked_entities_that_training_questions_list_after_another_go_behind_in_the_prompt(pipe):
+    from collections import Counter
+
+    from memq.link.order import ListedFirst
+
+    planner = Recording(pipe.planner)
+    q = "what does jamaican people speak?"
+    p = Pipeline(replace(pipe.config, constraints=0.0), bank=pipe.bank, kg=pipe.kg, planner=planner, linker=TwoLinks())
+    assert p.listed is None  # a bank of no training questions: the linker's order
+    p.answer(q)
+    assert list(planner.seen[-1][0]) == ["m.03_r3", "m.05zppz"]
+    # Jamaica listed first by none of the 5 training questions that list it, Male by 3 of 4: Male first
+    p.listed = ListedFirst(Counter({"m.05zppz": 3}), Counter({"m.05zppz": 4, "m.03_r3": 5}))
+    a = p.answer(q)
+    assert list(planner.seen[-1][0]) == ["m.05zppz", "m.03_r3"]
+    assert "linked entities that training questions list after another go behind the others in the planner's " \
+           "prompt: Male (m.05zppz, first in 3 of 4), Jamaica (m.03_r3, first in 0 of 5)" in a.trace.fallbacks
+    p.answer(q, ["Jamaica", "Male"])  # a caller's names keep the caller's order
+    assert list(planner.seen[-1][0]) == ["m.03_r3", "m.05zppz"]
+    p.listed = ListedFirst(Counter({"m.05zppz": 3}), Counter({"m.05zppz": 4}))  # Male is lifted over no one
+    a = p.answer(q)
+    assert list(planner.seen[-1][0]) == ["m.03_r3", "m.05zppz"]
+    assert not any("go behind" in f for f in a.trace.fallbacks)
+    off = Pipeline(replace(pipe.config, constraints=0.0, link=LinkConfig(listed_order=False)), bank=pipe.bank,
+                   kg=pipe.kg, planner=planner, linker=TwoLinks())
+    assert off.listed is None
+
+
+def test_an_entity_training_questions_list_after_another_goes_behind_the_others():
+    from memq.datasets import GoldParse, GoldQuestion
+    from memq.link.order import ListedFirst
+    from memq.plan.data import split_of
+
+    train = [f"Q-{i}" for i in range(40) if split_of(f"Q-{i}") == "train"]
+    dev = next(f"Q-{i}" for i in range(40) if split_of(f"Q-{i}") == "dev")
+
+    def question(qid, *ids):
+        parse = GoldParse(f"{qid}.P0", "", tuple((m, m.upper()) for m in ids), ())
+        return GoldQuestion(qid, "q?", "webqsp", "train", (parse,))
+
+    questions = [question(train[0], "m.a", "m.zone"), question(train[1], "m.b", "m.zone"),
+                 question(train[2], "m.zone", "m.c"), question(train[3], "m.lone"),  # one entity: not counted
+                 question(train[4], "m.b", "m.c"),
+                 question(dev, "m.zone", "m.a"), question(f"WebQTest-1_{train[5]}", "m.zone", "m.a")]
+    listed = ListedFirst.from_questions(questions)
+    assert (listed.first["m.zone"], listed.listed["m.zone"]) == (1, 3)  # dev and WebQSP test's questions left out
+    assert listed.listed["m.lone"] == 0 and listed.share("m.a") == 0.75 and listed.share("m.new") == 0.5
+    assert listed.share("m.zone") == 0.375 and listed.share("m.c") == pytest.approx(1 / 6)  # 0 of 2
+    assert list(listed.order({"m.zone": "Z", "m.a": "A"})) == ["m.a", "m.zone"]
+    assert list(listed.order({"m.zone": "Z", "m.new": "N"})) == ["m.new", "m.zone"]
+    assert list(listed.order({"m.c": "C", "m.zone": "Z", "m.new": "N"})) == ["m.new", "m.zone", "m.c"]
+    # an entity listed first more often than not moves ahead of none: the linker's order stands
+    assert list(listed.order({"m.new": "N", "m.a": "A"})) == ["m.new", "m.a"]
+    with pytest.raises(ValueError, match="prior must be > 0, got 0"):
+        ListedFirst(listed.first, listed.listed, prior=0)
+
+
 def test_linker_settings_from_the_command_line_are_typed_and_checked():
     from memq.link.settings import with_settings
 
@@ -1244,7 +1301,10 @@ def test_a_linked_input_reuses_the_gold_answer_only_when_it_makes_the_same_plan(
     two = ({"m.03_r3": "Jamaica", "m.05zppz": "Male"}, {}, ())
     assert not same_input(two, ({}, {"m.03_r3": "Jamaica", "m.05zppz": "Male"}, ()))  # coverage differs
     assert same_input(({}, {"m.03_r3": "Jamaica", "m.05zppz": "Male"}, ()),
-                      ({}, {"m.05zppz": "Male", "m.03_r3": "Jamaica"}, ()))
+                      ({}, {"m.03_r3": "Jamaica", "m.05zppz": "Male"}, ()))
+    # another order: the prompt lists them so, and the planner starts from the first
+    assert not same_input(({}, {"m.03_r3": "Jamaica", "m.05zppz": "Male"}, ()),
+                          ({}, {"m.05zppz": "Male", "m.03_r3": "Jamaica"}, ()))
 
 
 def test_linked_entities_that_are_all_unknown_to_the_kg_fail_the_question_by_their_ids(pipe):

@@ -260,7 +260,7 @@ def split_required(entities: dict[str, str], required: int, trace) -> tuple[dict
 
 
 def linked_entities(linker: Linker, question: str, names: list[str] | None, trace: Trace,
-                    settings: LinkConfig | None = None, suggest=None
+                    settings: LinkConfig | None = None, suggest=None, listed=None
                     ) -> tuple[dict[str, str], dict[str, str], tuple[str, ...]]:
     """The topic entities of a question asked without ids (``names`` None: linked from the question) or with names
     alone (checked by :func:`~memq.link.resolve.resolve`): ``(entities, optional, second)``. ``optional``: a
@@ -269,7 +269,8 @@ def linked_entities(linker: Linker, question: str, names: list[str] | None, trac
     the nearest training questions used), but for those with at least ``settings.required_support``, which join
     ``entities``. ``settings``: the pipeline's (default: the linker's). ``second``: what the planner's prompt leaves
     out: the second readings, and the linked entities after the best ``settings.prompted`` (:func:`unprompted`).
-    Each step is traced."""
+    ``listed`` (a :class:`~memq.link.order.ListedFirst`): then the linked entities that training questions list
+    after another go behind the others, required and optional apart (:func:`listed_order`). Each step is traced."""
     from .resolve import resolve
 
     settings = settings or linker.config
@@ -286,9 +287,23 @@ def linked_entities(linker: Linker, question: str, names: list[str] | None, trac
     if strong:
         trace.fallbacks.append(f"suggested constraint entities with at least {floor:g} of the vote are ones the plan "
                                "must name: " + ", ".join(f"{n} ({m})" for m, n in strong.items()))
-    optional = {m: n for m, n in {**extra, **other, **suggested}.items() if m not in strong}
     hidden = unprompted(entities, extra, settings.prompted, trace) if names is None else ()
+    if listed and names is None:
+        entities, extra = listed_order(listed, entities, trace), listed_order(listed, extra, trace)
+    optional = {m: n for m, n in {**extra, **other, **suggested}.items() if m not in strong}
     return {**entities, **strong}, optional, (*other, *hidden)
+
+
+def listed_order(listed, entities: dict[str, str], trace) -> dict[str, str]:
+    """``entities`` (linked, best first) in the order ``listed`` (:class:`~memq.link.order.ListedFirst`) gives
+    them: those training questions list after another more often than first go behind (the planner starts from the
+    entity its prompt lists first). A new order is traced."""
+    ordered = listed.order(entities)
+    if list(ordered) != list(entities):
+        trace.fallbacks.append("linked entities that training questions list after another go behind the others in "
+                               "the planner's prompt: " + ", ".join(f"{n} ({m}, {listed.why(m)})"
+                                                                    for m, n in ordered.items()))
+    return ordered
 
 
 def unprompted(entities: dict[str, str], extra: dict[str, str], prompted: int, trace) -> tuple[str, ...]:

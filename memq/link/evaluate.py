@@ -139,12 +139,12 @@ def linked_question(question, links: list[dict]):
 
 def same_input(a: tuple, b: tuple) -> bool:
     """Whether two planner inputs ``(entities, optional, second)`` (:meth:`memq.pipeline.Pipeline.link`; gold
-    entities are ``(gold, {}, ())``) make the same plan: the same entities (ids and names), the same ones left out of
-    the prompt, and the same ones optional, or one entity only, where whether it is optional does not matter (the
-    grounded planner's first line starts from it, so entity coverage never applies; a free planner's prompt names
-    it either way)."""
+    entities are ``(gold, {}, ())``) make the same plan: the same entities (ids and names) in the same order (the
+    prompt lists them so, and the planner starts from the first), the same ones left out of the prompt, and the same
+    ones optional, or one entity only, where whether it is optional does not matter (the grounded planner's first
+    line starts from it, so entity coverage never applies; a free planner's prompt names it either way)."""
     given = {**a[0], **a[1]}
-    return (given == {**b[0], **b[1]} and set(a[2]) == set(b[2])
+    return (list(given.items()) == list({**b[0], **b[1]}.items()) and set(a[2]) == set(b[2])
             and (set(a[1]) == set(b[1]) or len(given) == 1))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
+from functools import cached_property
 from pathlib import Path
 
 from ..errors import KnowledgeGraphError, LinkingError, MemQError, ReconstructionError
@@ -78,6 +79,13 @@ class Pipeline:
             self._suggester = self.config.constraints and ConstraintSuggester.from_bank(
                 self.bank, min_support=self.config.constraints, link=self.config.link)
         return self._suggester.suggest(question, given) if self._suggester else []
+
+    @cached_property
+    def listed(self):
+        """How the memory's training questions list their entities (:mod:`memq.link.order`), or None."""
+        from ..link.order import ListedFirst
+
+        return ListedFirst.from_bank(self.bank) if self.config.link.listed_order else None
 
     @property
     def planner(self):
@@ -323,7 +331,7 @@ class Pipeline:
         asks for left out (:meth:`unclassed`)."""
         names = None if names is None else check_names(names)  # before the index loads
         entities, optional, second = linked_entities(self.linker, question, names, trace, self.config.link,
-                                                     self.suggest if suggest else None)
+                                                     self.suggest if suggest else None, names is None and self.listed)
         if names is None:  # linked from the question (a caller's names are all kept)
             entities, optional = self.unclassed(question, entities, optional, trace)
             second = tuple(m for m in second if m in entities or m in optional)
