@@ -8,10 +8,10 @@ trained on prompts in that order and starts its plan from the first entity; the 
 best first, and on CWQ dev (carved from train) its first is the gold first in 183 of the 363 questions where two
 gold entities or more were linked.
 
-Some entities are mostly a constant added to a question: a time zone, a currency, a language, *New York City* as a
-film's location. :class:`ListedFirst` counts, over the training questions of the memory's gold sources (the train
-side of :func:`memq.plan.data.split_of`) that list two entities or more, how often each entity is listed first
-(``first``) and listed at all (``listed``), and moves an entity whose smoothed share
+Some entities are mostly a constant added to a question: a time zone, a currency, *New York City* as a film's
+location. :class:`ListedFirst` counts, over the training questions of the memory's gold sources (the train side of
+:func:`memq.plan.data.split_of`) that list two entities or more, how often each entity is listed first (``first``)
+and listed at all (``listed``), and moves an entity whose smoothed share
 
     share(e) = (first(e) + prior / 2) / (listed(e) + prior)
 
