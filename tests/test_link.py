@@ -539,15 +539,32 @@ def test_the_mention_prior_counts_training_questions_and_silences_a_generic_span
         index.mentions = {}
 
 
+def test_a_span_inside_the_span_naming_a_gold_entity_is_no_occurrence_of_its_own(index):
+    questions = [("who is justin bieber?", ["m.06w2sn5"]), ("what is bieber in jamaica?", ["m.03_r3"])]
+    counts = mention_counts(index, questions)
+    # "bieber" of "justin bieber" was part of the mention of a gold entity; alone, it named none
+    assert counts["justin bieber"] == (1, 1) and counts["bieber"] == (1, 0)
+    assert Linker(index).keyphraseness("bieber") == 0.5  # (the index the tests share counts nothing)
+    index.mentions = counts
+    try:
+        assert Linker(index).keyphraseness("bieber") == pytest.approx(1 / 3)
+    finally:
+        index.mentions = {}
+    # before: the part counted as a mention that named Justin Bieber, a reading of it
+    assert mention_counts(index, questions, LinkConfig(mentions_apart=False))["bieber"] == (2, 1)
+    # a span the question also writes apart from the mention counts
+    assert mention_counts(index, [("is justin bieber bieber?", ["m.06w2sn5"])])["bieber"] == (1, 1)
+
+
 def test_commonness_chooses_the_reading_a_span_named_in_training_and_never_lifts_a_span(index, tmp_path):
     # the training questions' "jamaica" named the less popular Jamaica twice, the country once
     counts = mention_counts(index, [("where is jamaica?", ["m.0nn1zzq"]), ("who sang jamaica?", ["m.0nn1zzq"]),
                                     ("what is spoken in jamaica?", ["m.03_r3"]),
                                     ("who is justin bieber?", ["m.06w2sn5"])])
     assert counts["jamaica"] == (3, 3) and counts.named["jamaica"] == {"m.0nn1zzq": 2, "m.03_r3": 1}
-    # the longest span that finds an entity named it, not a part of it; keyphraseness counts the part as before
+    # the longest span that finds an entity named it, not a part of it; nor does keyphraseness count the part
     assert counts.named["justin bieber"] == {"m.06w2sn5": 1} and "bieber" not in counts.named
-    assert counts["bieber"] == (1, 1)
+    assert "bieber" not in counts
     index.mentions = counts
     try:
         plain, common = (Linker(index, LinkConfig(commonness_weight=0.0)),
