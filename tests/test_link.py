@@ -826,8 +826,14 @@ def test_resolve_names_alone_and_trace_what_was_dropped(index):
     assert any("'Nowhereland' matches no entity" in f for f in trace.fallbacks)
     with pytest.raises(LinkingError, match="no entity of the index is named 'Nowhereland', 'Atlantis'"):
         resolve(linker, "q?", ["Nowhereland", "Atlantis"], Trace())
-    with pytest.raises(LinkingError, match="no topic entity found in the question 'what is the weather like"):
+    with pytest.raises(LinkingError, match="no topic entity found in the question 'what is the weather like.*no name "
+                                           "in the entity index matches a span of it; give the entities"):
         resolve(linker, "what is the weather like?", None, Trace())
+    # a question whose readings all score below the threshold: the message names the best one
+    strict = Linker(index, LinkConfig(threshold=10.0, fit_weight=0.0))
+    with pytest.raises(LinkingError, match=r"its best reading, Jamaica \(m.03_r3\) from 'jamaica', scores [0-9.]+ "
+                                           "where the linker's threshold is 10; give the entities"):
+        resolve(strict, "where is jamaica?", None, Trace())
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..errors import EntityIndexError, LinkingError
 from ..types import Trace
-from .index import MANIFEST, EntityIndex, build_index, kg_source
+from .index import MANIFEST, EntityIndex, build_index, kg_source, normalize
 from .linker import Link, Linker
 from .mentions import MENTION_DATASETS, MENTIONS_RULE, add_training_mentions, link_entries
 
@@ -137,13 +137,24 @@ def _shown(link: Link, how: str) -> str:
     return f"{link.name} ({link.id}) from {how} (score {link.score:.2f}, match {link.match:.2f}{joined})"
 
 
+def unlinked(linker: Linker, question: str) -> str:
+    """Why ``question`` linked nothing: no span reads an entity, or its best reading scores below the threshold."""
+    found = linker.candidates(question)
+    if not found:
+        return "no name in the entity index matches a span of it"
+    score, i, j, mid = found[0][:4]
+    span = " ".join(normalize(question).split()[i:j])
+    return (f"its best reading, {linker.index.name(mid) or mid} ({mid}) from {span!r}, scores {score:.2f} where the "
+            f"linker's threshold is {linker.config.threshold:g}")
+
+
 def resolve(linker: Linker, question: str, entities: list[str] | None, trace: Trace) -> dict[str, str]:
     """Topic entities (id -> name) for ``question`` from nothing or names alone; links and drops traced."""
     if entities is None:
         links = linker.link(question)
         if not links:
-            raise LinkingError(f"no topic entity found in the question {question[:80]!r}: no name in the entity "
-                               "index matches a span of it; give the entities (ids with names, or names)")
+            raise LinkingError(f"no topic entity found in the question {question[:80]!r}: {unlinked(linker, question)}"
+                               "; give the entities (ids with names, or names)")
         entries = link_entries(linker, links)
         trace.links.extend(entries)
         trace.fallbacks.append("entity linking: no entities given; linked " + "; ".join(
