@@ -40,7 +40,7 @@ def mention_counts(index: EntityIndex, questions: Iterable[tuple], config: LinkC
         spans, exact = list(linker.spans(text)), more[0] if more else ()
         gold = set(gold) | {mid for *_, matches in spans for mid, match in matches if match == 1.0 and mid in exact}
         seen: dict[str, bool] = {}
-        best: dict[str, tuple] = {}  # gold id -> (match, span length, span, start) of the span naming it
+        best: dict[str, tuple[float, int, str, int]] = {}  # gold id -> (match, length, span, start) of its span
         for i, j, key, matches in spans:
             seen[key] = seen.get(key, False) or any(mid in gold for mid, _ in matches)
             for mid, match in matches:
