@@ -19,7 +19,10 @@ The fit through the memory (memq.link.fit) reads the default KG and ``--memory``
 ``--dataset``, memory_bank/DATASET, with the banks it includes); its load is timed apart. ``--no-fit`` links
 without it. ``--split dev`` (carved from train, memq.plan.data.split_of) holds dev out of both priors learnt from
 train: the mention prior is counted on the rest of train (of each ``--mentions`` dataset), and the memory loses
-every statement that only dev questions gave it (as benchmarks/memory_heldout.py does).
+every statement that only dev questions gave it (as benchmarks/memory_heldout.py does). ``--carve SEED`` carves
+another dev split from train (memq.plan.data.split_of with that seed, the same tenth of the questions in size), for
+everything the linker holds dev out of: linking alone can then be read on more of train than the one dev split the
+planner was trained without (its records are no end-to-end figures: the planner was trained on those questions).
 """
 
 from __future__ import annotations
@@ -51,12 +54,16 @@ def main() -> int:
     parser.add_argument("--recount", action="store_true",
                         help="count the mention prior again for the --set row, with its settings (those the "
                              "spans are read with, alias_match, alias_floor, ...)")
+    parser.add_argument("--carve", metavar="SEED", help="with --split dev: carve dev from train with this seed "
+                        "(memq.plan.data.split_of) instead of the planner's")
     parser.add_argument("--json", help="write the figures here")
     parser.add_argument("--records", help="write each question's links here, a line for each row's (JSON lines)")
     parser.add_argument("--turns", type=int, default=0, metavar="N",
                         help="then time the rows again on the first N questions, taking turns question by question "
                              "(which goes first alternates), each with a fit of its own that starts cold")
     args = parser.parse_args()
+    if args.carve is not None and args.split != "dev":
+        parser.error("--carve needs --split dev")
 
     from memq.evaluate.run import questions_for
     from memq.link.evaluate import link_record, summarise_links
@@ -70,8 +77,10 @@ def main() -> int:
     from memq.pipeline import Config, open_kg
     from memq.plan.data import split_of
 
+    if args.carve is not None:  # every caller reads split_of's defaults: the linker's priors, the memory, the questions
+        split_of.__defaults__ = (split_of.__defaults__[0], args.carve)
     kg_file = Config().kg_file
-    out: dict = {"dataset": args.dataset, "split": args.split}
+    out: dict = {"dataset": args.dataset, "split": args.split, "carve_seed": split_of.__defaults__[1]}
     if args.build:
         t0 = time.perf_counter()
         index = build_index(open_kg(kg_file), source=kg_source(kg_file, None))

@@ -1,0 +1,52 @@
+"""benchmarks/link_ablation.py's report: the rows of several carves summed, a question in two carves counted once,
+and the named gold entities each row finds against the defaults'."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def ablation():
+    spec = importlib.util.spec_from_file_location("link_ablation", ROOT / "benchmarks" / "link_ablation.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def row(carve, setting, qid, linked, named, every=None) -> str:
+    return json.dumps({"carve": carve, "setting": setting, "id": qid, "question": qid,
+                       "linked": [{"id": m} for m in linked], "gold_named": named, "gold_all": every or named})
+
+
+def test_report_counts_each_question_once_and_its_change_against_the_defaults(ablation, tmp_path):
+    (tmp_path / "c1.jsonl").write_text("\n".join([
+        row("c1", "default", "q1", ["m.a"], ["m.a"]),
+        row("c1", "default", "q2", ["m.x"], ["m.b"]),
+        row("c1", "off=1", "q1", [], ["m.a"]),
+        row("c1", "off=1", "q2", ["m.b", "m.y"], ["m.b"]),
+    ]) + "\n")
+    # q2 again in the second carve, linked otherwise there: its first carve's record stands
+    (tmp_path / "c2.jsonl").write_text("\n".join([
+        row("c2", "default", "q2", ["m.b"], ["m.b"]),
+        row("c2", "default", "q3", ["m.c", "m.z"], ["m.c"], ["m.c", "m.k"]),
+        row("c2", "off=1", "q2", [], ["m.b"]),
+        row("c2", "off=1", "q3", ["m.c", "m.z"], ["m.c"], ["m.c", "m.k"]),
+    ]) + "\n")
+    out = ablation.report(tmp_path)
+    assert out["carves"] == ["c1", "c2"]
+    base = out["default"]
+    assert base["questions"] == 3
+    assert base["precision"] == pytest.approx(2 / 4, abs=1e-3)  # m.a, m.c right; m.x, m.z not
+    assert base["recall"] == pytest.approx(2 / 3, abs=1e-3)
+    assert base["first_link_named_gold"] == pytest.approx(2 / 3, abs=1e-3)
+    off = out["off"]["off=1"]
+    assert (off["named_found_up"], off["named_found_down"], off["links_changed"]) == (1, 1, 2)
+    assert off["recall"] == pytest.approx(2 / 3, abs=1e-3)
+    assert off["entities_per_question"] == pytest.approx(4 / 3, abs=1e-3)
