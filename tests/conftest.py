@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
+from pathlib import Path
 
 import pytest
 
@@ -20,3 +22,17 @@ def gold_parses():
         for q in datasets.load(dataset, "all"):
             out.extend((p.parse_id, p.sparql) for p in q.parses)
     return out
+
+
+@pytest.fixture(scope="session")
+def benchmark_module():
+    """A script of benchmarks/ loaded as a module by its name: ``benchmark_module("linked_losses")``."""
+
+    def load(name: str):
+        path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    return load

@@ -3,21 +3,14 @@ and the named gold entities each row finds against the defaults'."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-
 
 @pytest.fixture(scope="module")
-def ablation():
-    spec = importlib.util.spec_from_file_location("link_ablation", ROOT / "benchmarks" / "link_ablation.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def ablation(benchmark_module):
+    return benchmark_module("link_ablation")
 
 
 def row(carve, setting, qid, linked, named, every=None) -> str:

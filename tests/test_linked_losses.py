@@ -5,21 +5,14 @@ planner."""
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-
 
 @pytest.fixture(scope="module")
-def losses():
-    spec = importlib.util.spec_from_file_location("linked_losses", ROOT / "benchmarks" / "linked_losses.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def losses(benchmark_module):
+    return benchmark_module("linked_losses")
 
 
 def linking(linked=(), suggested=(), named=(), every=()) -> dict:

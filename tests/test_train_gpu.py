@@ -3,21 +3,16 @@ of its chunks have come, and checked against the sha256 the index recorded."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-
 
 @pytest.fixture
-def train_gpu(monkeypatch):
-    spec = importlib.util.spec_from_file_location("train_gpu", ROOT / "benchmarks" / "train_gpu.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+def train_gpu(monkeypatch, benchmark_module):
+    module = benchmark_module("train_gpu")
     monkeypatch.setattr(module, "CHUNK_BYTES", 10)
     return module
 
