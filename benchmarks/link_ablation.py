@@ -6,9 +6,9 @@
 The planner's dev split (memq.plan.data.split_of, its seed) is 321 WebQSP questions, and most linking settings were
 chosen on it: its figures flatter them. A carve is another tenth of train, held out of everything the linker learns
 from train as ``bench_link.py --split dev`` holds dev out (the mention prior, counted again without it; the memory
-without the statements only its questions gave; the listed order's votes), with
-split_of's seed replaced by the carve's name. These carves are for linking alone: the planner was trained on their
-questions, so no end-to-end figure comes from them.
+without the statements only its questions gave), with split_of's seed replaced by the carve's name. These carves are
+for linking alone: the planner was trained on their questions, so no end-to-end figure comes from them.
+``--dataset cwq --carves memq-plan-v1`` reads the planner's own CWQ dev split so.
 
 For each carve the defaults and each variant (the rules of :data:`VARIANTS`, or ``--set`` rows) link every held-out
 question; one JSON line a question and row goes to ``DIR/CARVE.jsonl`` (a carve already there is skipped: a stopped
