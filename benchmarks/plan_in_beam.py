@@ -9,7 +9,9 @@ the checks count.
         benchmarks/results/webqsp_dev_grounded.planned.jsonl.gz benchmarks/results/webqsp_dev_ranked.planned.jsonl.gz
 
 Prints one JSON object per file: questions, gold plan first, gold plan in the beam, and the questions the
-first file's beam holds the gold plan and the other's does not (and back).
+first file's beam holds the gold plan and the other's does not (and back). With ``--f1``, each file's object also
+has ``f1_by_column``: the questions whose gold plan is first, in the beam but not first, not in the beam, or missing
+(no gold plan derived), with their mean F1 and what they lose to F1 1.0 over all of the file's questions.
 """
 
 from __future__ import annotations
@@ -50,11 +52,25 @@ def read(path: Path) -> dict[str, dict]:
         return {r["id"]: r for r in map(json.loads, fh) if r.get("id")}
 
 
+def by_column(run: dict, gold: dict, first: set, beam: set) -> dict:
+    """The run's questions by where the gold plan stands, each column's count, mean F1 and loss to F1 1.0 over all
+    of the run's questions (a question with no gold plan is ``no_gold_plan``)."""
+    columns: dict[str, list[float]] = {"first": [], "in_beam_not_first": [], "not_in_beam": [], "no_gold_plan": []}
+    for q, record in run.items():
+        column = ("no_gold_plan" if q not in gold else "first" if q in first
+                  else "in_beam_not_first" if q in beam else "not_in_beam")
+        columns[column].append(float(record.get("f1") or 0.0))
+    n = max(1, len(run))
+    return {name: {"questions": len(f1s), "f1": round(sum(f1s) / len(f1s), 4) if f1s else None,
+                   "loss": round(sum(1 - x for x in f1s) / n, 4)} for name, f1s in columns.items()}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("runs", nargs="+", type=Path, help="saved runs (.planned.jsonl.gz or .jsonl.gz)")
     ap.add_argument("--dataset", default="webqsp")
     ap.add_argument("--split", default="dev", choices=("dev", "test"))
+    ap.add_argument("--f1", action="store_true", help="also each column's questions, mean F1 and loss")
     args = ap.parse_args(argv)
 
     from memq.plan.data import derive_split, load_split
@@ -69,8 +85,11 @@ def main(argv: list[str] | None = None) -> int:
         beam = {q for q in common if gold[q] in {canonical(t) for t in beam_texts(run[q])}}
         found.append(beam)
         n = max(1, len(common))
-        print(json.dumps({"run": path.name, "questions": len(common), "gold_plan_first": round(len(first) / n, 4),
-                          "gold_plan_in_beam": round(len(beam) / n, 4)}))
+        out = {"run": path.name, "questions": len(common), "gold_plan_first": round(len(first) / n, 4),
+               "gold_plan_in_beam": round(len(beam) / n, 4)}
+        if args.f1:
+            out["f1_by_column"] = by_column(run, gold, first, beam)
+        print(json.dumps(out))
     if len(found) == 2:
         print(json.dumps({"in_first_beam_only": len(found[0] - found[1]),
                           "in_second_beam_only": len(found[1] - found[0])}))
