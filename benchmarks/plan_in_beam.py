@@ -11,7 +11,8 @@ the checks count.
 Prints one JSON object per file: questions, gold plan first, gold plan in the beam, and the questions the
 first file's beam holds the gold plan and the other's does not (and back). With ``--f1``, each file's object also
 has ``f1_by_column``: the questions whose gold plan is first, in the beam but not first, not in the beam, or missing
-(no gold plan derived), with their mean F1 and what they lose to F1 1.0 over all of the file's questions.
+(no gold plan derived), with their mean F1 and what they lose to F1 1.0 over all of the file's questions; those
+without it in the beam again by where the first plan leaves it (its first Find line, a later one, or the checks).
 """
 
 from __future__ import annotations
@@ -54,15 +55,34 @@ def read(path: Path) -> dict[str, dict]:
 
 def by_column(run: dict, gold: dict, first: set, beam: set) -> dict:
     """The run's questions by where the gold plan stands, each column's count, mean F1 and loss to F1 1.0 over all
-    of the run's questions (a question with no gold plan is ``no_gold_plan``)."""
-    columns: dict[str, list[float]] = {"first": [], "in_beam_not_first": [], "not_in_beam": [], "no_gold_plan": []}
+    of the run's questions (a question with no gold plan is ``no_gold_plan``). The questions whose beam lacks the gold
+    plan are split again by where the first plan leaves it: its first Find line (relation or entity), a later Find
+    line, or only its checks and sorts."""
+    names = ("first", "in_beam_not_first", "not_in_beam", "no_gold_plan",
+             "not_in_beam.first_find", "not_in_beam.later_find", "not_in_beam.checks")
+    columns: dict[str, list[float]] = {name: [] for name in names}
     for q, record in run.items():
+        f1 = float(record.get("f1") or 0.0)
         column = ("no_gold_plan" if q not in gold else "first" if q in first
                   else "in_beam_not_first" if q in beam else "not_in_beam")
-        columns[column].append(float(record.get("f1") or 0.0))
+        columns[column].append(f1)
+        if column == "not_in_beam":
+            columns["not_in_beam." + where_it_leaves(canonical(record.get("plan_raw", "")), gold[q])].append(f1)
     n = max(1, len(run))
     return {name: {"questions": len(f1s), "f1": round(sum(f1s) / len(f1s), 4) if f1s else None,
                    "loss": round(sum(1 - x for x in f1s) / n, 4)} for name, f1s in columns.items()}
+
+
+def where_it_leaves(plan: str, gold: str) -> str:
+    """``first_find``, ``later_find`` or ``checks``: where a plan (canonical) first differs from the gold one, read by
+    their Find lines up to the variable each assigns."""
+    def finds(text: str) -> list[str]:
+        return [line.split(", assign")[0] for line in text.splitlines() if line.startswith("Find")]
+
+    ours, theirs = finds(plan), finds(gold)
+    if ours[:1] != theirs[:1]:
+        return "first_find"
+    return "checks" if ours == theirs else "later_find"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,3 +26,13 @@ def test_by_column_counts_each_question_once_with_its_loss_over_all(beam):
     assert out["in_beam_not_first"] == {"questions": 1, "f1": 0.5, "loss": 0.125}
     assert out["not_in_beam"] == {"questions": 1, "f1": 0.0, "loss": 0.25}
     assert out["no_gold_plan"] == {"questions": 1, "f1": 0.0, "loss": 0.25}
+
+
+def test_where_a_plan_leaves_the_gold_one(beam):
+    gold = "Find the a of X, assign it to ?v0.\nFind the b of ?v0, assign it to ?v1.\nFinally the answer is ?v1."
+    assert beam.where_it_leaves("Find the c of X, assign it to ?v0.\nFinally the answer is ?v0.", gold) == "first_find"
+    later = "Find the a of X, assign it to ?v0.\nFind the c of ?v0, assign it to ?v1.\nFinally the answer is ?v1."
+    assert beam.where_it_leaves(later, gold) == "later_find"
+    checked = gold.replace("Finally", "Make sure ?v1 is Y.\nFinally")
+    assert beam.where_it_leaves(checked, gold) == "checks"
+    assert beam.where_it_leaves(gold.split("\nFind the b")[0] + "\nFinally the answer is ?v0.", gold) == "later_find"
