@@ -75,7 +75,7 @@ def main() -> int:
     from memq.link.settings import LinkConfig, with_settings
     from memq.memory.bank import MemoryBank
     from memq.pipeline import Config, open_kg
-    from memq.plan.data import split_of
+    from memq.plan.data import split_of, without_dev
 
     if args.carve is not None:  # every caller reads split_of's defaults: the linker's priors, the memory, the questions
         split_of.__defaults__ = (split_of.__defaults__[0], args.carve)
@@ -107,9 +107,7 @@ def main() -> int:
         memory = args.memory or str(ROOT / "memory_bank" / args.dataset)
         bank = MemoryBank.load(memory)
         if args.split == "dev":
-            source = f"{args.dataset}-train"
-            bank = bank.subset(lambda record, sources: any(s != source for s in sources)
-                               or any(split_of(q) == "train" for q in record.statement.question_ids))
+            bank = without_dev(bank, args.dataset)
         fit = MemoryFit(open_kg(kg_file), bank)
         out["fit_load_s"] = round(time.perf_counter() - t0, 2)
         out["memory"] = {"bank": Path(memory).name, "statements": len(bank),

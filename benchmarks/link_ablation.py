@@ -52,16 +52,13 @@ def carve(name: str, dataset: str, variants: list[str], out: Path) -> None:
     from memq.link.settings import LinkConfig, with_settings
     from memq.memory.bank import MemoryBank
     from memq.pipeline import Config, open_kg
-    from memq.plan.data import split_of
+    from memq.plan.data import split_of, without_dev
 
     split_of.__defaults__ = (split_of.__defaults__[0], name)  # every caller reads split_of's defaults
     kg_file = Config().kg_file
     index = copy.copy(cached_index(kg_file))
     index.mentions, _ = training_mentions(index, MENTION_DATASETS, hold_out_dev=True)
-    source = f"{dataset}-train"
-    bank = MemoryBank.load(str(ROOT / "memory_bank" / dataset)).subset(
-        lambda record, sources: any(s != source for s in sources)
-        or any(split_of(q) == "train" for q in record.statement.question_ids))
+    bank = without_dev(MemoryBank.load(str(ROOT / "memory_bank" / dataset)), dataset)
     fit = MemoryFit(open_kg(kg_file), bank)
     questions = questions_for(dataset, "dev")
     lines = []

@@ -19,7 +19,7 @@ import time
 from dataclasses import replace
 
 from memq.memory.bank import MemoryBank
-from memq.plan.data import split_of
+from memq.plan.data import split_of, without_dev
 
 
 def main() -> None:
@@ -32,13 +32,7 @@ def main() -> None:
     started = time.perf_counter()
     bank = MemoryBank.load(args.bank, include=not args.alone)
     source = f"{args.dataset}-train"
-
-    def keep(record, sources) -> bool:
-        if any(s != source for s in sources):
-            return True  # also given by another source (the schema): a dev question does not bring it
-        return any(split_of(q) == "train" for q in record.statement.question_ids)
-
-    held = bank.subset(keep)
+    held = without_dev(bank, args.dataset)
     stripped = 0
     for i, (record, sources) in enumerate(zip(held.records, held.sources, strict=True)):
         train = tuple(q for q in record.statement.question_ids if split_of(q) == "train")

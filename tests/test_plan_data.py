@@ -100,3 +100,27 @@ def test_evaluate_takes_a_question_file_of_the_datasets_format(tmp_path):
     assert summary["by_level"]  # the file's own levels
     with pytest.raises(ValueError, match="a questions file has none"):
         run("grailqa", "dev", "oracle", config=config, questions_file=path, part="tune", progress=False)
+
+
+def test_without_dev_keeps_what_a_training_question_or_another_source_gave():
+    from types import SimpleNamespace
+
+    from memq.plan.data import without_dev
+
+    train = next(f"WebQTrn-{i}" for i in range(100) if split_of(f"WebQTrn-{i}") == "train")
+    dev = next(f"WebQTrn-{i}" for i in range(100) if split_of(f"WebQTrn-{i}") == "dev")
+
+    def record(*qids):
+        return SimpleNamespace(statement=SimpleNamespace(question_ids=qids))
+
+    entries = [("train only", record(train), ("webqsp-train",)),
+               ("dev only", record(dev), ("webqsp-train",)),
+               ("dev and train", record(dev, train), ("webqsp-train",)),
+               ("dev and the schema", record(dev), ("webqsp-train", "schema")),
+               ("another dataset's", record(dev), ("cwq-train",))]
+
+    class Bank:
+        def subset(self, keep):
+            return [name for name, rec, sources in entries if keep(rec, sources)]
+
+    assert without_dev(Bank(), "webqsp") == ["train only", "dev and train", "dev and the schema", "another dataset's"]

@@ -83,6 +83,15 @@ def _questions(dataset: str, split: str) -> list:
     return [q for q in load(dataset, "train") if split_of(q.id) == split]
 
 
+def without_dev(bank, dataset: str):
+    """``bank`` without the statements that only ``dataset``'s dev questions (carved from train, :func:`split_of`)
+    gave it: a statement another source gives too stays, since a dev question does not bring it. What a run held out
+    of dev reads (benchmarks/bench_link.py ``--split dev``, benchmarks/memory_heldout.py)."""
+    source = f"{dataset}-train"
+    return bank.subset(lambda record, sources: any(s != source for s in sources)
+                       or any(split_of(q) == "train" for q in record.statement.question_ids))
+
+
 def grailqa_synthetic(skipped: list[tuple[str, str]] | None = None, *, named: bool = True) -> list:
     """FlexKBQA's 6,184 synthetic GrailQA programs (``data/grailqa/flexkbqa_synthetic_programs.json.gz``) as
     questions of dataset ``grailqa``, split ``synthetic``: each s-expression turned into GrailQA's SPARQL form
