@@ -79,29 +79,20 @@ def carve(name: str, dataset: str, variants: list[str], out: Path) -> None:
 
 
 def stats(rows: dict, base: dict | None) -> dict:
-    right = linked = named = found = first = 0
-    up = down = 0
-    for qid, r in rows.items():
-        ids = [x["id"] for x in r["linked"]]
-        gold_named, gold_all = set(r["gold_named"]), set(r["gold_all"])
-        linked += len(ids)
-        right += len(gold_all.intersection(ids))
-        named += len(gold_named)
-        found += len(gold_named.intersection(ids))
-        first += bool(ids) and ids[0] in gold_named
-        if base is not None:
-            was = len(gold_named.intersection(x["id"] for x in base[qid]["linked"]))
-            now = len(gold_named.intersection(ids))
-            up += now > was
-            down += now < was
-    n = len(rows)
-    block = {"questions": n, "precision": round(right / linked, 4) if linked else 0.0,
-             "recall": round(found / named, 4) if named else 0.0, "entities_per_question": round(linked / n, 3),
-             "first_link_named_gold": round(first / n, 4)}
+    """A row's figures (memq.link.evaluate.summarise_links: precision, recall of the named gold, entities a question),
+    how often its first link is a named gold entity, and, against ``base``, the questions that find more or fewer of
+    their named gold entities and those whose links changed."""
+    from memq.link.evaluate import summarise_links
+
+    summary = summarise_links(list(rows.values()))
+    block = {key: summary[key] for key in ("questions", "precision", "recall", "entities_per_question")}
+    first = sum(1 for r in rows.values() if r["linked"] and r["linked"][0]["id"] in r["gold_named"])
+    block["first_link_named_gold"] = round(first / len(rows), 4)
     if base is not None:
-        block["named_found_up"], block["named_found_down"] = up, down
-        block["links_changed"] = sum(1 for qid, r in rows.items()
-                                     if [x["id"] for x in r["linked"]] != [x["id"] for x in base[qid]["linked"]])
+        block["named_found_up"] = sum(1 for q, r in rows.items() if r["hits_named"] > base[q]["hits_named"])
+        block["named_found_down"] = sum(1 for q, r in rows.items() if r["hits_named"] < base[q]["hits_named"])
+        block["links_changed"] = sum(1 for q, r in rows.items()
+                                     if [x["id"] for x in r["linked"]] != [x["id"] for x in base[q]["linked"]])
     return block
 
 

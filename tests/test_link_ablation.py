@@ -14,8 +14,11 @@ def ablation(benchmark_module):
 
 
 def row(carve, setting, qid, linked, named, every=None) -> str:
+    """A record as memq.link.evaluate.link_record writes it."""
+    every = every or named
     return json.dumps({"carve": carve, "setting": setting, "id": qid, "question": qid,
-                       "linked": [{"id": m} for m in linked], "gold_named": named, "gold_all": every or named})
+                       "linked": [{"id": m} for m in linked], "link_ms": 1.0, "gold_named": named, "gold_all": every,
+                       "hits_named": len(set(named) & set(linked)), "hits_all": len(set(every) & set(linked))})
 
 
 def test_report_counts_each_question_once_and_its_change_against_the_defaults(ablation, tmp_path):
