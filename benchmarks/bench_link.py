@@ -75,12 +75,13 @@ def main() -> int:
     from memq.link.settings import LinkConfig, with_settings
     from memq.memory.bank import MemoryBank
     from memq.pipeline import Config, open_kg
-    from memq.plan.data import split_of, without_dev
+    from memq.plan import data as plan_data
+    from memq.plan.data import without_dev
 
-    if args.carve is not None:  # every caller reads split_of's defaults: the linker's priors, the memory, the questions
-        split_of.__defaults__ = (split_of.__defaults__[0], args.carve)
+    if args.carve is not None:  # split_of reads it at each call: the linker's priors, the memory, the questions
+        plan_data.SEED = args.carve
     kg_file = Config().kg_file
-    out: dict = {"dataset": args.dataset, "split": args.split, "carve_seed": split_of.__defaults__[1]}
+    out: dict = {"dataset": args.dataset, "split": args.split, "carve_seed": plan_data.SEED}
     if args.build:
         t0 = time.perf_counter()
         index = build_index(open_kg(kg_file), source=kg_source(kg_file, None))

@@ -52,9 +52,10 @@ def carve(name: str, dataset: str, variants: list[str], out: Path) -> None:
     from memq.link.settings import LinkConfig, with_settings
     from memq.memory.bank import MemoryBank
     from memq.pipeline import Config, open_kg
-    from memq.plan.data import split_of, without_dev
+    from memq.plan import data as plan_data
+    from memq.plan.data import without_dev
 
-    split_of.__defaults__ = (split_of.__defaults__[0], name)  # every caller reads split_of's defaults
+    plan_data.SEED = name  # split_of reads it at each call: the priors, the memory, the questions
     kg_file = Config().kg_file
     index = copy.copy(cached_index(kg_file))
     index.mentions, _ = training_mentions(index, MENTION_DATASETS, hold_out_dev=True)

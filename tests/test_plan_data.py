@@ -124,3 +124,15 @@ def test_without_dev_keeps_what_a_training_question_or_another_source_gave():
             return [name for name, rec, sources in entries if keep(rec, sources)]
 
     assert without_dev(Bank(), "webqsp") == ["train only", "dev and train", "dev and the schema", "another dataset's"]
+
+
+def test_split_of_reads_the_module_seed_at_each_call(monkeypatch):
+    from memq.plan import data
+
+    ids = [f"WebQTrn-{i}" for i in range(200)]
+    planner = [split_of(q) for q in ids]
+    assert planner == [split_of(q, seed="memq-plan-v1") for q in ids]
+    monkeypatch.setattr(data, "SEED", "c1")
+    carved = [split_of(q) for q in ids]
+    assert carved == [split_of(q, seed="c1") for q in ids] and carved != planner
+    assert [split_of(q, seed="memq-plan-v1") for q in ids] == planner  # a seed given wins

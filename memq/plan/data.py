@@ -46,8 +46,10 @@ def base_id(question_id: str) -> str:
     return question_id.split("_", 1)[0]
 
 
-def split_of(question_id: str, dev_fraction: float = DEV_FRACTION, seed: str = SEED) -> str:
-    """``"dev"`` or ``"train"``, deterministic in the question's base id and the seed."""
+def split_of(question_id: str, dev_fraction: float = DEV_FRACTION, seed: str | None = None) -> str:
+    """``"dev"`` or ``"train"``, deterministic in the question's base id and the seed (``SEED`` when None, read at
+    the call: a benchmark that carves dev with another seed sets ``memq.plan.data.SEED`` for its process)."""
+    seed = SEED if seed is None else seed
     digest = hashlib.sha256(f"{seed}:{base_id(question_id)}".encode()).digest()
     return "dev" if int.from_bytes(digest[:8], "big") / 2**64 < dev_fraction else "train"
 
