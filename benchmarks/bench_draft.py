@@ -43,7 +43,7 @@ def pass_costs(llm, prompt: str, repeats: int = 5) -> dict[int, float]:
         for k in times:
             runner.truncate(len(ids))
             start = time.perf_counter()
-            runner.extend(list(range(100, 100 + k)))
+            runner.logits(ids + list(range(100, 100 + k)), len(ids) + 1, keep=False)  # the k tokens, one pass
             times[k].append(time.perf_counter() - start)
     one = statistics.median(times[1])
     return {k: round(statistics.median(v) / one, 3) for k, v in times.items()}

@@ -49,7 +49,7 @@ def measure(weights: str, adapter: str, threads: int, repeats: int) -> dict:
         for _ in range(repeats):
             runner.truncate(len(ids))
             start = time.perf_counter()
-            runner.extend((line * 4)[:k])
+            runner.logits(ids + (line * 4)[:k], len(ids) + 1, keep=False)  # k tokens, one pass
             times.append(time.perf_counter() - start)
         seconds[k] = round(statistics.median(times) * 1000, 1)
     return {"weights": weights, "gguf": llm.load().gguf.name, "ms_per_pass": seconds,

@@ -114,6 +114,9 @@ def add_search_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--distinct-steps", action=argparse.BooleanOptionalAction,
                         help=f"{g} the lines a partial plan takes are distinct steps: a Find line that differs from a "
                              "better one only in the ?variable it assigns, or in its statement, does not count")
+    parser.add_argument("--closed-sorts", action=argparse.BooleanOptionalAction,
+                        help=f"{g} each Sort line the plan may take is scored whole, where the model wrote one "
+                             "after \"Sort\" (default: on)")
 
 
 def parse_entities(items: list[str]) -> dict[str, str] | list[str] | None:
@@ -285,7 +288,8 @@ def config_from(args: argparse.Namespace, by_bank: bool = True):
                                              "asked_directed", "asked_redirect", "check_passes", "check_values",
                                              "rank_top", "rank_pool", "rank_weight", "unseen_top", "calibrate",
                                              "backtrack", "value_finds", "start_lookahead", "superlative_ends",
-                                             "rescue_hops", "sorted_answers", "classed_answers", "distinct_steps")
+                                             "rescue_hops", "sorted_answers", "classed_answers", "distinct_steps",
+                                             "closed_sorts")
               if getattr(args, k, None) is not None}
     # GrailQA's form of the schema: its planner, search and distinct nodes (the pipeline takes them by the bank's
     # dataset too, memq.pipeline.config.bank_dataset; said here, as memq evaluate --dataset grailqa says them)

@@ -34,22 +34,11 @@ class FakeRunner:
         row[EOS] = 10.0 if len(prefix) >= self.eos_after else -10.0
         return row
 
-    def logits(self, ids: list[int], first: int) -> np.ndarray:
+    def logits(self, ids: list[int], first: int, keep: bool = True) -> np.ndarray:
+        assert len(ids) - first + 1 <= self.n_batch and len(ids) <= self.n_ctx
         self.ids = list(ids)
         self.decodes += 1
         return np.stack([self._row(ids[:i + 1]) for i in range(first - 1, len(ids))])
-
-    def step(self, token: int) -> np.ndarray:
-        return self.extend([token])[0]
-
-    def extend(self, tokens: list[int]) -> np.ndarray:
-        assert 1 <= len(tokens) <= self.n_batch and len(self.ids) + len(tokens) <= self.n_ctx
-        self.decodes += 1
-        rows = []
-        for t in tokens:
-            self.ids.append(t)
-            rows.append(self._row(self.ids))
-        return np.stack(rows)
 
     def truncate(self, n: int) -> None:
         del self.ids[n:]

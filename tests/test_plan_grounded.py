@@ -488,6 +488,40 @@ def test_a_plan_answers_with_what_it_sorts_only_when_the_question_asks_for_a_tim
     assert plan.steps[-1].target == "?y" and not plan.cost.get("free_generation")
 
 
+def test_closed_sorts_offer_each_sort_of_a_date_or_number_whole_and_plan_as_the_written_line(tmp_path_factory):
+    """``closed_sorts``: the Sort lines are the train plans' two wordings of each ?variable a rule lets a plan sort
+    (the date of birth, not the sibling), scored whole instead of written after "Sort"; a plan takes one as it took
+    the written line."""
+    from memq.types import PlanStep
+
+    born = ("born", "1", "?entity1 ns:people.person.date_of_birth ?entity2 .",
+            "?entity2 is the date of birth of the person ?entity1")
+    dates = "".join(f'<{FB}{m}> <{FB}people.person.date_of_birth> "{d}"^^<http://www.w3.org/2001/XMLSchema#date> .\n'
+                    for m, d in (("m.0gxnnwq", "2005-11-20"), ("m.0jazz01", "2008-07-08")))
+    keyed = ("Find the sibling of the siblings of the person Justin Bieber, assign it to ?x.\n"
+             "Find the date of birth of the person ?x, assign it to ?y.\n"
+             "Sort ?y in ascending order and keep the first result.\nFinally the answer is ?x.")
+    kg, bank = store_of(tmp_path_factory, TRIPLES + dates), bank_of(STATEMENTS + [born])
+    p = planner(kg, bank, keyed, max_passes=200, closed_sorts=True)
+    h = Hyp(steps=[PlanStep("find", "", source="Justin Bieber", target="?x", statement="sibling"),
+                   PlanStep("find", "", source="?x", target="?y", statement="born")],
+            assigned=["?x", "?y"], draft=Draft(), rec=Reconstructor(BIEBER))
+    lines = p._other_lines(h, ["Justin Bieber"], p.lm, Neighbourhood(kg), {}, "which sibling was born first?")
+    assert [line.text for line in lines if line.kind == "sort"] == [
+        f"Sort ?y in {order} order and keep the first result." for order in ("descending", "ascending")]
+    assert [line.text for line in lines if line.kind == "open"] == ["Make sure"]  # checks are still written
+    question = "which of justin bieber's siblings was born first?"
+    closed = p.plan(question, BIEBER)
+    written = planner(kg, bank, keyed, max_passes=200, closed_sorts=False).plan(question, BIEBER)
+    def parts(plan):  # the scripted model writes a character a pass, 48 at most: its written Sort line is cut short
+        return [(st.kind, st.target, st.op, st.statement) for st in plan.steps]
+
+    assert parts(closed) == parts(written) and closed.steps[2].kind == "sort" and not closed.cost.get("free_generation")
+    assert closed.steps[2].text == "Sort ?y in ascending order and keep the first result."
+    assert not closed.cost.get("entity_sorts_refused")  # the sibling's sort is never offered, so never refused
+    assert GroundedConfig().closed_sorts
+
+
 def test_a_plan_that_checks_a_notable_type_answers_with_what_it_checks(tmp_path_factory):
     """Each WebQSP and CWQ train plan that checks a notable type answers with a ?variable whose notable type it
     checks: a plan that checks the notable type of the sibling's gender ends at the gender, not at the sibling. A
@@ -559,7 +593,8 @@ def test_a_date_or_number_may_take_the_sort_key_names_the_train_plans_give_it(tm
                     for m, d in (("m.0gxnnwq", "2005-11-20"), ("m.0jazz01", "2008-07-08")))
     unsorted = ("Find the sibling of the siblings of the person Justin Bieber, assign it to ?x.\n"
                 "Find the date of birth of the person ?x, assign it to ?sk0.\nFinally the answer is ?x.")
-    p = planner(store_of(tmp_path_factory, TRIPLES + dates), bank_of(STATEMENTS + [born]), unsorted)
+    # the model writes no Sort line it can use (with closed_sorts it is offered the Sort lines whole and takes one)
+    p = planner(store_of(tmp_path_factory, TRIPLES + dates), bank_of(STATEMENTS + [born]), unsorted, closed_sorts=False)
     assert p.key_targets("born", {"?x"}) == ["?sk0", "?num"]
     assert p.key_targets("born", {"?x", "?sk0", "?num"}) == ["?sk1"]
     assert p.key_targets("sibling", {"?x"}) == [] and p.key_targets("gender", set()) == []

@@ -323,6 +323,8 @@ def run(dataset: str, split: str, planner: str, *, config=None, limit: int | Non
             summary["weights"] = weights
             if getattr(pipeline.planner.llm, "lora", "runtime") != "runtime":
                 summary["lora"] = pipeline.planner.llm.lora
+            if planner in ("grounded", "hybrid"):  # line searches answered in one pass ($MEMQ_LLAMA_SEQUENCES)
+                summary["llama_sequences"] = pipeline.planner.llm.sequences
     if questions_file is not None:
         summary["questions_file"] = shown_path(questions_file)
     if part is not None:

@@ -43,10 +43,11 @@ from .base import LLMError, cache_root, chat_text, check_generate_args, cut_at_s
 from .chat_tokenizer import open_tokenizer
 from .draft import MAX_TEXTS, NgramDrafter
 from .gguf_weights import WEIGHTS, bf16_gguf, f16_gguf, no_repacking, q8_gguf, weights_from_env
-from .kv_state import Runner, log_softmax_at, log_softmax_row, state_dir
+from .kv_state import Runner, drive, expand_steps, log_softmax_at, sequences_from_env, state_dir, with_sequences
 from .lora_gguf import LORA_MODES, adapter_gguf, lora_from_env, merged_gguf
 from .parallel import check_parallel, close_decoders, close_when_free, generate_texts
 from .threads import ThreadGovernor, default_threads, env_threads
+from .together import line_end, run_together
 
 logger = logging.getLogger(__name__)
 
@@ -270,7 +271,7 @@ class LlamaCppLLM:
                 _route_native_logs()
                 start = time.perf_counter()
                 governor = ThreadGovernor() if self.governed else None  # its first window spans the load
-                with no_repacking(self.weights != "f16"):
+                with no_repacking(self.weights != "f16"), with_sequences(sequences_from_env()):
                     llama = Llama(model_path=str(gguf), lora_path=str(adapter) if adapter else None, n_ctx=self.n_ctx,
                                   n_batch=512, n_ubatch=512, n_threads=self.threads, n_threads_batch=self.threads,
                                   verbose=False)
@@ -379,22 +380,25 @@ class LlamaCppLLM:
         (the :class:`~memq.plan.linesearch.LineModel` role)."""
         runner = self.load().runner
         with runner.lock:
-            rows = runner.logits(ids, first)
-        chain = log_softmax_at(rows[:-1], ids[first:]) if len(rows) > 1 else np.zeros(0)
-        nxt = log_softmax_row(rows[-1], children) if len(children) else np.zeros(0)
+            out = drive(expand_steps(ids, first, children), lambda request: runner.logits(*request))
         self.calls += 1
-        return chain, nxt
+        return out
+
+    def together(self, searches: list) -> list:
+        """Line searches together, a forward pass for each one's next request (:mod:`memq.llm.together`)."""
+        return run_together(self, searches)
+
+    @property
+    def sequences(self) -> int:
+        """The sequences of the model's context: line searches answered in one forward pass ($MEMQ_LLAMA_SEQUENCES)."""
+        return self.load().runner.sequences
 
     def greedy(self, ids: list[int], max_new_tokens: int) -> tuple[list[int], list[float]]:
         """Greedy continuation of ``ids`` up to the end of the line: a token holding a newline, EOS, or
         ``max_new_tokens``; the new tokens and the log-probability of each. Drafted tokens are checked as in
         :meth:`generate` (the same tokens, fewer passes)."""
         loaded = self.load()
-        runner, tok = loaded.runner, loaded.tokenizer
-
-        def done(new: list[int]) -> bool:
-            return new[-1] == runner.eos or "\n" in tok.decode(new[-1:])
-
+        runner, done = loaded.runner, line_end(loaded.runner, loaded.tokenizer)
         with runner.lock:
             new, lps = runner.greedy(ids, max_new_tokens, done, self.drafter, logprobs=True)
         self.tokens += len(new)

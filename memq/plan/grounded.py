@@ -100,7 +100,7 @@ from .base import Entities
 from .candidates import CandidateLines
 from .format import parse_plan
 from .lines import ClassStatements, Hyp, extend, has_classes, unnamed
-from .linesearch import SearchCost, best_lines
+from .linesearch import SearchCost, best_lines_together, line_search
 from .neighbourhood import Edge, Neighbourhood, statement_edges
 from .prior import QuestionPrior, bonuses, unseen_steps
 from .prompt import entity_names
@@ -266,13 +266,6 @@ class GroundedPlanner(CandidateLines):
         plan.cost.update(candidates=0, free_generation=True)
         return plan
 
-    def _find_start(self, lm) -> list[int] | None:
-        """The tokens every Find line starts with (those of "Find"), or None when this tokenizer does not start
-        one so: the Find lines are then made at once, never deferred."""
-        start = list(lm.token_ids("Find"))
-        probe = list(lm.token_ids("Find the place of birth of the person Anna, assign it to ?x.\n"))
-        return start if start and probe[:len(start)] == start and len(probe) > len(start) else None
-
     def _bonuses(self, h: Hyp, lines: list, support: dict, prior, covered=(), asked=None, wide=False) -> list[float]:
         """Each line's bonus (<= 0): the question prior's and the ranker's on Find lines; entity coverage and the
         class asked for on Finally lines."""
@@ -322,13 +315,14 @@ class GroundedPlanner(CandidateLines):
                 beams[0].notes.append(f"pass budget: {spent} forward passes after {step} step(s) reached the budget "
                                       f"of {cfg.budget}; the rest of the plan is searched with a beam of 1")
             grown: list[Hyp] = []
+            searches = []  # each partial plan's line search, run together (one forward pass for all, a request each)
             for h in beams:
-                entries = len(ranked)
+                mine: list[dict] = []  # this search's entries of ``ranked``
                 # after the first step the Find lines (the ranker's scores, the KG's probes) are made only when the
                 # line search reaches "Find": often it ends the plan first. Until then a bonus of 0 bounds them
                 later = not first and find_ids is not None
-                finds = [] if later else self._find_part(h, entities, lm, neigh, sims, question, ranked, wide, toward)
-                lines = finds + self._other_lines(h, names, lm, neigh, sims, question, wide, ranked, len(finds))
+                finds = [] if later else self._find_part(h, entities, lm, neigh, sims, question, mine, wide, toward)
+                lines = finds + self._other_lines(h, names, lm, neigh, sims, question, wide, mine, len(finds))
                 if first and avoid:
                     lines = [line for line in lines if line.text not in avoid]
                 if first and not any(line.kind in ("find", "shape") for line in lines):
@@ -340,22 +334,28 @@ class GroundedPlanner(CandidateLines):
                     return self._free(question, entities, why)
                 bonus = self._bonuses(h, lines, support, prior, covered, asked, wide)
                 made: dict[int, Hyp | None] = {}  # each line found, extended (None: an open line that is unusable)
+                own = SearchCost()  # this search's passes, for its max_passes
 
                 def usable(scored, h=h, lines=lines, made=made) -> bool:
                     made[scored.index] = extend(h, lines[scored.index], scored, lm, question, names, allows)
                     return made[scored.index] is not None
 
-                def make(h=h, lines=lines) -> list[tuple[tuple[int, ...], float]]:
-                    new = self._find_part(h, entities, lm, neigh, sims, question, ranked, wide, toward,
+                def make(h=h, lines=lines, mine=mine, own=own) -> list[tuple[tuple[int, ...], float]]:
+                    self.null_cost = own  # the calibration's passes count in the search that makes the lines
+                    new = self._find_part(h, entities, lm, neigh, sims, question, mine, wide, toward,
                                           offset=len(lines))
+                    self.null_cost = cost
                     lines.extend(new)
                     return list(zip((line.ids for line in new), self._bonuses(h, new, support, prior), strict=True))
 
-                found = best_lines(lm, prefix + h.ids, [list(line.ids) for line in lines], lines_each,
-                                   open_ends=[line.kind == "open" for line in lines], bonus=bonus, prune=cfg.prune,
-                                   max_passes=cfg.max_passes, cost=cost, usable=usable,
-                                   deferred=[(find_ids, make)] if later else (),
-                                   same=partial(self._same_step, h, lines) if cfg.distinct_steps else None)
+                searches.append((h, lines, made, mine, own, line_search(
+                    prefix + h.ids, [list(line.ids) for line in lines], lines_each,
+                    open_ends=[line.kind == "open" for line in lines], bonus=bonus, prune=cfg.prune,
+                    max_passes=cfg.max_passes, cost=own, usable=usable, deferred=[(find_ids, make)] if later else (),
+                    same=partial(self._same_step, h, lines) if cfg.distinct_steps else None)))
+            for (h, lines, made, mine, own, _), found in zip(
+                    searches, best_lines_together(lm, [search[-1] for search in searches]), strict=True):
+                cost.passes, cost.tokens = cost.passes + own.passes, cost.tokens + own.tokens
                 copies = {sc.index for sc in found if sc.same_step}  # usable lines of a step found before
                 offered += len(lines)
                 self._lm_calls += 1
@@ -368,12 +368,12 @@ class GroundedPlanner(CandidateLines):
                               | ({"same_step": True} if sc.index in copies else {})
                               for sc in found]})
                 llm = {sc.index: sc.logprob for sc in found}
-                for entry in ranked[entries:]:  # the ranker's candidates of this search, each with the model's score
+                for entry in mine:  # the ranker's candidates of this search, each with the model's score
                     for c in entry["candidates"]:
                         i = c.pop("index")
                         c["llm"] = round(llm[i], 4) if i in llm else None
-                grown.extend(new for scored in found
-                             if (new := made[scored.index]) is not None and scored.index not in copies)
+                ranked.extend(mine)
+                grown.extend(new for sc in found if (new := made[sc.index]) is not None and sc.index not in copies)
             if first:
                 taken = {h.lines[0] for h in grown}
             first = False

@@ -88,9 +88,10 @@ class Hyp:
 
 @dataclass(frozen=True)
 class Line:
-    """A candidate line: a Find line with its statement, a Finally line, an open line start, or a GrailQA line."""
+    """A candidate line: a Find line with its statement, a Finally line, an open line start, a closed Sort line
+    (``closed_sorts``), or a GrailQA line."""
 
-    kind: str  # "find", "answer", "open", or "shape" (GrailQA's lines, :class:`ShapeLine`)
+    kind: str  # "find", "answer", "open", "sort", or "shape" (GrailQA's lines, :class:`ShapeLine`)
     text: str
     ids: tuple[int, ...]
     step: PlanStep | None = None
@@ -384,7 +385,7 @@ def extend(h: Hyp, line: Line, scored, lm, question: str, names, allows=None) ->
         new.lines.append(line.text)
         new.steps.append(line.step)
         new.done = True
-    else:  # an open line the model completed
+    else:  # an open line the model completed, or a closed Sort line: parsed and held to the rules alike
         text = " ".join(lm.decode(list(scored.ids)).split())
         try:
             step = parse_step(text, names)

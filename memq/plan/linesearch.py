@@ -36,7 +36,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Generator, Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -88,14 +88,50 @@ class SearchCost:
     tokens: int = 0  # tokens whose log-probability was computed
 
 
-def best_lines(model: LineModel, prefix: list[int], candidates: Sequence[Sequence[int]], k: int, *,
-               open_ends: Sequence[bool] = (), bonus: Sequence[float] = (), prune: float = 8.0,
-               max_passes: int = 64, max_new_tokens: int = 48, cost: SearchCost | None = None,
-               usable: Callable[[Scored], bool] | None = None,
-               deferred: Sequence[tuple[Sequence[int], Callable[[], list[tuple[Sequence[int], float]]]]] = (),
-               same: Callable[[int], Hashable] | None = None) -> list[Scored]:
+def best_lines(model: LineModel, prefix: list[int], candidates: Sequence[Sequence[int]], k: int,
+               **options) -> list[Scored]:
+    """The ``k`` candidate lines with the highest score after ``prefix``, best first (:func:`line_search`, whose
+    requests ``model`` answers one at a time)."""
+    return answer(model, line_search(prefix, candidates, k, **options))
+
+
+def answer(model: LineModel, search: Generator) -> list[Scored]:
+    """Runs one :func:`line_search`, answering each of its requests with ``model``."""
+    try:
+        request = next(search)
+        while True:
+            request = search.send(ask(model, request))
+    except StopIteration as done:
+        return done.value
+
+
+def ask(model: LineModel, request: tuple):
+    """``model``'s answer to one request of :func:`line_search`: ``("expand", ids, first, children)`` or
+    ``("greedy", ids, max_new_tokens)``."""
+    return model.expand(*request[1:]) if request[0] == "expand" else model.greedy(*request[1:])
+
+
+def best_lines_together(model: LineModel, searches: Sequence[Generator]) -> list[list[Scored]]:
+    """Several :func:`line_search` at once, each one's lines as :func:`best_lines` would find them: with a model that
+    answers several requests in one forward pass (``model.together``, :meth:`memq.llm.llamacpp.LlamaCppLLM.together`,
+    and ``model.sequences`` > 1), each pass takes the next request of every search not yet done; else one search
+    after another."""
+    together = getattr(model, "together", None)
+    if together is None or len(searches) < 2 or getattr(model, "sequences", 1) < 2:
+        return [answer(model, search) for search in searches]
+    return together(list(searches))
+
+
+def line_search(prefix: list[int], candidates: Sequence[Sequence[int]], k: int, *,
+                open_ends: Sequence[bool] = (), bonus: Sequence[float] = (), prune: float = 8.0,
+                max_passes: int = 64, max_new_tokens: int = 48, cost: SearchCost | None = None,
+                usable: Callable[[Scored], bool] | None = None,
+                deferred: Sequence[tuple[Sequence[int], Callable[[], list[tuple[Sequence[int], float]]]]] = (),
+                same: Callable[[int], Hashable] | None = None) -> Generator[tuple, object, list[Scored]]:
     """The ``k`` candidate lines with the highest score (summed log-probability plus bonus) after ``prefix``,
-    best first.
+    best first. A generator: it yields each forward pass it needs as a request (``("expand", ids, first,
+    children)`` or ``("greedy", ids, max_new_tokens)``, the :class:`LineModel` calls), is sent the answer, and
+    returns the lines (:func:`best_lines` and :func:`best_lines_together` run it).
 
     ``usable(line)``: whether the caller can use a complete line (an open line the model completed may not parse).
     The search then stops at the ``k`` best usable lines and also returns the unusable ones it found before them
@@ -204,7 +240,7 @@ def best_lines(model: LineModel, prefix: list[int], candidates: Sequence[Sequenc
         children = sorted(node.children)
         ids = prefix + path
         if chain_start < len(path) or children:  # the token into the popped node was scored at its parent
-            chain_lp, child_lp = model.expand(ids, len(prefix) + chain_start, children)
+            chain_lp, child_lp = yield ("expand", ids, len(prefix) + chain_start, children)
             cost.passes += 1
             cost.tokens += len(chain_lp) + len(children)
             lps = lps + [float(x) for x in chain_lp]
@@ -213,7 +249,7 @@ def best_lines(model: LineModel, prefix: list[int], candidates: Sequence[Sequenc
         score = float(sum(lps))
         for i in node.ends:
             if opens[i]:
-                new, new_lp = model.greedy(ids, max_new_tokens)
+                new, new_lp = yield ("greedy", ids, max_new_tokens)
                 cost.passes += len(new)
                 cost.tokens += len(new)
                 line = Scored(i, tuple(path + new), tuple(lps + list(new_lp)), bonus[i])

@@ -238,14 +238,16 @@ class LineRules:
         return any(neigh.takes(record.statement, value) for record in finds)
 
     def may_sort(self, h: Hyp, var: str) -> bool:
+        """Whether ``var`` may be sorted after ``h`` (:meth:`sortable`); a refusal is counted."""
+        return self.sortable(h, var) or self._refused("entity_sorts_refused")
+
+    def sortable(self, h: Hyp, var: str) -> bool:
         """Whether ``var`` may be sorted after ``h``: unless every Find step that assigns it assigns nodes (a type
         of the schema not in :data:`LITERAL_TYPES`, :func:`~memq.plan.neighbourhood.assigned_types`). The train
         plans of WebQSP and CWQ sort dates and numbers only; the order of nodes is their ids'."""
         finds = self._finds(h, var)
-        if not finds or any(t is None or t == "" or t in LITERAL_TYPES
-                            for st in finds for t in self._assigned(st.statement)[1] or {None}):
-            return True
-        return self._refused("entity_sorts_refused")
+        return not finds or any(t is None or t == "" or t in LITERAL_TYPES
+                                for st in finds for t in self._assigned(st.statement)[1] or {None})
 
     def answers_its_key(self, h: Hyp, var: str, question: str) -> bool:
         """Whether ``h`` may not answer with ``var`` (``sorted_answers``): ``h`` sorts ``var`` and the question
