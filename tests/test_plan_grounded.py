@@ -130,6 +130,13 @@ def bank():
     return bank_of(STATEMENTS)
 
 
+# a statement of dates and two siblings' birth dates, for the sort tests
+BORN = ("born", "1", "?entity1 ns:people.person.date_of_birth ?entity2 .",
+        "?entity2 is the date of birth of the person ?entity1")
+BIRTH_DATES = "".join(f'<{FB}{m}> <{FB}people.person.date_of_birth> "{d}"^^<http://www.w3.org/2001/XMLSchema#date> .\n'
+                      for m, d in (("m.0gxnnwq", "2005-11-20"), ("m.0jazz01", "2008-07-08")))
+
+
 def planner(kg, bank, target: str, *more: str, **config) -> GroundedPlanner:
     """The grounded planner with a model scripted to like ``target`` (and ``more``); the question prior is off
     unless asked for (the tiny bank has no training questions; tests/test_plan_prior.py tests it)."""
@@ -406,11 +413,9 @@ def test_a_written_sort_line_sorts_dates_and_numbers_never_entities(kg):
     every Find step assigns entities (by the schema) is refused, and the plan's cost counts it."""
     from memq.types import PlanStep
 
-    born = ("born", "1", "?entity1 ns:people.person.date_of_birth ?entity2 .",
-            "?entity2 is the date of birth of the person ?entity1")
     typed = ("typed", "1", "?entity1 ns:common.topic.notable_types ?entity2 .",  # ranges over type.type: nodes
              "?entity2 is the notable types of ?entity1")
-    p = planner(kg, bank_of(STATEMENTS + [born, typed]), "")
+    p = planner(kg, bank_of(STATEMENTS + [BORN, typed]), "")
     h = Hyp(steps=[PlanStep("find", "", source="Jamaica", target="?x", statement="official"),
                    PlanStep("find", "", source="?x", target="?d", statement="born"),
                    PlanStep("find", "", source="?x", target="?y", statement=None),
@@ -450,14 +455,10 @@ def test_a_plan_answers_with_what_it_sorts_only_when_the_question_asks_for_a_tim
     When that leaves no plan to end, the question is planned again without the rule (traced)."""
     from memq.types import PlanStep
 
-    born = ("born", "1", "?entity1 ns:people.person.date_of_birth ?entity2 .",
-            "?entity2 is the date of birth of the person ?entity1")
-    dates = "".join(f'<{FB}{m}> <{FB}people.person.date_of_birth> "{d}"^^<http://www.w3.org/2001/XMLSchema#date> .\n'
-                    for m, d in (("m.0gxnnwq", "2005-11-20"), ("m.0jazz01", "2008-07-08")))
     keyed = ("Find the sibling of the siblings of the person Justin Bieber, assign it to ?x.\n"
              "Find the date of birth of the person ?x, assign it to ?y.\n"
              "Sort ?y in ascending order and keep the first result.\nFinally the answer is ?y.")
-    p = planner(store_of(tmp_path_factory, TRIPLES + dates), bank_of(STATEMENTS + [born]), keyed,
+    p = planner(store_of(tmp_path_factory, TRIPLES + BIRTH_DATES), bank_of(STATEMENTS + [BORN]), keyed,
                 max_passes=200)  # a character a token: the written Sort line costs a pass each
     h = Hyp(steps=[PlanStep("find", "", source="Justin Bieber", target="?x", statement="sibling"),
                    PlanStep("find", "", source="?x", target="?y", statement="born"),
@@ -479,7 +480,7 @@ def test_a_plan_answers_with_what_it_sorts_only_when_the_question_asks_for_a_tim
     # a plan that sorts the one ?variable it found: no plan ends, so the question is planned again without the rule
     own = (f'<{FB}m.06w2sn5> <{FB}people.person.date_of_birth> '
            '"1994-03-01"^^<http://www.w3.org/2001/XMLSchema#date> .\n')
-    p = planner(store_of(tmp_path_factory, TRIPLES + dates + own), bank_of(STATEMENTS + [born]),
+    p = planner(store_of(tmp_path_factory, TRIPLES + BIRTH_DATES + own), bank_of(STATEMENTS + [BORN]),
                 "Find the date of birth of the person Justin Bieber, assign it to ?y.\n"
                 "Sort ?y in ascending order and keep the first result.\nFinally the answer is ?y.", max_passes=200)
     plan = p.plan("which birthday of justin bieber is first?", BIEBER)
@@ -494,14 +495,10 @@ def test_closed_sorts_offer_each_sort_of_a_date_or_number_whole_and_plan_as_the_
     the written line."""
     from memq.types import PlanStep
 
-    born = ("born", "1", "?entity1 ns:people.person.date_of_birth ?entity2 .",
-            "?entity2 is the date of birth of the person ?entity1")
-    dates = "".join(f'<{FB}{m}> <{FB}people.person.date_of_birth> "{d}"^^<http://www.w3.org/2001/XMLSchema#date> .\n'
-                    for m, d in (("m.0gxnnwq", "2005-11-20"), ("m.0jazz01", "2008-07-08")))
     keyed = ("Find the sibling of the siblings of the person Justin Bieber, assign it to ?x.\n"
              "Find the date of birth of the person ?x, assign it to ?y.\n"
              "Sort ?y in ascending order and keep the first result.\nFinally the answer is ?x.")
-    kg, bank = store_of(tmp_path_factory, TRIPLES + dates), bank_of(STATEMENTS + [born])
+    kg, bank = store_of(tmp_path_factory, TRIPLES + BIRTH_DATES), bank_of(STATEMENTS + [BORN])
     p = planner(kg, bank, keyed, max_passes=200, closed_sorts=True)
     h = Hyp(steps=[PlanStep("find", "", source="Justin Bieber", target="?x", statement="sibling"),
                    PlanStep("find", "", source="?x", target="?y", statement="born")],
@@ -587,14 +584,11 @@ def test_a_date_or_number_may_take_the_sort_key_names_the_train_plans_give_it(tm
     it; when that leaves no plan to end, the question is planned again without the keys' names (traced)."""
     from memq.types import PlanStep
 
-    born = ("born", "1", "?entity1 ns:people.person.date_of_birth ?entity2 .",
-            "?entity2 is the date of birth of the person ?entity1")
-    dates = "".join(f'<{FB}{m}> <{FB}people.person.date_of_birth> "{d}"^^<http://www.w3.org/2001/XMLSchema#date> .\n'
-                    for m, d in (("m.0gxnnwq", "2005-11-20"), ("m.0jazz01", "2008-07-08")))
     unsorted = ("Find the sibling of the siblings of the person Justin Bieber, assign it to ?x.\n"
                 "Find the date of birth of the person ?x, assign it to ?sk0.\nFinally the answer is ?x.")
     # the model writes no Sort line it can use (with closed_sorts it is offered the Sort lines whole and takes one)
-    p = planner(store_of(tmp_path_factory, TRIPLES + dates), bank_of(STATEMENTS + [born]), unsorted, closed_sorts=False)
+    p = planner(store_of(tmp_path_factory, TRIPLES + BIRTH_DATES), bank_of(STATEMENTS + [BORN]), unsorted,
+                closed_sorts=False)
     assert p.key_targets("born", {"?x"}) == ["?sk0", "?num"]
     assert p.key_targets("born", {"?x", "?sk0", "?num"}) == ["?sk1"]
     assert p.key_targets("sibling", {"?x"}) == [] and p.key_targets("gender", set()) == []
