@@ -120,6 +120,15 @@ def test_a_round_past_the_batch_is_split_and_bad_requests_are_named():
         small.logits_many({0: (PROMPT, 30, True)})
 
 
+def test_past_the_context_the_sequences_no_request_uses_are_let_go():
+    runner = _runner()
+    runner.n_ctx = 120
+    runner.logits_many({0: (PROMPT, 1, True), 3: (PROMPT[:20], 1, True)})
+    assert runner.seqs[3] == runner.lib.kv[3] == PROMPT[:20]
+    runner.logits_many({0: (PROMPT + [9] * 10, 30, True), 1: (PROMPT + [8] * 10, 30, True)})  # 49 held + 78 asked
+    assert runner.seqs[3] == runner.lib.kv[3] == [] and runner.seqs[1] == runner.lib.kv[1] == PROMPT + [8] * 10
+
+
 class FakeLM:
     """A LlamaCppLLM over a fake runner: expand through the runner's logits, greedy with its tokenizer."""
 

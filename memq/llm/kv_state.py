@@ -244,9 +244,10 @@ class Runner:
             self.logits(*requests[min(requests)])
         for s in requests:
             self.seqs.setdefault(s, [])
-        new = sum(len(ids) - shared_prefix(self.seqs[s], ids) for s, (ids, _, _) in requests.items())
-        if sum(map(len, self.seqs.values())) + new > self.n_ctx:
-            for s in [s for s in self.seqs if s not in requests]:  # room: the sequences no request uses let go
+        # the cells held (shared ones counted once a sequence) and the most a request may take (a kept state put
+        # back takes cells of its own): past the context, the sequences no request uses are let go
+        if sum(map(len, self.seqs.values())) + sum(len(ids) for ids, _, _ in requests.values()) > self.n_ctx:
+            for s in [s for s in self.seqs if s not in requests]:
                 self.lib.llama_memory_seq_rm(self.memory, s, -1, -1)
                 self.seqs[s] = []
         items: list[tuple[int, int, int, bool]] = []  # (token, position, sequence, logits wanted)
