@@ -251,11 +251,12 @@ class Runner:
                 self.lib.llama_memory_seq_rm(self.memory, s, -1, -1)
                 self.seqs[s] = []
         items: list[tuple[int, int, int, bool]] = []  # (token, position, sequence, logits wanted)
+        written: set[int] = set()  # the sequences cut or copied into so far: no longer what they were, no source
         for j in self._copy_order(requests):
             ids, first, keep = requests[j]
             start = min(shared_prefix(self.seqs[j], ids), first - 1)
             source, most = max(((s, min(shared_prefix(held, ids), first - 1)) for s, held in self.seqs.items()
-                                if s != j and s not in self._written), key=lambda x: x[1], default=(None, 0))
+                                if s != j and s not in written), key=lambda x: x[1], default=(None, 0))
             cut = self.keep and keep and start < len(self.seqs[j])
             if cut:
                 self._snapshot(j)
@@ -267,9 +268,8 @@ class Runner:
                 start = self._resume(ids, first, start, j)
             self.lib.llama_memory_seq_rm(self.memory, j, start, -1)
             self.seqs[j] = list(ids[:start])
-            self._written.add(j)
+            written.add(j)
             items.extend((ids[p], p, j, p >= first - 1) for p in range(start, len(ids)))
-        self._written = set()
         rows: dict[int, list[np.ndarray]] = {j: [] for j in requests}
         for i in range(0, len(items), self.n_batch):
             chunk = items[i:i + self.n_batch]
@@ -279,8 +279,6 @@ class Runner:
                 if want:
                     rows[j].append(self._row(k))
         return {j: np.stack(rows[j]) for j in requests}
-
-    _written: set = frozenset()  # the sequences a logits_many call has cut or copied into so far (not sources)
 
     def _copy_order(self, requests: dict) -> list[int]:
         """The requests in an order that reads each sequence another request starts from before that sequence is
@@ -298,7 +296,6 @@ class Runner:
             j = (free or left)[0]
             order.append(j)
             left.remove(j)
-        self._written = set()
         return order
 
     def greedy(self, ids: list[int], max_new_tokens: int, done: Callable[[list[int]], bool], drafter=None,
