@@ -71,8 +71,8 @@ def interleaved(llm, golds, seqs: list[list[int]], n: int) -> dict:
     """Seconds and passes of real decoding of the first ``n`` dev prompts without drafts, with the first drafter
     settings tried and with memq's, taking turns on each question (so a busier moment hits all three alike).
     Each prompt is decoded once untimed first, so every setting starts from the same KV cache (generation only)."""
-    import memq.llm.llamacpp as backend
-    from memq import draft
+    import memq.llm.kv_state as backend  # greedy_steps reads its DRAFT (tokens drafted a pass)
+    from memq.llm import draft
     from memq.plan.prompt import planner_prompt
 
     runner = llm.load().runner
@@ -142,7 +142,7 @@ def main(argv=None) -> int:
     results.sort(key=lambda r: r["relative_time"])
     for r in results[:10]:
         print(r)
-    from memq import draft
+    from memq.llm import draft
 
     chosen = next(r for r in results if (r["order"], r["min_context"], r["min_share"], r["draft"]) == (
         draft.ORDER, draft.MIN_CONTEXT, draft.MIN_SHARE, draft.DRAFT))
