@@ -14,7 +14,15 @@ import numpy as np
 import pytest
 
 from memq.llm.base import LLMError
-from memq.llm.kv_state import Runner, log_softmax_at, log_softmax_row, snapshots_from_env
+from memq.llm.kv_state import (
+    SEQUENCES,
+    SNAPSHOTS,
+    Runner,
+    log_softmax_at,
+    log_softmax_row,
+    sequences_from_env,
+    snapshots_from_env,
+)
 
 VOCAB = 16
 
@@ -110,13 +118,19 @@ def test_the_least_recently_used_state_goes_first_and_a_refused_one_is_evaluated
     assert refused.restored == 0 and refused.decoded > plain.decoded  # each refusal evaluated the prompt again
 
 
-@pytest.mark.parametrize("value", ["-1", "many", "257"])
-def test_a_bad_snapshot_count_is_named(monkeypatch, value):
-    monkeypatch.setenv("MEMQ_LLAMA_SNAPSHOTS", value)
-    with pytest.raises(LLMError, match=repr(value)):
-        snapshots_from_env()
-    monkeypatch.setenv("MEMQ_LLAMA_SNAPSHOTS", "0")
-    assert snapshots_from_env() == 0
+@pytest.mark.parametrize("name, read, bad, edge, default", [
+    ("MEMQ_LLAMA_SNAPSHOTS", snapshots_from_env, ["-1", "many", "257"], 0, SNAPSHOTS),
+    ("MEMQ_LLAMA_SEQUENCES", sequences_from_env, ["0", "many", "17"], 1, SEQUENCES)])
+def test_a_bad_snapshot_or_sequence_count_is_named(monkeypatch, name, read, bad, edge, default):
+    for value in bad:
+        monkeypatch.setenv(name, value)
+        with pytest.raises(LLMError, match=repr(value)):
+            read()
+    monkeypatch.setenv(name, str(edge))
+    assert read() == edge
+    monkeypatch.delenv(name)
+    assert read() == default
+    assert (SNAPSHOTS, SEQUENCES) == (16, 4)
 
 
 @pytest.mark.slow

@@ -129,19 +129,6 @@ def test_past_the_context_the_sequences_no_request_uses_are_let_go():
     assert runner.seqs[3] == runner.lib.kv[3] == [] and runner.seqs[1] == runner.lib.kv[1] == PROMPT + [8] * 10
 
 
-@pytest.mark.parametrize("value", ["0", "many", "17"])
-def test_a_bad_sequence_count_is_named(monkeypatch, value):
-    from memq.llm.kv_state import SEQUENCES, sequences_from_env
-
-    monkeypatch.setenv("MEMQ_LLAMA_SEQUENCES", value)
-    with pytest.raises(LLMError, match=repr(value)):
-        sequences_from_env()
-    monkeypatch.setenv("MEMQ_LLAMA_SEQUENCES", "1")
-    assert sequences_from_env() == 1
-    monkeypatch.delenv("MEMQ_LLAMA_SEQUENCES")
-    assert sequences_from_env() == SEQUENCES == 4
-
-
 class FakeLM:
     """A LlamaCppLLM over a fake runner: expand through the runner's logits, greedy with its tokenizer."""
 

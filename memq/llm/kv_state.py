@@ -58,23 +58,23 @@ SEQUENCES = 4  # sequences of a Runner's context: the grounded planner's beam of
 def snapshots_from_env() -> int:
     """``$MEMQ_LLAMA_SNAPSHOTS`` (default :data:`SNAPSHOTS`); a value that is not an int in 0..256 is refused by
     name."""
-    value = os.environ.get("MEMQ_LLAMA_SNAPSHOTS", "").strip()
-    if not value:
-        return SNAPSHOTS
-    if not value.isdigit() or int(value) > 256:
-        raise LLMError(f"MEMQ_LLAMA_SNAPSHOTS must be an integer in 0..256, got {value!r}")
-    return int(value)
+    return _count_from_env("MEMQ_LLAMA_SNAPSHOTS", SNAPSHOTS, 0, 256)
 
 
 def sequences_from_env() -> int:
     """``$MEMQ_LLAMA_SEQUENCES`` (default :data:`SEQUENCES`): the sequences of a Runner's context, each a line search
     answered in the same forward pass as the others' (1: one search after another, as before them); a value that is
     not an int in 1..16 is refused by name."""
-    value = os.environ.get("MEMQ_LLAMA_SEQUENCES", "").strip()
+    return _count_from_env("MEMQ_LLAMA_SEQUENCES", SEQUENCES, 1, 16)
+
+
+def _count_from_env(name: str, default: int, low: int, high: int) -> int:
+    """The whole number ``$name`` holds (``default`` if unset or blank); one outside ``low``..``high`` is refused."""
+    value = os.environ.get(name, "").strip()
     if not value:
-        return SEQUENCES
-    if not value.isdigit() or not 1 <= int(value) <= 16:
-        raise LLMError(f"MEMQ_LLAMA_SEQUENCES must be an integer in 1..16, got {value!r}")
+        return default
+    if not value.isdigit() or not low <= int(value) <= high:
+        raise LLMError(f"{name} must be an integer in {low}..{high}, got {value!r}")
     return int(value)
 
 
@@ -250,13 +250,16 @@ class Runner:
             for s in [s for s in self.seqs if s not in requests]:
                 self.lib.llama_memory_seq_rm(self.memory, s, -1, -1)
                 self.seqs[s] = []
+        # what each request shares with each sequence as it stands before any is cut (up to its first - 1 tokens)
+        shares = {j: {s: min(shared_prefix(held, ids), first - 1) for s, held in self.seqs.items()}
+                  for j, (ids, first, _) in requests.items()}
         items: list[tuple[int, int, int, bool]] = []  # (token, position, sequence, logits wanted)
         written: set[int] = set()  # the sequences cut or copied into so far: no longer what they were, no source
-        for j in self._copy_order(requests):
+        for j in _copy_order(shares):
             ids, first, keep = requests[j]
-            start = min(shared_prefix(self.seqs[j], ids), first - 1)
-            source, most = max(((s, min(shared_prefix(held, ids), first - 1)) for s, held in self.seqs.items()
-                                if s != j and s not in written), key=lambda x: x[1], default=(None, 0))
+            start = shares[j][j]
+            source, most = max(((s, n) for s, n in shares[j].items() if s != j and s not in written),
+                               key=lambda x: x[1], default=(None, 0))
             cut = self.keep and keep and start < len(self.seqs[j])
             if cut:
                 self._snapshot(j)
@@ -279,24 +282,6 @@ class Runner:
                 if want:
                     rows[j].append(self._row(k))
         return {j: np.stack(rows[j]) for j in requests}
-
-    def _copy_order(self, requests: dict) -> list[int]:
-        """The requests in an order that reads each sequence another request starts from before that sequence is
-        cut: a request whose own sequence another would copy goes after it (where two would copy each other, the
-        first goes first, and the other starts from what is left)."""
-        want = {}
-        for j, (ids, first, _) in requests.items():
-            own = min(shared_prefix(self.seqs[j], ids), first - 1)
-            best = max(((s, min(shared_prefix(held, ids), first - 1)) for s, held in self.seqs.items() if s != j),
-                       key=lambda x: x[1], default=(None, 0))
-            want[j] = best[0] if best[1] > own else None
-        order, left = [], sorted(requests)
-        while left:
-            free = [j for j in left if not any(want[k] == j for k in left if k != j)]
-            j = (free or left)[0]
-            order.append(j)
-            left.remove(j)
-        return order
 
     def greedy(self, ids: list[int], max_new_tokens: int, done: Callable[[list[int]], bool], drafter=None,
                logprobs: bool = False) -> tuple[list[int], list[float]]:
@@ -427,6 +412,24 @@ def greedy_steps(ids: list[int], max_new_tokens: int, done: Callable[[list[int]]
             if len(new) >= max_new_tokens or done(new):
                 return new, lps
         row = rows[kept]
+
+
+def _copy_order(shares: dict[int, dict[int, int]]) -> list[int]:
+    """The requests of :meth:`Runner.logits_many` (by sequence; ``shares``: what each shares with each sequence) in
+    an order that reads each sequence another request starts from before that sequence is cut: a request whose own
+    sequence another would copy goes after it (where two would copy each other, the first goes first, and the other
+    starts from what is left)."""
+    want = {}
+    for j, share in shares.items():
+        source, most = max(((s, n) for s, n in share.items() if s != j), key=lambda x: x[1], default=(None, 0))
+        want[j] = source if most > share[j] else None
+    order, left = [], sorted(shares)
+    while left:
+        free = [j for j in left if not any(want[k] == j for k in left if k != j)]
+        j = (free or left)[0]
+        order.append(j)
+        left.remove(j)
+    return order
 
 
 def log_softmax_at(rows: np.ndarray, ids: list[int]) -> np.ndarray:

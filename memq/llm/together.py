@@ -26,13 +26,13 @@ def run_together(lm, searches: list[Generator]) -> list:
     requests (``("expand", ...)``, ``("greedy", ...)``) ``lm`` (a :class:`memq.llm.llamacpp.LlamaCppLLM`) answers.
     At most the runner's sequences run at once; the others wait for one to end."""
     loaded = lm.load()
-    runner, tok = loaded.runner, loaded.tokenizer
+    runner, ended = loaded.runner, line_end(loaded.runner, loaded.tokenizer)
 
     def steps(request: tuple) -> Generator:
         if request[0] == "expand":
             return expand_steps(*request[1:])
         ids, max_new_tokens = request[1:]
-        return greedy_steps(ids, max_new_tokens, line_end(runner, tok), lm.drafter, True, runner.n_ctx, runner.n_batch)
+        return greedy_steps(ids, max_new_tokens, ended, lm.drafter, True, runner.n_ctx, runner.n_batch)
 
     results: list = [None] * len(searches)
     waiting = list(range(len(searches)))[::-1]
