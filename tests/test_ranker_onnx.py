@@ -43,11 +43,21 @@ def test_the_float32_graph_gives_torch_s_logits_and_encoding(cache):
         assert np.abs(onnx_ranker.score(query, CANDIDATES) - torch_ranker.score(query, CANDIDATES)).max() < 1e-4
     assert CANDIDATES[int(np.argmax(onnx_ranker.score(QUERY, CANDIDATES)))] == CANDIDATES[0]
     assert onnx_ranker.pairs_scored == 2 * len(CANDIDATES) + len(CANDIDATES)
+    # more candidates than a batch: each logit back in its candidate's place, and bit for bit the same in batches of
+    # any size (float32; int8 logits move with the batch they share)
+    many = [f"{c} {w}" for c in CANDIDATES for w in ("", "of the film", "and the date 1999", "in Peru", "?x", "now",
+                                                     "of the sports team roster with team ?y")]
+    assert len(many) > 2 * onnx_ranker.batch_size
+    batched = onnx_ranker.score(QUERY, many)
+    assert np.abs(batched - torch_ranker.score(QUERY, many)).max() < 1e-4
+    onnx_ranker.batch_size = 64
+    assert np.array_equal(onnx_ranker.score(QUERY, many), batched)
 
 
 def test_the_int8_graph_keeps_a_clear_first_choice(cache):
     int8 = load_ranker(DEFAULT_RANKER, runtime="onnx-int8")
     assert int8.runtime == "onnx-int8"
+    assert int8.batch_size == 64  # its logits move with the pairs a run holds: the size its dev plans were made with
     scores = int8.score(QUERY, CANDIDATES)
     assert CANDIDATES[int(np.argmax(scores))] == CANDIDATES[0]
     manifest = json.loads(next(cache.glob("onnx/ranker-*-onnx-int8-f1/manifest.json")).read_text())

@@ -9,7 +9,8 @@ transformers cuts them: the query first, at the ranker's ``max_length``):
 * ``onnx``: the float32 graph, checked to give torch's logits within :data:`TOLERANCE` on sample pairs;
 * ``onnx-int8``: the same graph with its matrix weights quantised to int8 per output channel
   (onnxruntime's ``quantize_dynamic``). About twice as fast again, but its logits move (mean 0.2 on WebQSP dev's
-  pairs, recall@1 0.832 -> 0.825), so it is offered, not the default (docs/planner.md).
+  pairs, recall@1 0.832 -> 0.825), and with the pairs a run holds (:data:`BATCH`); the committed ranker runs on it
+  for WebQSP alone, where it tied float32 on dev (``DATASET_RUNTIMES`` in :mod:`memq.plan.ranker`; docs/planner.md).
 
 Each graph is exported once per ranker and kept in ``$MEMQ_CACHE/onnx/ranker-<key>-<runtime>-f<FORMAT>/`` with a
 ``manifest.json`` (the ranker's and the graph's sha256, the largest difference from torch on the sample pairs);
@@ -114,6 +115,11 @@ def _difference(onnx_ranker: OnnxRanker, ranker) -> float:
     return max(float(np.abs(onnx_ranker.score(q, [c, "?x"]) - ranker.score(q, [c, "?x"])).max()) for q, c in SAMPLES)
 
 
+# pairs a run. On the 2-core Intel Xeon, float32 runs of 16 took 8.2 s where runs of 64 took 12.0 s over the 1,271
+# pairs the 4 slowest test questions rank (about 55 tokens each; a run of 64 outgrows the caches), with the same
+# logits bit for bit. int8 logits move with the pairs a run holds (one scale quantises all their activations): its
+# runs of 16 were as much faster, but changed 6 held-out WebQSP dev plans (0 up, 4 down), so int8 keeps runs of 64
+BATCH = {"onnx": 16, "onnx-int8": 64}
 QUERY_KEEP = 16  # tokens of the query a pair keeps however long its candidate (see fit_candidates)
 
 
@@ -132,9 +138,9 @@ class OnnxRanker:
 
     def __init__(self, graph: Path, tokenizer_dir: Path, max_length: int, *, threads: int | None = None,
                  path: Path | None = None, manifest: dict | None = None, runtime: str = "onnx",
-                 batch_size: int = 64) -> None:
+                 batch_size: int | None = None) -> None:
         self.session, self.tokenizer = open_graph(graph, tokenizer_dir, max_length, threads, "only_first")
-        self.max_length, self.batch_size = max_length, batch_size
+        self.max_length, self.batch_size = max_length, batch_size or BATCH[runtime]
         self.path, self.manifest, self.runtime = path, manifest or {}, runtime
         self.pairs_scored = 0
         self.seconds = 0.0
