@@ -35,9 +35,11 @@ class KeywordRanker:
     def __init__(self, word: str, margin: float = 5.0) -> None:
         self.word, self.margin = word, margin
         self.asked: list[tuple[str, list[str]]] = []
+        self.seconds = 0.0  # as the real rankers count their time: a quarter of a second a call here
 
     def score(self, query, candidates):
         self.asked.append((query, list(candidates)))
+        self.seconds += 0.25
         return np.array([self.margin if self.word in c else 0.0 for c in candidates], dtype=np.float32)
 
 
@@ -68,6 +70,15 @@ def test_the_ranker_s_weight_decides_between_it_and_the_model(kg, bank):  # noqa
     spoken = [c for c in follows_ranker.ranked[0]["candidates"] if c["statement"] == "spoken"]
     assert spoken and all(c["bonus"] == -1000.0 for c in spoken)
     assert follows_ranker.cost["ranker"] == "keyword" and follows_ranker.cost["ranked_pairs"] >= 2
+
+
+def test_a_plan_s_cost_counts_the_ranker_s_seconds_while_it_planned(kg, bank):  # noqa: F811
+    r = KeywordRanker("official")
+    r.seconds = 10.0  # spent before this plan: not its own
+    plan = ranked(kg, bank, SPOKEN, r).plan("what language do they speak in jamaica?", JAMAICA)
+    assert r.asked and plan.cost["ranker_seconds"] == pytest.approx(0.25 * len(r.asked))
+    assert "ranker_seconds" not in planner(kg, bank, SPOKEN).plan("what language do they speak in jamaica?",
+                                                                  JAMAICA).cost  # no ranker, no figure
 
 
 def test_the_ranker_reads_the_question_and_the_plan_so_far(kg, bank):  # noqa: F811

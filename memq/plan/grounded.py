@@ -77,11 +77,10 @@ the first lines it took, at most ``backtrack`` times (in the notes), before the 
 
 **Fallbacks, all traced** (``Plan.notes``): when no topic entity has a predicate that a memory statement starts
 with, when the beam ends with no complete plan, or when the KG fails (an endpoint timeout: the note names the KG and
-the query), the plan comes from free generation. When llama.cpp is not the backend (the transformers fallback),
-planning is free generation.
+the query), the plan comes from free generation, as it does when llama.cpp is not the backend (transformers).
 
 **Cost** (``Plan.cost``): forward passes, tokens scored, candidates (lines offered to the model, over all steps and
-partial plans), KG queries, seconds.
+partial plans), KG queries, seconds (the KG's and the ranker's among them).
 """
 
 from __future__ import annotations
@@ -124,9 +123,8 @@ class GroundedPlanner(CandidateLines):
                  lm=None, prior: QuestionPrior | None = None, ranker=None) -> None:
         self.free = free
         self.adapter = getattr(free, "adapter", None)
-        self.kg, self.bank = kg, bank
+        self.kg, self.bank, self.timeout = kg, bank, timeout
         self.config = config or GroundedConfig()
-        self.timeout = timeout
         self.name = "grounded:" + getattr(free, "name", "planner")
         self._lm = lm
         self.ranker = ranker  # a StatementRanker (memq.plan.ranker), or None: the model alone chooses
@@ -234,7 +232,7 @@ class GroundedPlanner(CandidateLines):
             cost = SearchCost()
             calls = self._lm_calls
             before = lm.counters if hasattr(lm, "counters") else None
-            threads_before = getattr(lm, "thread_passes", {})
+            threads_before, rank_before = getattr(lm, "thread_passes", {}), getattr(self.ranker, "seconds", None)
             self.refused = {}  # lines the CVT-answer and entity-sort rules refused (CandidateLines._refused)
             self.searched = []  # each line search: the partial plan and the lines taken after it (Plan.searched)
             try:
@@ -249,6 +247,8 @@ class GroundedPlanner(CandidateLines):
             passes, tokens = (after[0] - before[0], after[1] - before[1]) if after else (cost.passes, cost.tokens)
             plan.cost.update(forward_passes=passes, tokens_scored=tokens, kg_queries=neigh.queries,
                              kg_seconds=round(neigh.seconds, 4), llm_calls=self._lm_calls - calls, **self.refused)
+            if rank_before is not None:  # the statement ranker's own time (its runs), a part of the seconds
+                plan.cost["ranker_seconds"] = round(self.ranker.seconds - rank_before, 4)
             # the searches run, in order ("first", then "wide", "off", ... where one ended no plan): which questions
             # a setting of a later search can change
             plan.cost["searches"] = " > ".join(dict.fromkeys(s["search"] for s in self.searched))
