@@ -7,9 +7,10 @@
 and its candidates). The committed ranker (``--ranker``) scores the ``--pool`` candidates of each of the first
 ``--steps`` steps, in runs of each size (:data:`memq.plan.ranker_onnx.BATCH` is the planner's), once to warm up and
 once timed. Prints, per runtime and size: the seconds, the largest difference from the logits of the first size,
-how many steps gave every logit bit for bit, and recall@1 of the gold statement over the steps whose pool holds it. float32 logits do not depend on the
-run; int8 ones do (one scale quantises all the activations of a run), which is why the int8 ranker keeps the size
-its plans were chosen with (docs/planner.md, "The float32 ranker in runs of 16 pairs").
+how many steps gave every logit bit for bit, and recall@1 of the gold statement over the steps whose pool holds it.
+float32 logits do not depend on the run; int8 ones do (one scale quantises all the activations of a run), which is
+why the int8 ranker keeps the size its plans were chosen with (docs/planner.md, "The float32 ranker in runs of 16
+pairs").
 """
 
 from __future__ import annotations
