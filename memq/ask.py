@@ -291,11 +291,11 @@ def config_from(args: argparse.Namespace, by_bank: bool = True):
                                              "rescue_hops", "sorted_answers", "classed_answers", "distinct_steps",
                                              "closed_sorts")
               if getattr(args, k, None) is not None}
-    # GrailQA's form of the schema: its planner, search and distinct nodes (the pipeline takes them by the bank's
-    # dataset too, memq.pipeline.config.bank_dataset; said here, as memq evaluate --dataset grailqa says them)
-    base = GroundedConfig()
-    if by_bank and bank_dataset(changes.get("memory", config.memory)) == "grailqa":
-        base = search_for("grailqa")
+    # the bank's dataset's search (the pipeline takes it by the bank's dataset too, memq.pipeline.config.bank_dataset;
+    # said here, as memq evaluate --dataset says it), and for GrailQA's form of the schema its planner, distinct nodes
+    dataset = bank_dataset(changes.get("memory", config.memory)) if by_bank else None
+    base = search_for(dataset)
+    if dataset == "grailqa":
         changes["planner_dataset"] = "grailqa"
         changes["distinct_nodes"] = "grailqa" in DISTINCT_NODES
     if search or base != GroundedConfig():

@@ -197,6 +197,26 @@ def test_grailqa_is_evaluated_on_its_own_kg_with_its_own_search_unless_told_othe
     assert webqsp.search.asked_class == 0.0 and webqsp.search.asked_beam == 0 and webqsp.search.unseen_top == 0
 
 
+def test_each_dataset_searches_with_its_own_settings_and_a_flag_given_replaces_one():
+    """WebQSP's search stops 4 nats below the best line (chosen on its dev); CWQ's rescues keep the default 5; a
+    flag replaces only the setting it names, the dataset's others stand."""
+    from memq.cli import build_parser
+    from memq.evaluate.cli import evaluation_config
+    from memq.pipeline.config import search_for
+    from memq.plan.search import GroundedConfig
+
+    parser = build_parser()
+
+    def search(*argv):
+        return evaluation_config(parser.parse_args(["evaluate", "--split", "dev", "--planner", "grounded", *argv]))
+
+    assert search("--dataset", "webqsp").search.prune == 4.0 == search_for("webqsp").prune
+    assert search("--dataset", "cwq").search == GroundedConfig() == search_for("cwq") and GroundedConfig().prune == 5.0
+    wide = search("--dataset", "webqsp", "--beam", "4").search
+    assert (wide.beam, wide.prune) == (4, 4.0)
+    assert search("--dataset", "webqsp", "--prune", "6").search.prune == 6.0
+
+
 def test_a_memory_bank_brings_its_own_planner_to_ask_serve_and_answer(tmp_path):
     import json
     from pathlib import Path

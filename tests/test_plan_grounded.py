@@ -986,7 +986,7 @@ def test_a_bank_of_grailqa_s_form_brings_its_planner_and_search_unless_a_flag_sa
     import json
 
     from memq.ask import add_search_args, config_from
-    from memq.plan.search import GRAILQA_SEARCH
+    from memq.plan.search import GRAILQA_SEARCH, WEBQSP_SEARCH
 
     classes = tmp_path / "classes"
     classes.mkdir()
@@ -1011,7 +1011,8 @@ def test_a_bank_of_grailqa_s_form_brings_its_planner_and_search_unless_a_flag_sa
     for other in (config_from(parser.parse_args(["--memory", str(plain)])),
                   config_from(parser.parse_args(["--memory", str(bank)]), by_bank=False)):
         assert other.search is None and other.planner_dataset is None and other.distinct_nodes is None
-    assert Pipeline(config_from(parser.parse_args(["--memory", str(plain)]))).search == GroundedConfig()
+    # a bank of no known dataset is planned as WebQSP's, with WebQSP's search
+    assert Pipeline(config_from(parser.parse_args(["--memory", str(plain)]))).search == GroundedConfig(**WEBQSP_SEARCH)
 
 
 def test_a_config_that_names_only_a_grailqa_bank_answers_as_grailqa(tmp_path):
@@ -1022,7 +1023,7 @@ def test_a_config_that_names_only_a_grailqa_bank_answers_as_grailqa(tmp_path):
 
     from memq.datasets import DISTINCT_NODES
     from memq.pipeline.config import bank_dataset
-    from memq.plan.search import GRAILQA_SEARCH
+    from memq.plan.search import GRAILQA_SEARCH, WEBQSP_SEARCH
 
     form = tmp_path / "form"  # GrailQA's form, no planner of its own (memory_bank/grailqa+schema)
     form.mkdir()
@@ -1043,7 +1044,8 @@ def test_a_config_that_names_only_a_grailqa_bank_answers_as_grailqa(tmp_path):
         assert {k: getattr(pipe.search, k) for k in GRAILQA_SEARCH} == GRAILQA_SEARCH
     assert Pipeline(Config(memory=str(trained))).planner_source[1] == trained / "planner"
     pipe = Pipeline(Config(memory=str(plain)))
-    assert pipe.planner_source[0] == "webqsp" and not pipe.distinct_nodes and pipe.search == GroundedConfig()
+    assert pipe.planner_source[0] == "webqsp" and not pipe.distinct_nodes
+    assert pipe.search == GroundedConfig(**WEBQSP_SEARCH)
     # what the config says stands
     pipe = Pipeline(Config(memory=str(form), search=GroundedConfig(beam=4), distinct_nodes=False))
     assert pipe.search.beam == 4 and not pipe.distinct_nodes

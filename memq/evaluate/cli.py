@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 from ..cli import count
@@ -91,13 +91,13 @@ def evaluation_config(args: argparse.Namespace):
     dataset evaluated unless ``--memory`` names one (CWQ questions are not to be answered from the WebQSP bank).
     GrailQA, unless the flags say otherwise: its own benchmark KG (``data/kg/grailqa.nq.gz``), the bank with its
     ontology (``memory_bank/grailqa+schema``, ``make memory-grailqa-schema``; the train-only bank when that is not
-    built, with a warning) and ``GRAILQA_SEARCH``."""
+    built, with a warning). Every dataset: its search settings (``DATASET_SEARCH``), with the flags given over them."""
     import logging
 
     from ..ask import config_from
     from ..pipeline import GRAILQA_KG, ROOT
     from ..pipeline.config import search_for
-    from ..plan.search import GRAILQA_SEARCH, GroundedConfig
+    from ..plan.search import GroundedConfig
 
     config = config_from(args, by_bank=False)
     memory = ROOT / "memory_bank" / args.dataset
@@ -111,10 +111,9 @@ def evaluation_config(args: argparse.Namespace):
             logging.getLogger(__name__).warning(
                 "%s is not built (make memory-grailqa-schema): answering from %s, which holds no ontology, so "
                 "zero-shot questions lack their statements", schema, memory)
-        search = {k: v for k, v in GRAILQA_SEARCH.items() if getattr(args, k, None) is None}
-        config = replace(config, search=replace(config.search or GroundedConfig(), **search))
-    if config.search is None:  # no search flag: the dataset's settings, said in the summary
-        config = replace(config, search=search_for(args.dataset))
+    # the dataset's search settings (said in the summary), each one a flag gives replaced by the flag
+    given = {f.name: getattr(args, f.name) for f in fields(GroundedConfig) if getattr(args, f.name, None) is not None}
+    config = replace(config, search=replace(search_for(args.dataset), **given))
     if not args.memory:
         config = replace(config, memory=str(memory))
     return config

@@ -99,12 +99,12 @@ class Config:
         return GRAILQA_KG if self.dataset == "grailqa" else BENCHMARK_KG
 
 
-def search_for(dataset: str) -> GroundedConfig:
-    """The grounded planner's search settings for ``dataset``'s questions: ``GRAILQA_SEARCH`` for GrailQA (chosen on
-    its tuning part), the defaults (chosen on WebQSP dev) for the others."""
-    from ..plan.search import GRAILQA_SEARCH
+def search_for(dataset: str | None) -> GroundedConfig:
+    """The grounded planner's search settings for ``dataset``'s questions: the defaults with the dataset's own
+    (``DATASET_SEARCH``: GrailQA's chosen on its tuning part, WebQSP's on its dev) over them."""
+    from ..plan.search import DATASET_SEARCH
 
-    return GroundedConfig(**GRAILQA_SEARCH) if dataset == "grailqa" else GroundedConfig()
+    return GroundedConfig(**DATASET_SEARCH.get(dataset, {}))
 
 
 def bank_dataset(memory) -> str | None:
