@@ -20,7 +20,7 @@ from pathlib import Path
 ROWS = (
     # the memq run that answered beside the ablation (the fine-tuned planner's plans, re-scored)
     ("WebQSP test", "memq, fine-tuned planner", "webqsp_test_finetuned.json", "run"),
-    ("WebQSP test", "memq, the same planner choosing grounded lines (CPU)", "webqsp_test_together.json", "run"),
+    ("WebQSP test", "memq, the same planner choosing grounded lines (CPU)", "webqsp_test_prune4.json", "run"),
     ("WebQSP test", "direct SPARQL (w/o PE, QRM)", "webqsp_test_finetuned.json", "ablation"),
     ("WebQSP test", "oracle plans", "webqsp_test_oracle.json", "run"),
     ("CWQ test", "memq, fine-tuned planner (0.42 epoch, H100)", "cwq_test_finetuned.json", "run"),
