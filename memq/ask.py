@@ -262,6 +262,18 @@ def show(a: Answer, gold: list[tuple[str, str]] | None = None) -> str:
     return "\n".join(lines)
 
 
+def search_flags(args: argparse.Namespace) -> dict:
+    """The grounded search settings the flags give (``add_search_args``), by name; those not given are left out."""
+    return {k: getattr(args, k) for k in ("beam", "lines", "norm", "max_candidates", "prune", "budget", "prior",
+                                            "neighbours", "prior_floor", "coverage", "asked_class", "asked_beam",
+                                            "asked_directed", "asked_redirect", "check_passes", "check_values",
+                                            "rank_top", "rank_pool", "rank_weight", "unseen_top", "calibrate",
+                                            "backtrack", "value_finds", "start_lookahead", "superlative_ends",
+                                            "rescue_hops", "sorted_answers", "classed_answers", "distinct_steps",
+                                            "closed_sorts")
+            if getattr(args, k, None) is not None}
+
+
 def config_from(args: argparse.Namespace, by_bank: bool = True):
     """The pipeline's config from the command line's flags. ``by_bank``: a GrailQA memory bank
     (:func:`memq.pipeline.config.bank_dataset`: its planner's, or a bank of GrailQA's form) brings GrailQA's
@@ -283,14 +295,7 @@ def config_from(args: argparse.Namespace, by_bank: bool = True):
         changes["grounded"] = False
     if getattr(args, "no_repair", False):
         changes["repair"] = False
-    search = {k: getattr(args, k) for k in ("beam", "lines", "norm", "max_candidates", "prune", "budget", "prior",
-                                             "neighbours", "prior_floor", "coverage", "asked_class", "asked_beam",
-                                             "asked_directed", "asked_redirect", "check_passes", "check_values",
-                                             "rank_top", "rank_pool", "rank_weight", "unseen_top", "calibrate",
-                                             "backtrack", "value_finds", "start_lookahead", "superlative_ends",
-                                             "rescue_hops", "sorted_answers", "classed_answers", "distinct_steps",
-                                             "closed_sorts")
-              if getattr(args, k, None) is not None}
+    search = search_flags(args)
     # the bank's dataset's search (the pipeline takes it by the bank's dataset too, memq.pipeline.config.bank_dataset;
     # said here, as memq evaluate --dataset says it), and for GrailQA's form of the schema its planner, distinct nodes
     dataset = bank_dataset(changes.get("memory", config.memory)) if by_bank else None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import fields, replace
+from dataclasses import replace
 from pathlib import Path
 
 from ..cli import count
@@ -94,10 +94,9 @@ def evaluation_config(args: argparse.Namespace):
     built, with a warning). Every dataset: its search settings (``DATASET_SEARCH``), with the flags given over them."""
     import logging
 
-    from ..ask import config_from
+    from ..ask import config_from, search_flags
     from ..pipeline import GRAILQA_KG, ROOT
     from ..pipeline.config import search_for
-    from ..plan.search import GroundedConfig
 
     config = config_from(args, by_bank=False)
     memory = ROOT / "memory_bank" / args.dataset
@@ -112,8 +111,7 @@ def evaluation_config(args: argparse.Namespace):
                 "%s is not built (make memory-grailqa-schema): answering from %s, which holds no ontology, so "
                 "zero-shot questions lack their statements", schema, memory)
     # the dataset's search settings (said in the summary), each one a flag gives replaced by the flag
-    given = {f.name: getattr(args, f.name) for f in fields(GroundedConfig) if getattr(args, f.name, None) is not None}
-    config = replace(config, search=replace(search_for(args.dataset), **given))
+    config = replace(config, search=replace(search_for(args.dataset), **search_flags(args)))
     if not args.memory:
         config = replace(config, memory=str(memory))
     return config
